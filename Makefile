@@ -1,0 +1,43 @@
+# Convenience wrapper around CMake. `make demo` and `make test` do everything on
+# a fresh Debian machine (they install missing build dependencies when run as root).
+BUILD    ?= build
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKEOPT ?=
+DEPS      = cmake gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libcjson-dev \
+            libcmocka-dev libopenblas-dev clang
+
+.PHONY: all deps configure build demo test test-asan fuzz bench install clean
+
+all: build
+
+deps:
+	@sh tools/install-deps.sh $(DEPS)
+
+configure: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKEOPT) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@sh examples/demo.sh $(BUILD)/mil
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan:
+	@$(MAKE) --no-print-directory test BUILD=build-asan CMAKEOPT="-DMIL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
+
+fuzz: deps
+	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DMIL_FUZZ=ON -DMIL_BUILD_TESTS=OFF >/dev/null
+	@cmake --build build-fuzz -j $(JOBS)
+	@sh fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
+bench: build
+	@sh bench/run.sh $(BUILD)
+
+install: build
+	@cmake --install $(BUILD)
+
+clean:
+	rm -rf build build-asan build-fuzz

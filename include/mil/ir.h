@@ -1,0 +1,304 @@
+/* libmil: the MIL program IR (program, function, block, op, var) and its
+ * builder API.
+ *
+ * Mirrors MIL.proto (seed 000) and coremltools' Python IR
+ * (coremltools/converters/mil/mil/{program,function,block,operation,var}.py).
+ *
+ * Ownership: a mil_program owns everything reachable from it (functions,
+ * blocks, ops, vars, types, values, interned strings) in one arena; freeing
+ * the program frees all of it. Removing an op only unlinks it.
+ *
+ * Invariants maintained by every function here:
+ *  - ops of a block form a doubly linked list (first/last, prev/next);
+ *  - each var's use list holds exactly the operand slots and block-output
+ *    slots that reference it (op inputs and block outputs alike), so
+ *    mil_var_replace_all_uses is O(uses) and mil_var_n_uses is O(1).
+ */
+#ifndef MIL_IR_H
+#define MIL_IR_H
+
+#include "status.h"
+#include "types.h"
+#include "value.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mil_function mil_function;
+typedef struct mil_block mil_block;
+typedef struct mil_op mil_op;
+typedef struct mil_var mil_var;
+typedef struct mil_use mil_use;
+
+/* A named attribute (MIL.proto map<string, Value>). */
+typedef struct mil_attr {
+  const char *name; /* interned */
+  const mil_value *value;
+} mil_attr;
+
+/* One reference to a var: an op operand slot or a block output slot.
+ * Exactly one of op / block is set. */
+struct mil_use {
+  mil_var *var;
+  mil_use *prev_use, *next_use; /* links in var->uses */
+  mil_op *op;       /* operand slot of this op ... */
+  mil_block *block; /* ... or output slot of this block */
+};
+
+/* One binding of an op input: a var (by name in proto) or a literal value
+ * (proto Argument.Binding.value; used by classify, reshape_like and iOS18
+ * constexpr ops). */
+typedef struct mil_arg {
+  mil_use use;            /* use.var != NULL for a var binding */
+  const mil_value *value; /* non-NULL for a literal binding */
+} mil_arg;
+
+/* A named input of an op with its bindings, in order. is_tuple marks inputs
+ * that take a tuple of vars (variadic/tuple parameters such as
+ * concat.values, while_loop.loop_vars), printed as "(%a, %b)" even with a
+ * single element. */
+typedef struct mil_input {
+  const char *name; /* interned */
+  int32_t n_args;
+  mil_arg *args;
+  bool is_tuple;
+} mil_input;
+
+/* Compile-time-knowledge marker printed after a var's type: '*' when the
+ * value is fully known, '^' when only a symbolic value is known. */
+typedef enum mil_mark { MIL_MARK_NONE = 0, MIL_MARK_VALUE = 1, MIL_MARK_SYMBOLIC = 2 } mil_mark;
+
+struct mil_var {
+  const char *name; /* interned */
+  const mil_type *type;
+  mil_op *op;             /* producer; NULL for function / block inputs */
+  int32_t out_index;      /* index in op->outputs */
+  mil_block *input_of;    /* block that declares this var as input, or NULL */
+  mil_function *func_input_of; /* function that declares this var as input, or NULL */
+  mil_use *uses;          /* head of the use list */
+  int32_t n_uses;
+  const mil_value *val;   /* known compile-time value (const ops, value inference) */
+  mil_mark mark;          /* marker to print; MIL_MARK_VALUE whenever val != NULL */
+  void *aux;              /* scratch for passes; not preserved */
+};
+
+struct mil_op {
+  const char *type; /* interned op type, e.g. "conv" */
+  const char *name; /* interned op name (attribute "name") */
+  mil_op *prev, *next;
+  mil_block *block; /* containing block; NULL when detached */
+  int32_t n_inputs, cap_inputs;
+  mil_input *inputs;
+  int32_t n_outputs, cap_outputs;
+  mil_var **outputs;
+  int32_t n_blocks;
+  mil_block **blocks;
+  int32_t n_attrs;
+  mil_attr *attrs; /* attributes other than "name" (const "val" is held in outputs[0]->val) */
+  const void *def; /* registry entry, resolved lazily by the op registry */
+  uint64_t order;  /* position key within the block; see mil_op_is_before */
+  mil_program *program;
+  void *aux;       /* scratch for passes; not preserved */
+};
+
+struct mil_block {
+  const char *name; /* printed block name ("block0", "loop_body_block"); may be NULL */
+  mil_op *parent;   /* owning op for nested blocks; NULL for a function body */
+  mil_function *func;
+  int32_t n_inputs;
+  mil_var **inputs;
+  int32_t n_outputs;
+  mil_use *outputs; /* outputs[i].var */
+  mil_op *first, *last;
+  int32_t n_ops;
+  int32_t n_attrs;
+  mil_attr *attrs;
+  bool order_dirty; /* op->order values need renumbering */
+  mil_program *program;
+};
+
+/* One block specialization of a function (MIL.proto
+ * Function.block_specializations: opset name -> block). */
+typedef struct mil_specialization {
+  const char *opset; /* interned, e.g. "CoreML7" */
+  mil_block *block;
+} mil_specialization;
+
+struct mil_function {
+  const char *name;  /* interned */
+  const char *opset; /* interned; key of the body specialization */
+  int32_t n_inputs;
+  mil_var **inputs;
+  int32_t n_specs;
+  mil_specialization *specs;
+  int32_t n_attrs;
+  mil_attr *attrs;
+  mil_program *program;
+};
+
+struct mil_program {
+  int64_t version; /* MIL.proto Program.version, 1 */
+  const char *doc_string;
+  int32_t n_functions;
+  mil_function **functions;
+  int32_t n_attrs;
+  mil_attr *attrs; /* e.g. "buildInfo" */
+  struct ir_arena *arena;  /* private */
+  struct ir_intern *strs;  /* private */
+  const mil_allocator *alloc;
+  uint64_t next_block_id;  /* for fresh "block<N>" names */
+  uint64_t next_symbol_id; /* for fresh "is<N>" symbols */
+  void *user;              /* free for embedders */
+};
+
+/* ---------- program ---------- */
+
+/* New empty program (version 1). alloc may be NULL for the default
+ * allocator. Returns NULL when out of memory. */
+MIL_API mil_program *mil_program_new(const mil_allocator *alloc);
+/* Frees the program and everything it owns. NULL is allowed. */
+MIL_API void mil_program_free(mil_program *p);
+/* Deep copy into a new program (views stay views). NULL on out of memory. */
+MIL_API mil_program *mil_program_clone(const mil_program *p);
+/* Function by name or NULL. */
+MIL_API mil_function *mil_program_find_function(const mil_program *p, const char *name);
+/* Allocates n zeroed bytes from the program's arena (freed with the program). */
+MIL_API void *mil_program_alloc(mil_program *p, size_t n);
+/* Interns a string (pointer-equal for equal content). len may be (size_t)-1 for NUL-terminated. */
+MIL_API const char *mil_program_intern(mil_program *p, const char *s, size_t len);
+/* Sets (or replaces) a program attribute. */
+MIL_API mil_status mil_program_set_attr(mil_program *p, const char *name, const mil_value *v);
+/* Total number of ops in all functions, nested blocks included. */
+MIL_API int64_t mil_program_count_ops(const mil_program *p);
+
+/* ---------- types (arena-owned, immutable) ---------- */
+
+/* Tensor type. dims may be NULL when rank <= 0 (rank -1 = unknown rank). */
+MIL_API const mil_type *mil_type_tensor(mil_program *p, mil_dtype dt, int32_t rank, const mil_dim *dims);
+/* Tensor type from constant sizes. */
+MIL_API const mil_type *mil_type_tensor_shape(mil_program *p, mil_dtype dt, int32_t rank, const int64_t *shape);
+MIL_API const mil_type *mil_type_scalar(mil_program *p, mil_dtype dt);
+MIL_API const mil_type *mil_type_list(mil_program *p, const mil_type *elem, mil_dim length);
+MIL_API const mil_type *mil_type_tuple(mil_program *p, int32_t n, const mil_type *const *elems);
+MIL_API const mil_type *mil_type_dict(mil_program *p, const mil_type *key, const mil_type *value);
+MIL_API const mil_type *mil_type_state(mil_program *p, const mil_type *wrapped);
+MIL_API const mil_type *mil_type_unknown(mil_program *p);
+/* Copies a type (possibly from another program) into p. */
+MIL_API const mil_type *mil_type_import(mil_program *p, const mil_type *t);
+/* A fresh symbolic dim "is<N>" unique within the program. */
+MIL_API mil_dim mil_dim_new_symbol(mil_program *p);
+
+/* ---------- functions and blocks ---------- */
+
+/* Appends a function with an empty body block for `opset` (e.g. "CoreML7").
+ * NULL on out of memory or a duplicate name. */
+MIL_API mil_function *mil_function_new(mil_program *p, const char *name, const char *opset);
+/* The body block (the specialization for f->opset). */
+MIL_API mil_block *mil_function_body(const mil_function *f);
+/* Adds a further block specialization (proto block_specializations entry). */
+MIL_API mil_block *mil_function_add_specialization(mil_function *f, const char *opset);
+/* Appends a function input var. */
+MIL_API mil_var *mil_function_add_input(mil_function *f, const char *name, const mil_type *type);
+
+/* A new detached nested block (attach with mil_op_add_block). */
+MIL_API mil_block *mil_block_new(mil_program *p, const char *name);
+/* Appends a block input var (while_loop bodies). */
+MIL_API mil_var *mil_block_add_input(mil_block *b, const char *name, const mil_type *type);
+/* Replaces the block's outputs (maintains use lists). */
+MIL_API mil_status mil_block_set_outputs(mil_block *b, int32_t n, mil_var *const *vars);
+/* Replaces output slot i. */
+MIL_API void mil_block_set_output(mil_block *b, int32_t i, mil_var *v);
+/* Appends op at the end of b / inserts it before or after `anchor` (which
+ * must be in a block). The op must be detached. O(1). */
+MIL_API void mil_block_append(mil_block *b, mil_op *op);
+MIL_API void mil_block_insert_before(mil_op *anchor, mil_op *op);
+MIL_API void mil_block_insert_after(mil_op *anchor, mil_op *op);
+/* The program that owns b. */
+MIL_API mil_program *mil_block_program(const mil_block *b);
+/* The innermost op enclosing b's parent chain at the top level of `outer`,
+ * or NULL; i.e. whether b is nested (at any depth) inside `outer`. */
+MIL_API bool mil_block_is_inside(const mil_block *b, const mil_block *outer);
+
+/* ---------- ops ---------- */
+
+/* A new detached op of `type` named `name` (both copied/interned). */
+MIL_API mil_op *mil_op_new(mil_program *p, const char *type, const char *name);
+/* Appends input `name` bound to one var (is_tuple false). Returns the input. */
+MIL_API mil_input *mil_op_add_input(mil_op *op, const char *name, mil_var *v);
+/* Appends input `name` bound to n vars (is_tuple true). */
+MIL_API mil_input *mil_op_add_input_tuple(mil_op *op, const char *name, int32_t n, mil_var *const *vars);
+/* Appends input `name` bound to a literal value. */
+MIL_API mil_input *mil_op_add_input_value(mil_op *op, const char *name, const mil_value *v);
+/* Appends an input with n empty arg slots to be filled by mil_arg_set_var / value. */
+MIL_API mil_input *mil_op_add_input_slots(mil_op *op, const char *name, int32_t n, bool is_tuple);
+MIL_API void mil_arg_set_var(mil_op *op, mil_arg *a, mil_var *v);
+/* Input by name or NULL; its first var (or NULL). */
+MIL_API mil_input *mil_op_find_input(const mil_op *op, const char *name);
+MIL_API mil_var *mil_op_input_var(const mil_op *op, const char *name);
+/* Removes input `name` (dropping its uses); no-op when absent. */
+MIL_API void mil_op_remove_input(mil_op *op, const char *name);
+/* Rebinds input `name` to v (single binding), adding the input if absent. */
+MIL_API void mil_op_set_input(mil_op *op, const char *name, mil_var *v);
+/* Appends an output var. */
+MIL_API mil_var *mil_op_add_output(mil_op *op, const char *name, const mil_type *type);
+/* Attaches a detached nested block. */
+MIL_API void mil_op_add_block(mil_op *op, mil_block *b);
+/* Sets (or replaces) attribute `name`. */
+MIL_API void mil_op_set_attr(mil_op *op, const char *name, const mil_value *v);
+MIL_API const mil_value *mil_op_get_attr(const mil_op *op, const char *name);
+/* Unlinks op from its block and drops all its operand uses (nested blocks'
+ * uses too). Its outputs must have no remaining uses outside the op itself;
+ * otherwise returns MIL_ERR_INVALID and changes nothing. */
+MIL_API mil_status mil_op_remove(mil_op *op);
+/* Unlinks op from its block without touching uses (for moving it). */
+MIL_API void mil_op_detach(mil_op *op);
+/* True when a and b are in the same block and a comes first. Amortized O(1). */
+MIL_API bool mil_op_is_before(const mil_op *a, const mil_op *b);
+MIL_API mil_program *mil_op_program(const mil_op *op);
+
+/* Builds a const op named `name` with output var `name` holding v.
+ * The op is detached. */
+MIL_API mil_op *mil_const_new(mil_program *p, const char *name, const mil_value *v);
+static inline bool mil_op_is_const(const mil_op *op) { return op && op->type && op->type[0] == 'c' && op->type[1] == 'o' && op->type[2] == 'n' && op->type[3] == 's' && op->type[4] == 't' && op->type[5] == 0; }
+
+/* ---------- vars ---------- */
+
+/* Redirects every use of `old` (op operands and block outputs) to `new_var`.
+ * O(number of uses). */
+MIL_API void mil_var_replace_all_uses(mil_var *old, mil_var *new_var);
+/* Like mil_var_replace_all_uses, but only uses by ops that come after `after`
+ * in the same block (and anything nested in them), and block outputs of that
+ * block and enclosing-level nested blocks after it. */
+MIL_API void mil_var_replace_uses_after(mil_var *old, mil_var *new_var, const mil_op *after);
+static inline int32_t mil_var_n_uses(const mil_var *v) { return v->n_uses; }
+static inline bool mil_var_is_const(const mil_var *v) { return v->val != NULL; }
+/* True when some block lists v among its outputs. */
+MIL_API bool mil_var_is_block_output(const mil_var *v);
+/* Sets the known value (and the '*' mark); NULL clears both. */
+MIL_API void mil_var_set_value(mil_var *v, const mil_value *val);
+
+/* ---------- iteration ---------- */
+
+/* Calls fn(op, ud) for every op of b, nested blocks included (pre-order:
+ * an op before the ops of its nested blocks). Safe against removal of the
+ * visited op. Stops early and returns the first non-zero result. */
+typedef int (*mil_op_visit_fn)(mil_op *op, void *ud);
+MIL_API int mil_block_walk(mil_block *b, mil_op_visit_fn fn, void *ud);
+MIL_API int mil_program_walk(mil_program *p, mil_op_visit_fn fn, void *ud);
+
+/* ---------- verification ---------- */
+
+/* Structural verifier: SSA (each name defined once per scope), definitions
+ * before uses, nested-block scoping, block outputs defined, use lists
+ * consistent, the function body specialization present, outputs consistent
+ * across specializations. Names that are not MIL identifiers
+ * ([A-Za-z_][A-Za-z0-9_@]*) are warnings. Messages read
+ * "function 'main': op 'conv_3' (conv): input 'x' uses %a before its definition".
+ * Returns MIL_OK when there are no errors, MIL_ERR_INVALID otherwise. */
+MIL_API mil_status mil_program_verify(const mil_program *p, mil_diag *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

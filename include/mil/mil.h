@@ -1,0 +1,15 @@
+/* libmil umbrella header: read, validate, optimize, run and write Core ML
+ * "ML Program" (MIL) models. Include this, or the area headers it lists. */
+#ifndef MIL_MIL_H
+#define MIL_MIL_H
+
+#include "status.h"
+#include "types.h"
+#include "value.h"
+#include "ir.h"
+#include "text.h"
+
+/* Library version string, e.g. "0.1.0". */
+MIL_API const char *mil_version(void);
+
+#endif

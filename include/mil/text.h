@@ -1,0 +1,73 @@
+/* libmil: MIL text, in the two forms of ../shared/spec/mil-text.md.
+ *
+ * The coremltools form is byte for byte what coremltools' print(program)
+ * produces (coremltools/converters/mil/mil/program.py Program.__str__,
+ * function.py Function.to_str, block.py Block.indented_str,
+ * operation.py Operation.indented_str / var_to_str, var.py Var.__str__).
+ * The complete form adds const ops with full values and prints every operand
+ * by name; it is lossless and is the `.mil` file format.
+ */
+#ifndef MIL_TEXT_H
+#define MIL_TEXT_H
+
+#include <stdio.h>
+
+#include "ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A growable byte buffer (used for printing). Zero-initialize; free with
+ * mil_buf_free. data is NUL-terminated whenever len > 0. */
+typedef struct mil_buf {
+  char *data;
+  size_t len, cap;
+  bool oom; /* set when an append failed; later appends are ignored */
+} mil_buf;
+MIL_API void mil_buf_free(mil_buf *b);
+MIL_API void mil_buf_put(mil_buf *b, const char *s, size_t n);
+MIL_API void mil_buf_puts(mil_buf *b, const char *s);
+MIL_API void mil_buf_putc(mil_buf *b, char c);
+MIL_API void mil_buf_printf(mil_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+typedef enum mil_print_form {
+  MIL_PRINT_COREMLTOOLS = 0, /* coremltools' print(program) */
+  MIL_PRINT_COMPLETE = 1,    /* lossless: const ops with values, operands by name */
+} mil_print_form;
+
+typedef struct mil_print_options {
+  mil_print_form form;
+  /* COMPLETE form: consts whose value came from a weight file print as
+   * val=@blob("<blob_file>", <offset>) instead of the full values. */
+  bool blob_refs;
+} mil_print_options;
+
+/* Appends the text of p to out. Never fails except for out-of-memory (out->oom). */
+MIL_API void mil_print_program(const mil_program *p, const mil_print_options *opt, mil_buf *out);
+/* Prints to a stdio stream; MIL_ERR_IO on a write error. */
+MIL_API mil_status mil_print_program_file(const mil_program *p, const mil_print_options *opt, FILE *f);
+/* Appends the Python repr of a double (shortest round-trip digits, "1e-05",
+ * "2.0", "inf", "nan"); returns the number of chars written (< 32). */
+MIL_API int mil_format_double(char out[32], double v);
+
+typedef struct mil_parse_options {
+  const char *filename; /* for messages ("<stdin>" when NULL) */
+  /* Directory against which @blob("file", off) paths resolve; NULL = the
+   * directory of filename. */
+  const char *base_dir;
+} mil_parse_options;
+
+/* Parses MIL text (complete form, or a coremltools-form snippet whose inline
+ * literals become anonymous consts) into a new program. On error returns
+ * NULL-program and a status, with a "file:line:col: expected X, found Y"
+ * message in d. `text` need not be NUL-terminated. */
+MIL_API mil_status mil_parse_program(const char *text, size_t len, const mil_parse_options *opt, mil_program **out,
+                                     mil_diag *d);
+/* Reads and parses a file. */
+MIL_API mil_status mil_parse_file(const char *path, mil_program **out, mil_diag *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

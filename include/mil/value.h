@@ -1,0 +1,116 @@
+/* libmil: compile-time values (MIL.proto Value: immediate tensors, lists,
+ * tuples, dictionaries, and blob-file references).
+ *
+ * A value is immutable once built and owned by a program (its arena), except
+ * that its tensor bytes may be a borrowed view into a memory-mapped weight
+ * file that outlives the program's use of it (see io.h). Passes that change
+ * a weight build a new value; they never write through a view.
+ *
+ * In-memory tensor layout (row-major, C order), by dtype:
+ *   bool            1 byte per element, 0 or 1
+ *   fp16 / bf16     uint16_t bit patterns
+ *   fp8 e4m3/e5m2   uint8_t bit patterns
+ *   int8..int64, uint8..uint64, fp32, fp64, complex64 (2 floats), complex128
+ *                   native little-endian
+ *   int4, uint1/2/3/4/6
+ *                   bit-packed LSB-first exactly as in weight.bin (formats.md
+ *                   section 4.4): element i occupies stream bits [i*b, (i+1)*b)
+ *   string          array of numel NUL-terminated `const char *`
+ */
+#ifndef MIL_VALUE_H
+#define MIL_VALUE_H
+
+#include "types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mil_program mil_program;
+
+typedef enum mil_value_kind {
+  MIL_VAL_TENSOR = 0, /* tensor or scalar, including strings */
+  MIL_VAL_LIST = 1,
+  MIL_VAL_TUPLE = 2,
+  MIL_VAL_DICT = 3,
+} mil_value_kind;
+
+typedef enum mil_storage {
+  MIL_STORE_ARENA = 0, /* bytes owned by the program arena */
+  MIL_STORE_VIEW = 1,  /* borrowed bytes (memory-mapped weight file, caller buffer) */
+} mil_storage;
+
+typedef struct mil_value mil_value;
+struct mil_value {
+  mil_value_kind kind;
+  const mil_type *type; /* TENSOR: static tensor type; LIST/TUPLE/DICT: the container type (may be NULL) */
+  /* TENSOR */
+  const void *data;
+  size_t nbytes;
+  int64_t numel;
+  mil_storage storage;
+  /* Where the bytes came from when loaded from a weight file (blob_file
+   * interned, e.g. "@model_path/weights/weight.bin"; blob_offset = offset of
+   * the blob's metadata record). NULL when immediate. */
+  const char *blob_file;
+  uint64_t blob_offset;
+  /* LIST / TUPLE / DICT: n items (DICT: keys[i] -> items[i]) */
+  int32_t n;
+  const mil_value *const *items;
+  const mil_value *const *keys;
+};
+
+/* Creates a tensor value of the given dtype and shape (rank 0 with
+ * is_scalar=true makes a scalar). When `data` is non-NULL its bytes (layout
+ * above; for STRING an array of numel char pointers) are copied into the
+ * arena; when NULL the bytes are zeroed and may be written through
+ * mil_value_data_mut before the value is shared. Returns NULL on allocation
+ * failure or an invalid dtype. */
+MIL_API mil_value *mil_value_new_tensor(mil_program *p, mil_dtype dt, int32_t rank, const int64_t *shape,
+                                        bool is_scalar, const void *data);
+/* A tensor value whose bytes are borrowed (not copied); the caller keeps
+ * `data` alive and unchanged as long as the program uses the value. */
+MIL_API mil_value *mil_value_new_view(mil_program *p, mil_dtype dt, int32_t rank, const int64_t *shape,
+                                      const void *data, size_t nbytes);
+/* Scalar helpers. */
+MIL_API mil_value *mil_value_new_scalar_f64(mil_program *p, mil_dtype dt, double v);
+MIL_API mil_value *mil_value_new_scalar_i64(mil_program *p, mil_dtype dt, int64_t v);
+MIL_API mil_value *mil_value_new_bool(mil_program *p, bool v);
+MIL_API mil_value *mil_value_new_string(mil_program *p, const char *s);
+/* Containers (items are referenced, not copied). */
+MIL_API mil_value *mil_value_new_list(mil_program *p, const mil_type *type, int32_t n, const mil_value *const *items);
+MIL_API mil_value *mil_value_new_tuple(mil_program *p, const mil_type *type, int32_t n, const mil_value *const *items);
+MIL_API mil_value *mil_value_new_dict(mil_program *p, const mil_type *type, int32_t n, const mil_value *const *keys,
+                                      const mil_value *const *items);
+
+/* Writable bytes of a value being built (ARENA storage only; NULL for views). */
+MIL_API void *mil_value_data_mut(mil_value *v);
+
+/* Element access for tensor values, any numeric/bool dtype (sub-byte
+ * unpacked, fp16/bf16/fp8 widened). Index is the flat row-major index;
+ * out-of-range indices are a programming error (asserted). */
+MIL_API double mil_value_get_f64(const mil_value *v, int64_t i);
+MIL_API int64_t mil_value_get_i64(const mil_value *v, int64_t i);
+/* String element i (STRING dtype). */
+MIL_API const char *mil_value_get_str(const mil_value *v, int64_t i);
+/* Stores element i of a value under construction, converting from double /
+ * int64 to the value's dtype (round to nearest even for floats; integer
+ * types wrap like a C cast; sub-byte types are masked). */
+MIL_API void mil_value_set_f64(mil_value *v, int64_t i, double x);
+MIL_API void mil_value_set_i64(mil_value *v, int64_t i, int64_t x);
+
+/* Exact equality: same kind, dtype, shape and bytes (strings by content). */
+MIL_API bool mil_value_equal(const mil_value *a, const mil_value *b);
+/* 64-bit hash consistent with mil_value_equal. */
+MIL_API uint64_t mil_value_hash(const mil_value *v);
+
+/* Sub-byte bit-stream helpers (LSB-first, formats.md 4.4). `bits` is 1..8. */
+MIL_API uint32_t mil_bits_get(const uint8_t *stream, int64_t i, int bits);
+MIL_API void mil_bits_set(uint8_t *stream, int64_t i, int bits, uint32_t v);
+/* Bytes needed to store n elements of dt (sub-byte: ceil(n*bits/8)). */
+MIL_API size_t mil_dtype_storage_bytes(mil_dtype dt, int64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,74 @@
+/* Internal table of contents of src/core: arena, interning, helpers shared by
+ * the core files. Not part of the public API. */
+#ifndef MIL_CORE_INTERNAL_H
+#define MIL_CORE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mil/ir.h"
+
+#if defined(__GNUC__)
+#define IR_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define IR_HIDDEN
+#endif
+
+
+/* ---- arena.c: bump allocator owned by a program ---- */
+typedef struct ir_arena ir_arena;
+IR_HIDDEN ir_arena *ir_arena_new(const mil_allocator *a);
+IR_HIDDEN void ir_arena_free(ir_arena *ar);
+/* n zeroed bytes aligned to 16; NULL on out of memory. */
+IR_HIDDEN void *ir_arena_alloc(ir_arena *ar, size_t n);
+/* Grows an arena array: returns a new block of new_n*elem bytes holding the
+ * first old_n*elem bytes of old (old is abandoned, freed with the arena). */
+IR_HIDDEN void *ir_arena_grow(ir_arena *ar, void *old, size_t old_n, size_t new_n, size_t elem);
+IR_HIDDEN size_t ir_arena_bytes(const ir_arena *ar);
+
+/* ---- intern.c: string interning per program ---- */
+typedef struct ir_intern ir_intern;
+IR_HIDDEN ir_intern *ir_intern_new(const mil_allocator *a, ir_arena *ar);
+IR_HIDDEN void ir_intern_free(ir_intern *t);
+IR_HIDDEN const char *ir_intern_str(ir_intern *t, const char *s, size_t len);
+
+/* raw allocation through a mil_allocator */
+IR_HIDDEN void *ir_raw_alloc(const mil_allocator *a, size_t n);
+IR_HIDDEN void *ir_raw_realloc(const mil_allocator *a, void *p, size_t old, size_t n);
+IR_HIDDEN void ir_raw_free(const mil_allocator *a, void *p, size_t n);
+
+/* ---- op.c / ir.c shared ---- */
+IR_HIDDEN void ir_use_link(mil_use *u, mil_var *v);
+IR_HIDDEN void ir_use_unlink(mil_use *u);
+/* Drops every operand use of op and of the ops of its nested blocks, and
+ * the output uses of its nested blocks. */
+IR_HIDDEN void ir_op_drop_uses(mil_op *op);
+
+/* FNV-1a over bytes */
+static inline uint64_t ir_hash_bytes(const void *p, size_t n, uint64_t h) {
+  const unsigned char *s = (const unsigned char *)p;
+  for (size_t i = 0; i < n; i++) {
+    h ^= s[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+#define IR_HASH_SEED 14695981039346656037ULL
+
+
+
+/* ---- ptrmap.c: pointer -> pointer hash map (malloc-backed) ---- */
+typedef struct ir_ptrmap {
+  const void **keys;
+  void **vals;
+  size_t cap, count;
+} ir_ptrmap;
+IR_HIDDEN void ir_ptrmap_init(ir_ptrmap *m);
+IR_HIDDEN void ir_ptrmap_free(ir_ptrmap *m);
+/* Returns false on out of memory. */
+IR_HIDDEN bool ir_ptrmap_put(ir_ptrmap *m, const void *key, void *val);
+IR_HIDDEN void *ir_ptrmap_get(const ir_ptrmap *m, const void *key);
+
+/* value.c: copy of a value into program p (views stay views). */
+IR_HIDDEN const mil_value *ir_value_import(mil_program *p, const mil_value *v);
+#endif

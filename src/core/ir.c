@@ -1,0 +1,339 @@
+/* Program, function and block structure; op placement within blocks. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+
+#define ORDER_STEP ((uint64_t)1 << 20)
+
+mil_program *mil_program_new(const mil_allocator *alloc) {
+  if (!alloc) alloc = mil_default_allocator();
+  ir_arena *ar = ir_arena_new(alloc);
+  if (!ar) return NULL;
+  mil_program *p = ir_arena_alloc(ar, sizeof *p);
+  ir_intern *strs = p ? ir_intern_new(alloc, ar) : NULL;
+  if (!strs) {
+    ir_arena_free(ar);
+    return NULL;
+  }
+  p->arena = ar;
+  p->strs = strs;
+  p->alloc = alloc;
+  p->version = 1;
+  return p;
+}
+
+void mil_program_free(mil_program *p) {
+  if (!p) return;
+  ir_intern_free(p->strs);
+  ir_arena_free(p->arena); /* p itself lives in the arena */
+}
+
+void *mil_program_alloc(mil_program *p, size_t n) { return ir_arena_alloc(p->arena, n); }
+
+const char *mil_program_intern(mil_program *p, const char *s, size_t len) { return ir_intern_str(p->strs, s, len); }
+
+mil_function *mil_program_find_function(const mil_program *p, const char *name) {
+  for (int32_t i = 0; i < p->n_functions; i++)
+    if (strcmp(p->functions[i]->name, name) == 0) return p->functions[i];
+  return NULL;
+}
+
+/* Sets attribute `name` in an (attrs, n) array, growing it in the arena. */
+static mil_status set_attr(mil_program *p, mil_attr **attrs, int32_t *n, const char *name, const mil_value *v) {
+  const char *in = mil_program_intern(p, name, (size_t)-1);
+  if (!in) return MIL_ERR_NOMEM;
+  for (int32_t i = 0; i < *n; i++)
+    if ((*attrs)[i].name == in) {
+      (*attrs)[i].value = v;
+      return MIL_OK;
+    }
+  mil_attr *na = ir_arena_grow(p->arena, *attrs, (size_t)*n, (size_t)*n + 1, sizeof *na);
+  if (!na) return MIL_ERR_NOMEM;
+  na[*n].name = in;
+  na[*n].value = v;
+  *attrs = na;
+  (*n)++;
+  return MIL_OK;
+}
+
+mil_status mil_program_set_attr(mil_program *p, const char *name, const mil_value *v) {
+  return set_attr(p, &p->attrs, &p->n_attrs, name, v);
+}
+
+void mil_op_set_attr(mil_op *op, const char *name, const mil_value *v) {
+  set_attr(op->program, &op->attrs, &op->n_attrs, name, v);
+}
+
+const mil_value *mil_op_get_attr(const mil_op *op, const char *name) {
+  for (int32_t i = 0; i < op->n_attrs; i++)
+    if (strcmp(op->attrs[i].name, name) == 0) return op->attrs[i].value;
+  return NULL;
+}
+
+static int count_ops(mil_op *op, void *ud) {
+  (void)op;
+  (*(int64_t *)ud)++;
+  return 0;
+}
+
+int64_t mil_program_count_ops(const mil_program *p) {
+  int64_t n = 0;
+  mil_program_walk((mil_program *)p, count_ops, &n);
+  return n;
+}
+
+/* ---------- functions ---------- */
+
+mil_block *mil_block_new(mil_program *p, const char *name) {
+  mil_block *b = ir_arena_alloc(p->arena, sizeof *b);
+  if (!b) return NULL;
+  b->program = p;
+  if (name) {
+    b->name = mil_program_intern(p, name, (size_t)-1);
+    if (!b->name) return NULL;
+  }
+  return b;
+}
+
+mil_function *mil_function_new(mil_program *p, const char *name, const char *opset) {
+  if (mil_program_find_function(p, name)) return NULL;
+  mil_function *f = ir_arena_alloc(p->arena, sizeof *f);
+  if (!f) return NULL;
+  f->program = p;
+  f->name = mil_program_intern(p, name, (size_t)-1);
+  f->opset = mil_program_intern(p, opset, (size_t)-1);
+  if (!f->name || !f->opset) return NULL;
+  if (!mil_function_add_specialization(f, opset)) return NULL;
+  mil_function **nf = ir_arena_grow(p->arena, p->functions, (size_t)p->n_functions, (size_t)p->n_functions + 1,
+                                    sizeof *nf);
+  if (!nf) return NULL;
+  nf[p->n_functions++] = f;
+  p->functions = nf;
+  return f;
+}
+
+mil_block *mil_function_add_specialization(mil_function *f, const char *opset) {
+  mil_program *p = f->program;
+  mil_block *b = mil_block_new(p, NULL);
+  if (!b) return NULL;
+  b->func = f;
+  mil_specialization *ns = ir_arena_grow(p->arena, f->specs, (size_t)f->n_specs, (size_t)f->n_specs + 1, sizeof *ns);
+  if (!ns) return NULL;
+  ns[f->n_specs].opset = mil_program_intern(p, opset, (size_t)-1);
+  ns[f->n_specs].block = b;
+  f->specs = ns;
+  f->n_specs++;
+  return b;
+}
+
+mil_block *mil_function_body(const mil_function *f) {
+  for (int32_t i = 0; i < f->n_specs; i++)
+    if (f->specs[i].opset == f->opset || strcmp(f->specs[i].opset, f->opset) == 0) return f->specs[i].block;
+  return f->n_specs ? f->specs[0].block : NULL;
+}
+
+static mil_var *var_new(mil_program *p, const char *name, const mil_type *type) {
+  mil_var *v = ir_arena_alloc(p->arena, sizeof *v);
+  if (!v) return NULL;
+  v->name = mil_program_intern(p, name, (size_t)-1);
+  if (!v->name) return NULL;
+  v->type = type;
+  return v;
+}
+
+mil_var *mil_function_add_input(mil_function *f, const char *name, const mil_type *type) {
+  mil_program *p = f->program;
+  mil_var *v = var_new(p, name, type);
+  if (!v) return NULL;
+  mil_var **ni = ir_arena_grow(p->arena, f->inputs, (size_t)f->n_inputs, (size_t)f->n_inputs + 1, sizeof *ni);
+  if (!ni) return NULL;
+  ni[f->n_inputs++] = v;
+  f->inputs = ni;
+  v->func_input_of = f;
+  return v;
+}
+
+mil_var *mil_block_add_input(mil_block *b, const char *name, const mil_type *type) {
+  mil_program *p = b->program;
+  mil_var *v = var_new(p, name, type);
+  if (!v) return NULL;
+  mil_var **ni = ir_arena_grow(p->arena, b->inputs, (size_t)b->n_inputs, (size_t)b->n_inputs + 1, sizeof *ni);
+  if (!ni) return NULL;
+  ni[b->n_inputs++] = v;
+  b->inputs = ni;
+  v->input_of = b;
+  return v;
+}
+
+mil_var *mil_op_add_output(mil_op *op, const char *name, const mil_type *type) {
+  mil_program *p = op->program;
+  mil_var *v = var_new(p, name, type);
+  if (!v) return NULL;
+  if (op->n_outputs == op->cap_outputs) {
+    int32_t nc = op->cap_outputs ? op->cap_outputs * 2 : 1;
+    mil_var **no = ir_arena_grow(p->arena, op->outputs, (size_t)op->n_outputs, (size_t)nc, sizeof *no);
+    if (!no) return NULL;
+    op->outputs = no;
+    op->cap_outputs = nc;
+  }
+  v->op = op;
+  v->out_index = op->n_outputs;
+  op->outputs[op->n_outputs++] = v;
+  return v;
+}
+
+mil_status mil_block_set_outputs(mil_block *b, int32_t n, mil_var *const *vars) {
+  for (int32_t i = 0; i < b->n_outputs; i++) ir_use_unlink(&b->outputs[i]);
+  mil_use *no = b->outputs;
+  if (n > b->n_outputs) {
+    no = ir_arena_alloc(b->program->arena, (size_t)n * sizeof *no);
+    if (!no) return MIL_ERR_NOMEM;
+  }
+  for (int32_t i = 0; i < n; i++) {
+    memset(&no[i], 0, sizeof no[i]);
+    no[i].block = b;
+    ir_use_link(&no[i], vars[i]);
+  }
+  b->outputs = no;
+  b->n_outputs = n;
+  return MIL_OK;
+}
+
+void mil_block_set_output(mil_block *b, int32_t i, mil_var *v) {
+  ir_use_unlink(&b->outputs[i]);
+  ir_use_link(&b->outputs[i], v);
+}
+
+mil_program *mil_block_program(const mil_block *b) { return b->program; }
+mil_program *mil_op_program(const mil_op *op) { return op->program; }
+
+bool mil_block_is_inside(const mil_block *b, const mil_block *outer) {
+  while (b) {
+    if (b == outer) return true;
+    b = b->parent ? b->parent->block : NULL;
+  }
+  return false;
+}
+
+void mil_op_add_block(mil_op *op, mil_block *b) {
+  mil_program *p = op->program;
+  mil_block **nb = ir_arena_grow(p->arena, op->blocks, (size_t)op->n_blocks, (size_t)op->n_blocks + 1, sizeof *nb);
+  if (!nb) return;
+  nb[op->n_blocks++] = b;
+  op->blocks = nb;
+  b->parent = op;
+  b->func = op->block ? op->block->func : NULL;
+}
+
+/* ---------- placement ---------- */
+
+static void set_func_rec(mil_op *op, mil_function *f) {
+  for (int32_t i = 0; i < op->n_blocks; i++) {
+    op->blocks[i]->func = f;
+    for (mil_op *o = op->blocks[i]->first; o; o = o->next) set_func_rec(o, f);
+  }
+}
+
+static void placed(mil_block *b, mil_op *op) {
+  op->block = b;
+  b->n_ops++;
+  if (op->n_blocks) set_func_rec(op, b->func);
+}
+
+void mil_block_append(mil_block *b, mil_op *op) {
+  op->prev = b->last;
+  op->next = NULL;
+  if (b->last) {
+    b->last->next = op;
+    if (b->last->order > UINT64_MAX - ORDER_STEP) b->order_dirty = true;
+    else op->order = b->last->order + ORDER_STEP;
+  } else {
+    b->first = op;
+    op->order = ORDER_STEP;
+  }
+  b->last = op;
+  placed(b, op);
+}
+
+static void order_between(mil_block *b, mil_op *op) {
+  uint64_t lo = op->prev ? op->prev->order : 0;
+  uint64_t hi = op->next ? op->next->order : lo + 2 * ORDER_STEP;
+  if (hi > lo + 1) op->order = lo + (hi - lo) / 2;
+  else b->order_dirty = true;
+}
+
+void mil_block_insert_before(mil_op *anchor, mil_op *op) {
+  mil_block *b = anchor->block;
+  op->next = anchor;
+  op->prev = anchor->prev;
+  if (anchor->prev) anchor->prev->next = op;
+  else b->first = op;
+  anchor->prev = op;
+  order_between(b, op);
+  placed(b, op);
+}
+
+void mil_block_insert_after(mil_op *anchor, mil_op *op) {
+  mil_block *b = anchor->block;
+  if (!anchor->next) {
+    mil_block_append(b, op);
+    return;
+  }
+  mil_block_insert_before(anchor->next, op);
+}
+
+void mil_op_detach(mil_op *op) {
+  mil_block *b = op->block;
+  if (!b) return;
+  if (op->prev) op->prev->next = op->next;
+  else b->first = op->next;
+  if (op->next) op->next->prev = op->prev;
+  else b->last = op->prev;
+  op->prev = op->next = NULL;
+  op->block = NULL;
+  b->n_ops--;
+}
+
+static void renumber(mil_block *b) {
+  uint64_t k = ORDER_STEP;
+  for (mil_op *o = b->first; o; o = o->next, k += ORDER_STEP) o->order = k;
+  b->order_dirty = false;
+}
+
+bool mil_op_is_before(const mil_op *a, const mil_op *b) {
+  if (!a->block || a->block != b->block || a == b) return false;
+  if (a->block->order_dirty) renumber(a->block);
+  return a->order < b->order;
+}
+
+/* ---------- walking ---------- */
+
+int mil_block_walk(mil_block *b, mil_op_visit_fn fn, void *ud) {
+  mil_op *op = b->first;
+  while (op) {
+    mil_op *next = op->next;
+    int32_t nb = op->n_blocks;
+    mil_block **blocks = op->blocks;
+    int r = fn(op, ud);
+    if (r) return r;
+    /* the visited op may have been removed; its nested blocks are still valid arena memory */
+    for (int32_t i = 0; i < nb; i++) {
+      r = mil_block_walk(blocks[i], fn, ud);
+      if (r) return r;
+    }
+    op = next;
+  }
+  return 0;
+}
+
+int mil_program_walk(mil_program *p, mil_op_visit_fn fn, void *ud) {
+  for (int32_t i = 0; i < p->n_functions; i++) {
+    mil_function *f = p->functions[i];
+    for (int32_t s = 0; s < f->n_specs; s++) {
+      int r = mil_block_walk(f->specs[s].block, fn, ud);
+      if (r) return r;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,303 @@
+/* Unit tests of the IR core: builder, use lists, placement, clone, verifier,
+ * dtype conversions and values. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mil/mil.h"
+
+/* x -> relu -> add(relu, c) ; returns program, fills vars */
+static mil_program *build_small(mil_var **x, mil_op **relu, mil_op **add, mil_op **c) {
+  mil_program *p = mil_program_new(NULL);
+  assert_non_null(p);
+  mil_function *f = mil_function_new(p, "main", "CoreML7");
+  assert_non_null(f);
+  int64_t shape[2] = {2, 3};
+  const mil_type *t = mil_type_tensor_shape(p, MIL_DT_FP32, 2, shape);
+  *x = mil_function_add_input(f, "x", t);
+  mil_block *b = mil_function_body(f);
+  *relu = mil_op_new(p, "relu", "relu_0");
+  mil_op_add_input(*relu, "x", *x);
+  mil_var *r = mil_op_add_output(*relu, "relu_0", t);
+  mil_block_append(b, *relu);
+  float vals[6] = {1, 2, 3, 4, 5, 6};
+  mil_value *v = mil_value_new_tensor(p, MIL_DT_FP32, 2, shape, false, vals);
+  *c = mil_const_new(p, "c", v);
+  mil_block_append(b, *c);
+  *add = mil_op_new(p, "add", "add_0");
+  mil_op_add_input(*add, "x", r);
+  mil_op_add_input(*add, "y", (*c)->outputs[0]);
+  mil_var *a = mil_op_add_output(*add, "add_0", t);
+  mil_block_append(b, *add);
+  mil_block_set_outputs(b, 1, &a);
+  return p;
+}
+
+static void test_build_and_uses(void **state) {
+  (void)state;
+  mil_var *x;
+  mil_op *relu, *add, *c;
+  mil_program *p = build_small(&x, &relu, &add, &c);
+  assert_int_equal(x->n_uses, 1);
+  assert_int_equal(relu->outputs[0]->n_uses, 1);
+  mil_var *a = add->outputs[0];
+  assert_int_equal(a->n_uses, 1); /* block output */
+  assert_true(mil_var_is_block_output(a));
+  assert_true(mil_var_is_const(c->outputs[0]));
+  assert_true(mil_op_is_before(relu, add));
+  assert_false(mil_op_is_before(add, relu));
+  assert_int_equal(mil_program_count_ops(p), 3);
+  mil_diag d = {0};
+  assert_int_equal(mil_program_verify(p, &d), MIL_OK);
+  assert_int_equal(d.n_errors, 0);
+  mil_diag_clear(&d);
+
+  /* replace relu's uses with x, then relu has no uses and can go */
+  mil_var_replace_all_uses(relu->outputs[0], x);
+  assert_int_equal(relu->outputs[0]->n_uses, 0);
+  assert_int_equal(x->n_uses, 2);
+  assert_ptr_equal(mil_op_input_var(add, "x"), x);
+  assert_int_equal(mil_op_remove(relu), MIL_OK);
+  assert_int_equal(x->n_uses, 1);
+  assert_int_equal(mil_function_body(p->functions[0])->n_ops, 2);
+  /* removing an op whose output is used must fail and change nothing */
+  assert_int_equal(mil_op_remove(c), MIL_ERR_INVALID);
+  assert_int_equal(mil_function_body(p->functions[0])->n_ops, 2);
+  assert_int_equal(mil_program_verify(p, &d), MIL_OK);
+  mil_diag_clear(&d);
+  mil_program_free(p);
+}
+
+static void test_insert_order(void **state) {
+  (void)state;
+  mil_var *x;
+  mil_op *relu, *add, *c;
+  mil_program *p = build_small(&x, &relu, &add, &c);
+  /* insert many ops between relu and c: order queries must stay right */
+  mil_op *prev = relu;
+  mil_op *ins[100];
+  for (int i = 0; i < 100; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "n%d", i);
+    mil_op *op = mil_op_new(p, "identity", name);
+    mil_op_add_input(op, "x", x);
+    int64_t s[2] = {2, 3};
+    mil_op_add_output(op, name, mil_type_tensor_shape(p, MIL_DT_FP32, 2, s));
+    mil_block_insert_after(prev, op);
+    ins[i] = op;
+    /* always insert right after relu: newest first */
+    prev = relu;
+  }
+  for (int i = 1; i < 100; i++) assert_true(mil_op_is_before(ins[i], ins[i - 1]));
+  assert_true(mil_op_is_before(relu, ins[99]));
+  assert_true(mil_op_is_before(ins[0], c));
+  assert_int_equal(x->n_uses, 101);
+  mil_program_free(p);
+}
+
+static void test_replace_uses_after(void **state) {
+  (void)state;
+  mil_var *x;
+  mil_op *relu, *add, *c;
+  mil_program *p = build_small(&x, &relu, &add, &c);
+  /* replace x's uses after relu by c's output: relu's own use must stay */
+  mil_op *id = mil_op_new(p, "identity", "late");
+  mil_op_add_input(id, "x", x);
+  mil_var *o = mil_op_add_output(id, "late", x->type);
+  mil_block_insert_after(add, id);
+  mil_var_replace_uses_after(x, c->outputs[0], relu);
+  assert_ptr_equal(mil_op_input_var(relu, "x"), x);
+  assert_ptr_equal(mil_op_input_var(id, "x"), c->outputs[0]);
+  (void)o;
+  mil_program_free(p);
+}
+
+static void test_clone(void **state) {
+  (void)state;
+  mil_var *x;
+  mil_op *relu, *add, *c;
+  mil_program *p = build_small(&x, &relu, &add, &c);
+  mil_program *q = mil_program_clone(p);
+  assert_non_null(q);
+  mil_program_free(p); /* the clone must not depend on the source */
+  mil_function *f = q->functions[0];
+  assert_string_equal(f->name, "main");
+  assert_string_equal(f->opset, "CoreML7");
+  mil_block *b = mil_function_body(f);
+  assert_int_equal(b->n_ops, 3);
+  assert_string_equal(b->first->type, "relu");
+  assert_ptr_equal(mil_op_input_var(b->first, "x"), f->inputs[0]);
+  mil_op *cq = b->first->next;
+  assert_true(mil_op_is_const(cq));
+  assert_true(fabs(mil_value_get_f64(cq->outputs[0]->val, 5) - 6.0) < 1e-12);
+  assert_ptr_equal(b->outputs[0].var, b->last->outputs[0]);
+  mil_diag d = {0};
+  assert_int_equal(mil_program_verify(q, &d), MIL_OK);
+  mil_diag_clear(&d);
+  mil_program_free(q);
+}
+
+static void test_verify_errors(void **state) {
+  (void)state;
+  mil_var *x;
+  mil_op *relu, *add, *c;
+  mil_program *p = build_small(&x, &relu, &add, &c);
+  /* move add before relu: use before definition */
+  mil_op_detach(add);
+  mil_block_insert_before(relu, add);
+  mil_diag d = {0};
+  assert_int_equal(mil_program_verify(p, &d), MIL_ERR_INVALID);
+  const char *e = mil_diag_first_error(&d);
+  assert_non_null(e);
+  assert_non_null(strstr(e, "op 'add_0' (add)"));
+  assert_non_null(strstr(e, "input 'x'"));
+  assert_non_null(strstr(e, "%relu_0"));
+  mil_diag_clear(&d);
+  mil_program_free(p);
+
+  /* duplicate name and a non-identifier name (warning only) */
+  p = build_small(&x, &relu, &add, &c);
+  mil_op *dup = mil_op_new(p, "relu", "bad/name");
+  mil_op_add_input(dup, "x", x);
+  mil_op_add_output(dup, "relu_0", x->type);
+  mil_block_append(mil_function_body(p->functions[0]), dup);
+  assert_int_equal(mil_program_verify(p, &d), MIL_ERR_INVALID);
+  assert_non_null(strstr(mil_diag_first_error(&d), "defined twice"));
+  assert_true(d.n_warnings >= 1);
+  mil_diag_clear(&d);
+  mil_program_free(p);
+}
+
+static void test_nested_scoping(void **state) {
+  (void)state;
+  mil_program *p = mil_program_new(NULL);
+  mil_function *f = mil_function_new(p, "main", "CoreML5");
+  const mil_type *t = mil_type_scalar(p, MIL_DT_INT32);
+  mil_var *x = mil_function_add_input(f, "x", t);
+  mil_op *loop = mil_op_new(p, "while_loop", "loop");
+  mil_op_add_input_tuple(loop, "loop_vars", 1, &x);
+  mil_block *cb = mil_block_new(p, "loop_cond_block");
+  mil_var *cx = mil_block_add_input(cb, "x_x0", t);
+  mil_op *lt = mil_op_new(p, "less", "lt");
+  mil_op_add_input(lt, "x", cx);
+  mil_op_add_input(lt, "y", x); /* outer var visible inside */
+  mil_var *ltv = mil_op_add_output(lt, "lt", mil_type_scalar(p, MIL_DT_BOOL));
+  mil_block_append(cb, lt);
+  mil_block_set_outputs(cb, 1, &ltv);
+  mil_block *bb = mil_block_new(p, "loop_body_block");
+  mil_var *bx = mil_block_add_input(bb, "x_x0", t); /* same name in sibling block: allowed */
+  mil_block_set_outputs(bb, 1, &bx);
+  mil_op_add_block(loop, cb);
+  mil_op_add_block(loop, bb);
+  mil_var *out = mil_op_add_output(loop, "loop", t);
+  mil_block *body = mil_function_body(f);
+  mil_block_append(body, loop);
+  mil_block_set_outputs(body, 1, &out);
+  mil_diag d = {0};
+  assert_int_equal(mil_program_verify(p, &d), MIL_OK);
+  assert_ptr_equal(cb->func, f);
+  assert_true(mil_block_is_inside(cb, body));
+  mil_diag_clear(&d);
+  /* a block output that refers to a var of a sibling block is an error */
+  mil_block_set_output(bb, 0, cx);
+  assert_int_equal(mil_program_verify(p, &d), MIL_ERR_INVALID);
+  assert_non_null(strstr(mil_diag_first_error(&d), "%x_x0"));
+  mil_diag_clear(&d);
+  /* removing the loop drops the uses made inside its blocks */
+  mil_block_set_outputs(body, 0, NULL);
+  assert_int_equal(x->n_uses, 2);
+  assert_int_equal(mil_op_remove(loop), MIL_OK);
+  assert_int_equal(x->n_uses, 0);
+  mil_program_free(p);
+}
+
+static void test_fp16(void **state) {
+  (void)state;
+  /* bit patterns from the IEEE 754 binary16 definition */
+  assert_int_equal(mil_fp32_to_fp16(1.0f), 0x3c00);
+  assert_int_equal(mil_fp32_to_fp16(-2.0f), 0xc000);
+  assert_int_equal(mil_fp32_to_fp16(65504.0f), 0x7bff);
+  assert_int_equal(mil_fp32_to_fp16(65520.0f), 0x7c00);   /* rounds to inf */
+  assert_int_equal(mil_fp32_to_fp16(5.9604645e-08f), 0x0001); /* smallest subnormal 2^-24 */
+  assert_int_equal(mil_fp64_to_fp16(0.1), 0x2e66);
+  /* 1 + 2^-11 is a tie between 0x3c00 and 0x3c01: ties to even */
+  assert_int_equal(mil_fp64_to_fp16(1.0 + ldexp(1.0, -11)), 0x3c00);
+  assert_int_equal(mil_fp64_to_fp16(1.0 + 3 * ldexp(1.0, -11)), 0x3c02);
+  assert_true(mil_fp16_to_fp32(0x3555) > 0.333f && mil_fp16_to_fp32(0x3555) < 0.3334f);
+  assert_true(isnan(mil_fp16_to_fp32(0x7e00)));
+  assert_true(mil_fp16_to_fp32(0x0001) == ldexpf(1.0f, -24));
+  for (uint32_t h = 0; h < 0x7c00; h++) assert_int_equal(mil_fp32_to_fp16(mil_fp16_to_fp32((uint16_t)h)), h);
+  assert_int_equal(mil_fp32_to_bf16(1.0f), 0x3f80);
+  assert_true(mil_bf16_to_fp32(0x4049) > 3.1f && mil_bf16_to_fp32(0x4049) < 3.15f);
+  /* fp8 e4m3fn: 448 is the max finite (0x7e); 1.0 = 0x38 */
+  assert_int_equal(mil_fp32_to_fp8e4m3fn(1.0f), 0x38);
+  assert_true(mil_fp8e4m3fn_to_fp32(0x7e) == 448.0f);
+  assert_true(isnan(mil_fp8e4m3fn_to_fp32(0x7f)));
+  /* fp8 e5m2: 1.0 = 0x3c, max finite 57344 = 0x7b */
+  assert_int_equal(mil_fp32_to_fp8e5m2(1.0f), 0x3c);
+  assert_true(mil_fp8e5m2_to_fp32(0x7b) == 57344.0f);
+}
+
+static void test_values(void **state) {
+  (void)state;
+  mil_program *p = mil_program_new(NULL);
+  int64_t n5[1] = {5};
+  /* int4 [1,-2,3,-8,7] packs to E1 83 07 (formats.md 4.6) */
+  mil_value *v = mil_value_new_tensor(p, MIL_DT_INT4, 1, n5, false, NULL);
+  int64_t src[5] = {1, -2, 3, -8, 7};
+  for (int i = 0; i < 5; i++) mil_value_set_i64(v, i, src[i]);
+  const uint8_t *b = v->data;
+  assert_int_equal(v->nbytes, 3);
+  assert_int_equal(b[0], 0xE1);
+  assert_int_equal(b[1], 0x83);
+  assert_int_equal(b[2], 0x07);
+  for (int i = 0; i < 5; i++) assert_int_equal(mil_value_get_i64(v, i), src[i]);
+  /* uint3 [1..7] -> D1 58 1F; uint6 [63,1,2] -> 7F 20 00 */
+  int64_t n7[1] = {7}, n3[1] = {3};
+  mil_value *u3 = mil_value_new_tensor(p, MIL_DT_UINT3, 1, n7, false, NULL);
+  for (int i = 0; i < 7; i++) mil_value_set_i64(u3, i, i + 1);
+  b = u3->data;
+  assert_int_equal(b[0], 0xD1);
+  assert_int_equal(b[1], 0x58);
+  assert_int_equal(b[2], 0x1F);
+  mil_value *u6 = mil_value_new_tensor(p, MIL_DT_UINT6, 1, n3, false, NULL);
+  int64_t s6[3] = {63, 1, 2};
+  for (int i = 0; i < 3; i++) mil_value_set_i64(u6, i, s6[i]);
+  b = u6->data;
+  assert_int_equal(b[0], 0x7F);
+  assert_int_equal(b[1], 0x20);
+  assert_int_equal(b[2], 0x00);
+  for (int i = 0; i < 3; i++) assert_int_equal(mil_value_get_i64(u6, i), s6[i]);
+  /* equality and hashing */
+  mil_value *u6b = mil_value_new_tensor(p, MIL_DT_UINT6, 1, n3, false, u6->data);
+  assert_true(mil_value_equal(u6, u6b));
+  assert_true(mil_value_hash(u6) == mil_value_hash(u6b));
+  mil_value_set_i64(u6b, 2, 3);
+  assert_false(mil_value_equal(u6, u6b));
+  const char *strs[2] = {"valid", "same"};
+  int64_t n2[1] = {2};
+  mil_value *s = mil_value_new_tensor(p, MIL_DT_STRING, 1, n2, false, strs);
+  assert_string_equal(mil_value_get_str(s, 1), "same");
+  mil_value *sc = mil_value_new_scalar_f64(p, MIL_DT_FP16, 0.1);
+  assert_true(sc->type->is_scalar);
+  assert_int_equal(((const uint16_t *)sc->data)[0], 0x2e66);
+  assert_string_equal(mil_dtype_name(MIL_DT_UINT6), "uint6");
+  mil_dtype dt;
+  assert_true(mil_dtype_from_name("fp16", 4, &dt) && dt == MIL_DT_FP16);
+  assert_false(mil_dtype_from_name("fp17", 4, &dt));
+  mil_program_free(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_build_and_uses), cmocka_unit_test(test_insert_order),
+      cmocka_unit_test(test_replace_uses_after), cmocka_unit_test(test_clone),
+      cmocka_unit_test(test_verify_errors), cmocka_unit_test(test_nested_scoping),
+      cmocka_unit_test(test_fp16), cmocka_unit_test(test_values),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
