@@ -31,6 +31,8 @@ typedef struct ir_intern ir_intern;
 IR_HIDDEN ir_intern *ir_intern_new(const mil_allocator *a, ir_arena *ar);
 IR_HIDDEN void ir_intern_free(ir_intern *t);
 IR_HIDDEN const char *ir_intern_str(ir_intern *t, const char *s, size_t len);
+/* The interned copy of s, or NULL when s was never interned (no insertion). */
+IR_HIDDEN const char *ir_intern_find(const ir_intern *t, const char *s, size_t len);
 
 /* raw allocation through a mil_allocator */
 IR_HIDDEN void *ir_raw_alloc(const mil_allocator *a, size_t n);

@@ -84,3 +84,15 @@ const char *ir_intern_str(ir_intern *t, const char *s, size_t len) {
   t->count++;
   return copy;
 }
+
+const char *ir_intern_find(const ir_intern *t, const char *s, size_t len) {
+  if (!s || !t->cap) return NULL;
+  if (len == (size_t)-1) len = strlen(s);
+  uint64_t h = ir_hash_bytes(s, len, IR_HASH_SEED);
+  size_t j = h & (t->cap - 1);
+  while (t->slots[j]) {
+    if (t->hashes[j] == h && t->lens[j] == len && memcmp(t->slots[j], s, len) == 0) return t->slots[j];
+    j = (j + 1) & (t->cap - 1);
+  }
+  return NULL;
+}

@@ -107,8 +107,10 @@ const mil_type *mil_type_import(mil_program *p, const mil_type *t) {
 }
 
 mil_dim mil_dim_new_symbol(mil_program *p) {
+  /* skip names already in use (symbols read from text or protobuf) */
   char buf[32];
-  snprintf(buf, sizeof buf, "is%llu", (unsigned long long)p->next_symbol_id++);
+  do snprintf(buf, sizeof buf, "is%llu", (unsigned long long)p->next_symbol_id++);
+  while (ir_intern_find(p->strs, buf, (size_t)-1));
   return (mil_dim){-1, mil_program_intern(p, buf, (size_t)-1), false};
 }
 

@@ -1,0 +1,333 @@
+/* The op registry: lookup of op variants by type and opset, the inference
+ * driver (input checks against the spec, then the variant's infer/fold), and
+ * the program validator. Mirrors coremltools ops/registry.py and the input
+ * checks of operation.py / input_type.py. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops_internal.h"
+
+#define OP_FAMILY_X(fam) OP_FAMILY_DECL(fam)
+#include "ops/families.def"
+#undef OP_FAMILY_X
+
+typedef struct fam_table {
+  const mil_op_def *defs;
+  const size_t *count;
+} fam_table;
+
+static const fam_table k_families[] = {
+#define OP_FAMILY_X(fam) {op_defs_##fam, &op_defs_##fam##_count},
+#include "ops/families.def"
+#undef OP_FAMILY_X
+};
+
+static const mil_op_def **g_defs; /* sorted by (type, opset) */
+static size_t g_n;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static int cmp_def(const void *a, const void *b) {
+  const mil_op_def *x = *(const mil_op_def *const *)a, *y = *(const mil_op_def *const *)b;
+  int c = strcmp(x->type, y->type);
+  return c ? c : x->opset - y->opset;
+}
+
+static void build(void) {
+  size_t n = 0;
+  for (size_t f = 0; f < sizeof k_families / sizeof k_families[0]; f++) n += *k_families[f].count;
+  g_defs = malloc((n ? n : 1) * sizeof *g_defs);
+  if (!g_defs) return;
+  for (size_t f = 0; f < sizeof k_families / sizeof k_families[0]; f++)
+    for (size_t i = 0; i < *k_families[f].count; i++) g_defs[g_n++] = &k_families[f].defs[i];
+  qsort(g_defs, g_n, sizeof *g_defs, cmp_def);
+}
+
+static void ensure(void) { pthread_once(&g_once, build); }
+
+size_t mil_op_def_count(void) {
+  ensure();
+  return g_n;
+}
+
+const mil_op_def *mil_op_def_at(size_t i) {
+  ensure();
+  return i < g_n ? g_defs[i] : NULL;
+}
+
+const mil_op_def *mil_op_def_find(const char *type, int version) {
+  ensure();
+  size_t lo = 0, hi = g_n;
+  while (lo < hi) { /* first entry with type >= `type` */
+    size_t mid = (lo + hi) / 2;
+    if (strcmp(g_defs[mid]->type, type) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  const mil_op_def *best = NULL;
+  for (size_t i = lo; i < g_n && strcmp(g_defs[i]->type, type) == 0; i++)
+    if (g_defs[i]->opset <= version) best = g_defs[i];
+  return best;
+}
+
+const mil_input_spec *mil_op_def_input(const mil_op_def *def, const char *name) {
+  for (int32_t i = 0; i < def->n_inputs; i++)
+    if (strcmp(def->inputs[i].name, name) == 0) return &def->inputs[i];
+  return NULL;
+}
+
+int mil_opset_version(const char *opset) {
+  if (!opset || strncmp(opset, "CoreML", 6) != 0) return -1;
+  char *end;
+  long v = strtol(opset + 6, &end, 10);
+  if (*end || end == opset + 6 || v < 3 || v > 9) return -1;
+  return (int)v + 1;
+}
+
+const char *mil_opset_name(int version) {
+  static const char *names[] = {"CoreML3", "CoreML4", "CoreML5", "CoreML6", "CoreML7", "CoreML8", "CoreML9"};
+  return version >= 4 && version <= 10 ? names[version - 4] : NULL;
+}
+
+const char *mil_opset_target_name(int version) {
+  static const char *names[] = {"iOS13", "iOS14", "iOS15", "iOS16", "iOS17", "iOS18", "iOS26"};
+  return version >= 4 && version <= 10 ? names[version - 4] : NULL;
+}
+
+static const mil_function *op_function(const mil_op *op) {
+  const mil_block *b = op->block;
+  while (b && !b->func && b->parent) b = b->parent->block;
+  return b ? b->func : NULL;
+}
+
+/* ---- input checks ---- */
+
+static bool dtype_ok(uint64_t mask, mil_dtype dt) { return mask == 0 || (mask & MIL_DTB(dt)) != 0; }
+
+static mil_dtype elem_dtype(const mil_type *t) {
+  if (!t) return MIL_DT_UNUSED;
+  if (t->kind == MIL_TYPE_STATE && t->elem) return t->elem->dtype;
+  return t->kind == MIL_TYPE_TENSOR ? t->dtype : MIL_DT_UNUSED;
+}
+
+static bool kind_ok(uint32_t kinds, const mil_type *t) {
+  switch (t->kind) {
+  case MIL_TYPE_TENSOR:
+    if (kinds & MIL_IK_TENSOR) return true;
+    return (kinds & MIL_IK_SCALAR) && t->rank == 0;
+  case MIL_TYPE_LIST: return (kinds & MIL_IK_LIST) != 0;
+  case MIL_TYPE_STATE: return (kinds & MIL_IK_STATE) != 0;
+  case MIL_TYPE_DICT: return (kinds & MIL_IK_DICT) != 0;
+  default: return kinds == MIL_IK_ANY;
+  }
+}
+
+static const char *kind_names(uint32_t k, char *buf, size_t n) {
+  buf[0] = 0;
+  if (k & MIL_IK_SCALAR && !(k & MIL_IK_TENSOR)) snprintf(buf, n, "a scalar");
+  else if (k & MIL_IK_TENSOR) snprintf(buf, n, "a tensor");
+  if (k & MIL_IK_LIST) snprintf(buf + strlen(buf), n - strlen(buf), "%sa list", buf[0] ? " or " : "");
+  if (k & MIL_IK_STATE) snprintf(buf + strlen(buf), n - strlen(buf), "%sa state", buf[0] ? " or " : "");
+  if (k & MIL_IK_DICT) snprintf(buf + strlen(buf), n - strlen(buf), "%sa dict", buf[0] ? " or " : "");
+  return buf;
+}
+
+static const char *dtype_list(uint64_t mask, char *buf, size_t n) {
+  buf[0] = 0;
+  static const mil_dtype all[] = {MIL_DT_BOOL, MIL_DT_STRING, MIL_DT_FP16, MIL_DT_FP32, MIL_DT_FP64, MIL_DT_BF16,
+                                  MIL_DT_INT4, MIL_DT_INT8, MIL_DT_INT16, MIL_DT_INT32, MIL_DT_INT64, MIL_DT_UINT1,
+                                  MIL_DT_UINT2, MIL_DT_UINT3, MIL_DT_UINT4, MIL_DT_UINT6, MIL_DT_UINT8, MIL_DT_UINT16,
+                                  MIL_DT_UINT32, MIL_DT_UINT64, MIL_DT_FP8E4M3FN, MIL_DT_FP8E5M2,
+                                  MIL_DT_COMPLEX64, MIL_DT_COMPLEX128};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (mask & MIL_DTB(all[i])) {
+      size_t l = strlen(buf);
+      snprintf(buf + l, n - l, "%s%s", l ? ", " : "", mil_dtype_name(all[i]));
+    }
+  return buf;
+}
+
+/* Checks op's bindings against the variant's spec. */
+static mil_status check_inputs(mil_infer_ctx *c) {
+  const mil_op_def *def = c->def;
+  mil_op *op = c->op;
+  char b1[256], b2[256];
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    if (!mil_op_def_input(def, op->inputs[i].name))
+      return op_fail(c, "unknown input '%s' (not an input of %s in %s)", op->inputs[i].name, def->type,
+                     mil_opset_target_name(c->opset) ? mil_opset_target_name(c->opset) : "this opset");
+  struct tv { const char *name; mil_dtype dt; const char *first; } tvs[8];
+  int ntv = 0;
+  for (int32_t i = 0; i < def->n_inputs; i++) {
+    const mil_input_spec *s = &def->inputs[i];
+    const mil_input *in = mil_op_find_input(op, s->name);
+    if (!in || in->n_args == 0) {
+      if (!(s->flags & (MIL_IF_OPTIONAL | MIL_IF_INTERNAL)) && !(in && (s->kinds & MIL_IK_TUPLE)))
+        return op_fail(c, "required input '%s' is missing", s->name);
+      continue;
+    }
+    if (in->n_args > 1 && !(s->kinds & MIL_IK_TUPLE))
+      return op_fail(c, "input '%s' takes one value, got a tuple of %d", s->name, in->n_args);
+    for (int32_t j = 0; j < in->n_args; j++) {
+      const mil_arg *a = &in->args[j];
+      const mil_type *t = a->value ? a->value->type : a->use.var ? a->use.var->type : NULL;
+      if (!t) return op_fail(c, "input '%s' is unbound", s->name);
+      uint32_t kinds = s->kinds & ~(uint32_t)MIL_IK_TUPLE;
+      if (kinds && !kind_ok(kinds, t))
+        return op_fail(c, "input '%s' must be %s, got %s", s->name, kind_names(kinds, b1, sizeof b1), op_tstr(c, t));
+      mil_dtype dt = elem_dtype(t);
+      if (t->kind == MIL_TYPE_TENSOR || t->kind == MIL_TYPE_STATE) {
+        if (!dtype_ok(s->dtypes, dt))
+          return op_fail(c, "input '%s' must have dtype %s, got %s", s->name, dtype_list(s->dtypes, b2, sizeof b2),
+                         op_tstr(c, t));
+        if (s->type_var) {
+          int k = 0;
+          while (k < ntv && strcmp(tvs[k].name, s->type_var) != 0) k++;
+          if (k == ntv && ntv < 8) tvs[ntv++] = (struct tv){s->type_var, dt, s->name};
+          else if (k < ntv && tvs[k].dt != dt)
+            return op_fail(c, "input '%s' must have the same dtype as '%s' (%s), got %s", s->name, tvs[k].first,
+                           mil_dtype_name(tvs[k].dt), op_tstr(c, t));
+        }
+      }
+      if ((s->flags & MIL_IF_CONST) && !a->value) {
+        const mil_var *v = a->use.var;
+        bool known = v->val != NULL || (v->op && strncmp(v->op->type, "constexpr_", 10) == 0);
+        if (!known)
+          return op_fail(c, "input '%s' must be a compile-time constant, but %%%s is computed at run time", s->name,
+                         v->name);
+      }
+    }
+  }
+  return MIL_OK;
+}
+
+static mil_status run_infer(mil_op *op, const mil_type **types, const mil_value **vals, mil_mark *marks,
+                            mil_diag *d, bool *known_def) {
+  const mil_function *f = op_function(op);
+  int version = f ? mil_opset_version(f->opset) : MIL_IOS18;
+  if (version < 0) version = MIL_IOS18;
+  mil_infer_ctx c;
+  memset(&c, 0, sizeof c);
+  c.op = op;
+  c.prog = op->program;
+  c.opset = version;
+  c.func = f ? f->name : "?";
+  c.diag = d;
+  c.def = mil_op_def_find(op->type, version);
+  if (known_def) *known_def = c.def != NULL;
+  if (!c.def) {
+    const mil_op_def *newer = NULL;
+    for (int v = version + 1; v <= MIL_IOS26 && !newer; v++) newer = mil_op_def_find(op->type, v);
+    if (newer)
+      return mil_diag_error(d, MIL_ERR_NOT_FOUND,
+                            "function '%s': op '%s' (%s): op type '%s' needs opset %s (%s) or newer, the function is "
+                            "%s",
+                            c.func, op->name, op->type, op->type, mil_opset_name(newer->opset),
+                            mil_opset_target_name(newer->opset), f ? f->opset : "?");
+    return mil_diag_error(d, MIL_ERR_NOT_FOUND, "function '%s': op '%s' (%s): unknown op type '%s'", c.func, op->name,
+                          op->type, op->type);
+  }
+  op->def = c.def;
+  c.n_out = op->n_outputs ? op->n_outputs : (c.def->n_outputs > 0 ? c.def->n_outputs : 1);
+  c.out = types;
+  c.val = vals;
+  c.mark = marks;
+  for (int32_t i = 0; i < c.n_out; i++) {
+    types[i] = NULL;
+    vals[i] = NULL;
+    marks[i] = MIL_MARK_NONE;
+  }
+  mil_status st = check_inputs(&c);
+  if (st != MIL_OK) return st;
+  st = c.def->infer(&c);
+  if (st != MIL_OK) return st;
+  for (int32_t i = 0; i < c.n_out; i++)
+    if (!types[i]) return op_fail(&c, "internal: type inference produced no type for output %d", i);
+  if (c.def->fold) {
+    st = c.def->fold(&c);
+    if (st != MIL_OK) return st;
+  }
+  return MIL_OK;
+}
+
+static int32_t out_count(const mil_op *op) {
+  if (op->n_outputs) return op->n_outputs;
+  return 16; /* enough for any op with a fixed output count */
+}
+
+mil_status mil_op_infer_types(mil_op *op, const mil_type **types, const mil_value **vals, mil_diag *d) {
+  mil_mark marks[64];
+  mil_mark *mk = marks;
+  int32_t n = out_count(op);
+  if (n > 64) {
+    mk = mil_program_alloc(op->program, (size_t)n * sizeof *mk);
+    if (!mk) return MIL_ERR_NOMEM;
+  }
+  return run_infer(op, types, vals, mk, d, NULL);
+}
+
+mil_status mil_op_infer(mil_op *op, mil_diag *d) {
+  int32_t n = out_count(op);
+  const mil_type **types = mil_program_alloc(op->program, (size_t)n * sizeof *types);
+  const mil_value **vals = mil_program_alloc(op->program, (size_t)n * sizeof *vals);
+  mil_mark *marks = mil_program_alloc(op->program, (size_t)n * sizeof *marks);
+  if (!types || !vals || !marks) return MIL_ERR_NOMEM;
+  mil_status st = run_infer(op, types, vals, marks, d, NULL);
+  if (st != MIL_OK) return st;
+  const mil_op_def *def = op->def;
+  if (!op->n_outputs) {
+    int32_t k = def->n_outputs > 0 ? def->n_outputs : 1;
+    for (int32_t i = 0; i < k; i++) {
+      char name[512];
+      if (k == 1) snprintf(name, sizeof name, "%s", op->name);
+      else snprintf(name, sizeof name, "%s_%d", op->name, i);
+      if (!mil_op_add_output(op, name, types[i])) return MIL_ERR_NOMEM;
+    }
+  }
+  for (int32_t i = 0; i < op->n_outputs; i++) {
+    mil_var *v = op->outputs[i];
+    v->type = types[i];
+    if (!mil_op_is_const(op)) {
+      v->val = vals[i];
+      v->mark = vals[i] ? MIL_MARK_VALUE : marks[i];
+    }
+  }
+  return MIL_OK;
+}
+
+mil_status mil_op_add_defaults(mil_op *op, mil_diag *d) {
+  const mil_function *f = op_function(op);
+  int version = f ? mil_opset_version(f->opset) : MIL_IOS18;
+  mil_infer_ctx c;
+  memset(&c, 0, sizeof c);
+  c.op = op;
+  c.prog = op->program;
+  c.opset = version < 0 ? MIL_IOS18 : version;
+  c.func = f ? f->name : "?";
+  c.diag = d;
+  c.def = mil_op_def_find(op->type, c.opset);
+  if (!c.def)
+    return mil_diag_error(d, MIL_ERR_NOT_FOUND, "function '%s': op '%s': unknown op type '%s'", c.func, op->name,
+                          op->type);
+  return c.def->defaults ? c.def->defaults(&c) : MIL_OK;
+}
+
+void mil_op_canonicalize_inputs(mil_op *op) {
+  const mil_function *f = op_function(op);
+  int version = f ? mil_opset_version(f->opset) : MIL_IOS18;
+  const mil_op_def *def = mil_op_def_find(op->type, version < 0 ? MIL_IOS18 : version);
+  if (!def || op->n_inputs < 2) return;
+  mil_input tmp[64];
+  if (op->n_inputs > 64) return;
+  int32_t k = 0;
+  bool used[64] = {0};
+  for (int32_t s = 0; s < def->n_inputs; s++)
+    for (int32_t i = 0; i < op->n_inputs; i++)
+      if (!used[i] && strcmp(op->inputs[i].name, def->inputs[s].name) == 0) {
+        tmp[k++] = op->inputs[i];
+        used[i] = true;
+      }
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    if (!used[i]) tmp[k++] = op->inputs[i];
+  memcpy(op->inputs, tmp, (size_t)k * sizeof *tmp);
+}
