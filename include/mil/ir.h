@@ -167,6 +167,9 @@ MIL_API mil_function *mil_program_find_function(const mil_program *p, const char
 MIL_API void *mil_program_alloc(mil_program *p, size_t n);
 /* Interns a string (pointer-equal for equal content). len may be (size_t)-1 for NUL-terminated. */
 MIL_API const char *mil_program_intern(mil_program *p, const char *s, size_t len);
+/* The interned copy of s when some name/string equal to s exists in the
+ * program, else NULL (nothing is added). len as for mil_program_intern. */
+MIL_API const char *mil_program_find_string(const mil_program *p, const char *s, size_t len);
 /* Sets (or replaces) a program attribute. */
 MIL_API mil_status mil_program_set_attr(mil_program *p, const char *name, const mil_value *v);
 /* Total number of ops in all functions, nested blocks included. */

@@ -33,6 +33,10 @@ void *mil_program_alloc(mil_program *p, size_t n) { return ir_arena_alloc(p->are
 
 const char *mil_program_intern(mil_program *p, const char *s, size_t len) { return ir_intern_str(p->strs, s, len); }
 
+const char *mil_program_find_string(const mil_program *p, const char *s, size_t len) {
+  return ir_intern_find(p->strs, s, len);
+}
+
 mil_function *mil_program_find_function(const mil_program *p, const char *name) {
   for (int32_t i = 0; i < p->n_functions; i++)
     if (strcmp(p->functions[i]->name, name) == 0) return p->functions[i];

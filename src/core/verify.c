@@ -60,7 +60,14 @@ static void define(vctx *c, mil_var *v, const char *where) {
     return;
   }
   mil_var *prev = ir_ptrmap_get(&c->names, v->name);
-  if (prev) err(c, "%s: %%%s is defined twice%s", where, v->name, " (names must be unique within their scope)");
+  /* Shadowing a visible name is legal in memory (coremltools binds by
+   * object, and frontends produce it); a saved model binds by name, which
+   * common::dedup_op_and_var_names fixes. */
+  if (prev && prev != v)
+    mil_diag_add(c->d, MIL_SEV_WARNING, "function '%s': %s: %%%s shadows an earlier definition of the same name", c->f->name,
+                 where, v->name);
+  else if (prev)
+    err(c, "%s: %%%s is defined twice%s", where, v->name, " (the same var is declared in two places)");
   if (c->n_log == c->cap_log) {
     size_t nc = c->cap_log ? c->cap_log * 2 : 64;
     undo *nl = realloc(c->log, nc * sizeof *nl);

@@ -159,17 +159,26 @@ mil_status op_broadcast(mil_infer_ctx *c, const mil_type *a, const mil_type *b, 
     int32_t ia = i - (r - a->rank), ib = i - (r - b->rank);
     mil_dim da = ia >= 0 ? a->dims[ia] : op_dim(1);
     mil_dim db = ib >= 0 ? b->dims[ib] : op_dim(1);
-    if (da.size == 1) out[i] = db;
+    bool ua = da.size < 0, ub = db.size < 0;
+    if (!ua && !ub && da.size == db.size) out[i] = da;
+    else if (ua && ub && da.sym && db.sym && strcmp(da.sym, db.sym) == 0) out[i] = da;
+    else if (da.size == 1) out[i] = db;
     else if (db.size == 1) out[i] = da;
-    else if (da.size >= 0 && db.size >= 0) {
-      if (da.size != db.size)
-        return op_fail(c, "shapes %s and %s cannot be broadcast (dimension %d: %lld vs %lld)", op_tstr(c, a),
-                       op_tstr(c, b), i, (long long)da.size, (long long)db.size);
+    else if (!ub && db.size > 1) {
+      if (!ua) goto incompatible;
+      out[i] = db;
+    } else if (!ua && da.size > 1) {
+      if (!ub) goto incompatible;
       out[i] = da;
-    } else if (da.size >= 0) out[i] = da; /* a symbol against a known size: the size */
-    else if (db.size >= 0) out[i] = db;
-    else if (da.sym && db.sym && strcmp(da.sym, db.sym) == 0) out[i] = da;
-    else out[i] = op_dim_sym(c);
+    } else if (ua || ub) {
+      out[i] = op_dim_sym(c); /* e.g. a symbol against 0 */
+    } else {
+      goto incompatible;
+    }
+    continue;
+  incompatible:
+    return op_fail(c, "shapes %s and %s cannot be broadcast (dimension %d: %lld vs %lld)", op_tstr(c, a),
+                   op_tstr(c, b), i, (long long)da.size, (long long)db.size);
   }
   *rank = r;
   return MIL_OK;
@@ -202,4 +211,26 @@ bool op_all_known(const mil_infer_ctx *c, ...) {
   }
   va_end(ap);
   return ok;
+}
+
+/* coremltools' Var.is_descendant_of_const: a known value, a constexpr_*
+ * output, or an op output computed only from such vars (a transpose of a
+ * const, exp of a constexpr, ...). Depth- and work-capped. */
+static bool const_desc(const mil_var *v, int depth, int *budget) {
+  if (v->val) return true;
+  const mil_op *op = v->op;
+  if (!op) return false;
+  if (strncmp(op->type, "constexpr_", 10) == 0) return true;
+  if (depth >= 64 || --*budget < 0) return false;
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    for (int32_t j = 0; j < op->inputs[i].n_args; j++) {
+      const mil_var *u = op->inputs[i].args[j].use.var;
+      if (u && !const_desc(u, depth + 1, budget)) return false;
+    }
+  return true;
+}
+
+bool op_is_const_descendant(const mil_var *v) {
+  int budget = 4096;
+  return v && const_desc(v, 0, &budget);
 }

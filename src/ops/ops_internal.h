@@ -17,7 +17,7 @@
 #define OP_HIDDEN
 #endif
 
-#define OP_MAX_RANK 16
+#define OP_MAX_RANK 64
 
 struct mil_infer_ctx {
   mil_op *op;
@@ -64,6 +64,10 @@ OP_HIDDEN const char *op_str(const mil_infer_ctx *c, const char *name, const cha
 /* Known int vector value of input `name` into out[max]; returns the count,
  * or -1 when unknown / absent / longer than max. */
 OP_HIDDEN int op_ints(const mil_infer_ctx *c, const char *name, int64_t *out, int max);
+
+/* True when v's value is known at compile time or computed only from
+ * consts / constexpr ops (coremltools' Var.is_descendant_of_const). */
+OP_HIDDEN bool op_is_const_descendant(const mil_var *v);
 
 /* ---- errors ---- */
 /* Records "function 'f': op 'n' (type): <msg>" and returns MIL_ERR_TYPE. */

@@ -191,8 +191,7 @@ static mil_status check_inputs(mil_infer_ctx *c) {
       }
       if ((s->flags & MIL_IF_CONST) && !a->value) {
         const mil_var *v = a->use.var;
-        bool known = v->val != NULL || (v->op && strncmp(v->op->type, "constexpr_", 10) == 0);
-        if (!known)
+        if (!op_is_const_descendant(v))
           return op_fail(c, "input '%s' must be a compile-time constant, but %%%s is computed at run time", s->name,
                          v->name);
       }

@@ -159,15 +159,28 @@ static void test_verify_errors(void **state) {
   mil_diag_clear(&d);
   mil_program_free(p);
 
-  /* duplicate name and a non-identifier name (warning only) */
+  /* a name defined again shadows the earlier one (a warning, as frontends
+   * produce this before dedup_op_and_var_names); a non-identifier op name
+   * is a warning too */
   p = build_small(&x, &relu, &add, &c);
   mil_op *dup = mil_op_new(p, "relu", "bad/name");
   mil_op_add_input(dup, "x", x);
   mil_op_add_output(dup, "relu_0", x->type);
   mil_block_append(mil_function_body(p->functions[0]), dup);
+  assert_int_equal(mil_program_verify(p, &d), MIL_OK);
+  assert_int_equal(d.n_warnings, 2);
+  assert_non_null(strstr(d.msgs[0].text, "shadows") ? d.msgs[0].text : d.msgs[1].text);
+  mil_diag_clear(&d);
+  /* the same var declared twice (twice an output of one op) is an error */
+  mil_op *twice = mil_op_new(p, "relu", "twice");
+  mil_op_add_input(twice, "x", x);
+  mil_var *tv = mil_op_add_output(twice, "tw", x->type);
+  twice->outputs[0] = tv;
+  mil_op_add_output(twice, "tw2", x->type);
+  twice->outputs[1] = tv;
+  mil_block_append(mil_function_body(p->functions[0]), twice);
   assert_int_equal(mil_program_verify(p, &d), MIL_ERR_INVALID);
-  assert_non_null(strstr(mil_diag_first_error(&d), "defined twice"));
-  assert_true(d.n_warnings >= 1);
+  assert_non_null(mil_diag_first_error(&d));
   mil_diag_clear(&d);
   mil_program_free(p);
 }
