@@ -8,6 +8,9 @@
 #include "value.h"
 #include "ir.h"
 #include "text.h"
+#include "blob.h"
+#include "npy.h"
+#include "ops.h"
 
 /* Library version string, e.g. "0.1.0". */
 MIL_API const char *mil_version(void);
