@@ -3,7 +3,7 @@
  *
  * A value is immutable once built and owned by a program (its arena), except
  * that its tensor bytes may be a borrowed view into a memory-mapped weight
- * file that outlives the program's use of it (see io.h). Passes that change
+ * file that outlives the program's use of it (see blob.h: the weight file must stay open while views of it are in use). Passes that change
  * a weight build a new value; they never write through a view.
  *
  * In-memory tensor layout (row-major, C order), by dtype:
