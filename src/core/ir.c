@@ -146,27 +146,26 @@ static mil_var *var_new(mil_program *p, const char *name, const mil_type *type) 
   return v;
 }
 
-mil_var *mil_function_add_input(mil_function *f, const char *name, const mil_type *type) {
-  mil_program *p = f->program;
+/* Appends a new var named `name` to an (array, count) pair of the arena. */
+static mil_var *append_var(mil_program *p, mil_var ***arr, int32_t *n, const char *name, const mil_type *type) {
   mil_var *v = var_new(p, name, type);
   if (!v) return NULL;
-  mil_var **ni = ir_arena_grow(p->arena, f->inputs, (size_t)f->n_inputs, (size_t)f->n_inputs + 1, sizeof *ni);
-  if (!ni) return NULL;
-  ni[f->n_inputs++] = v;
-  f->inputs = ni;
-  v->func_input_of = f;
+  mil_var **na = ir_arena_grow(p->arena, *arr, (size_t)*n, (size_t)*n + 1, sizeof *na);
+  if (!na) return NULL;
+  na[(*n)++] = v;
+  *arr = na;
+  return v;
+}
+
+mil_var *mil_function_add_input(mil_function *f, const char *name, const mil_type *type) {
+  mil_var *v = append_var(f->program, &f->inputs, &f->n_inputs, name, type);
+  if (v) v->func_input_of = f;
   return v;
 }
 
 mil_var *mil_block_add_input(mil_block *b, const char *name, const mil_type *type) {
-  mil_program *p = b->program;
-  mil_var *v = var_new(p, name, type);
-  if (!v) return NULL;
-  mil_var **ni = ir_arena_grow(p->arena, b->inputs, (size_t)b->n_inputs, (size_t)b->n_inputs + 1, sizeof *ni);
-  if (!ni) return NULL;
-  ni[b->n_inputs++] = v;
-  b->inputs = ni;
-  v->input_of = b;
+  mil_var *v = append_var(b->program, &b->inputs, &b->n_inputs, name, type);
+  if (v) v->input_of = b;
   return v;
 }
 
