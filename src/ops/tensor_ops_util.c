@@ -1,0 +1,406 @@
+/* Element-level folding helpers and the slice_by_index solvers shared by the
+ * tensor op families (see tensor_ops_internal.h). The slice solvers mirror
+ * coremltools ops/defs/_utils.py (solve_slice_by_index_shape,
+ * solve_slice_by_index_slice) and Python's slice.indices(). */
+#include <math.h>
+#include <string.h>
+
+#include "ops/tensor_ops_internal.h"
+
+int64_t op_numel(int32_t rank, const int64_t *shape) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < rank; i++) {
+    if (shape[i] < 0) return -1;
+    if (shape[i] && n > INT64_MAX / shape[i]) return -1;
+    n *= shape[i];
+  }
+  return n;
+}
+
+bool op_static_shape(const mil_type *t, int64_t *shape, int32_t *rank) {
+  if (!t || t->kind != MIL_TYPE_TENSOR || t->rank < 0 || t->rank > TOP_RANK) return false;
+  for (int32_t i = 0; i < t->rank; i++) {
+    if (t->dims[i].size < 0) return false;
+    shape[i] = t->dims[i].size;
+  }
+  *rank = t->rank;
+  return true;
+}
+
+void op_strides(int32_t rank, const int64_t *shape, int64_t *strides) {
+  int64_t s = 1;
+  for (int32_t i = rank - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+}
+
+bool op_foldable_dtype(mil_dtype dt) {
+  return mil_dtype_is_valid(dt) && dt != MIL_DT_STRING && dt != MIL_DT_UNUSED && !mil_dtype_is_complex(dt);
+}
+
+void op_copy_elem(mil_value *dst, int64_t di, const mil_value *src, int64_t si) {
+  mil_dtype dt = dst->type->dtype;
+  size_t es = mil_dtype_size(dt);
+  if (es) {
+    memcpy((char *)mil_value_data_mut(dst) + (size_t)di * es, (const char *)src->data + (size_t)si * es, es);
+  } else if (mil_dtype_is_subbyte(dt)) {
+    int b = mil_dtype_bits(dt);
+    mil_bits_set(mil_value_data_mut(dst), di, b, mil_bits_get(src->data, si, b));
+  }
+}
+
+void *op_tmp_alloc(mil_infer_ctx *c, size_t n) {
+  if (!n) return NULL;
+  const mil_allocator *a = c->prog->alloc ? c->prog->alloc : mil_default_allocator();
+  return a->fn(a->ud, NULL, 0, n);
+}
+
+void op_tmp_free(mil_infer_ctx *c, void *p, size_t n) {
+  if (!p) return;
+  const mil_allocator *a = c->prog->alloc ? c->prog->alloc : mil_default_allocator();
+  a->fn(a->ud, p, n, 0);
+}
+
+bool op_value_shape(const mil_value *v, int64_t *shape, int32_t *rank) {
+  const mil_type *t = v->type;
+  if (!t || t->rank > TOP_RANK) return false;
+  *rank = t->rank < 0 ? 0 : t->rank;
+  for (int32_t i = 0; i < *rank; i++) shape[i] = t->dims[i].size;
+  return true;
+}
+
+mil_value *op_value_from_map(mil_infer_ctx *c, mil_dtype dt, int32_t rank, const int64_t *shape, bool scalar,
+                             const mil_value *src, const int64_t *map, const mil_value *fill) {
+  mil_value *v = op_new_value(c, dt, rank, shape, scalar);
+  if (!v) return NULL;
+  for (int64_t k = 0; k < v->numel; k++) {
+    if (map[k] >= 0) op_copy_elem(v, k, src, map[k]);
+    else if (fill) op_copy_elem(v, k, fill, 0);
+  }
+  return v;
+}
+
+bool op_out_shape_is(const mil_infer_ctx *c, int i, int32_t rank, const int64_t *shape) {
+  const mil_type *t = c->out[i];
+  if (!t || t->kind != MIL_TYPE_TENSOR || t->rank != rank) return false;
+  for (int32_t k = 0; k < rank; k++)
+    if (t->dims[k].size != shape[k]) return false;
+  return true;
+}
+
+void op_set_val(mil_infer_ctx *c, int i, mil_value *v) {
+  if (!v) return;
+  int64_t shape[TOP_RANK];
+  int32_t rank;
+  if (!op_value_shape(v, shape, &rank) || !op_out_shape_is(c, i, rank, shape)) return;
+  if (c->out[i]->is_scalar != v->type->is_scalar)
+    v = mil_value_new_tensor(c->prog, v->type->dtype, rank, shape, c->out[i]->is_scalar, v->data);
+  if (!v || v->type->dtype != c->out[i]->dtype) return;
+  c->val[i] = v;
+}
+
+/* ---- known inputs ---- */
+
+int op_known_ints(mil_infer_ctx *c, const char *name, int64_t *out, int max) {
+  const mil_value *v = op_val(c, name);
+  if (v && v->kind == MIL_VAL_TENSOR && v->type->dtype != MIL_DT_STRING) {
+    if (v->numel > max) return -1;
+    for (int64_t i = 0; i < v->numel; i++) out[i] = mil_value_get_i64(v, i);
+    return (int)v->numel;
+  }
+  if (!op_has(c, name)) return -1;
+  op_symval sv;
+  if (!op_in_symval(c, name, 0, &sv) || sv.n > max || op_symval_has_sym(&sv)) return -1;
+  for (int64_t i = 0; i < sv.n; i++) out[i] = op_sym_i64(sv.e[i].x);
+  return (int)sv.n;
+}
+
+bool op_known_int(mil_infer_ctx *c, const char *name, int64_t *out) {
+  int64_t buf[1];
+  if (op_known_ints(c, name, buf, 1) != 1) return false;
+  *out = buf[0];
+  return true;
+}
+
+int op_known_bools(mil_infer_ctx *c, const char *name, bool *out, int max) {
+  int64_t buf[TOP_RANK * 4];
+  int n = op_known_ints(c, name, buf, max < (int)(sizeof buf / sizeof buf[0]) ? max : (int)(sizeof buf / sizeof buf[0]));
+  for (int i = 0; i < n; i++) out[i] = buf[i] != 0;
+  return n;
+}
+
+bool op_in_known(mil_infer_ctx *c, const char *name) {
+  if (op_val(c, name)) return true;
+  op_symval sv;
+  return op_in_symval(c, name, 0, &sv) && !op_symval_has_sym(&sv);
+}
+
+/* ---- slicing ---- */
+
+void op_py_slice(int64_t n, bool has_begin, int64_t begin, bool has_end, int64_t end, int64_t step, int64_t *start,
+                 int64_t *len) {
+  int64_t b, e;
+  if (step > 0) {
+    if (!has_begin) b = 0;
+    else if (begin < 0) b = begin + n < 0 ? 0 : begin + n;
+    else b = begin > n ? n : begin;
+    if (!has_end) e = n;
+    else if (end < 0) e = end + n < 0 ? 0 : end + n;
+    else e = end > n ? n : end;
+    *len = e > b ? (e - b + step - 1) / step : 0;
+  } else {
+    if (!has_begin) b = n - 1;
+    else if (begin < 0) b = begin + n < 0 ? -1 : begin + n;
+    else b = begin >= n ? n - 1 : begin;
+    if (!has_end) e = -1;
+    else if (end < 0) e = end + n < 0 ? -1 : end + n;
+    else e = end >= n ? n - 1 : end;
+    *len = b > e ? (b - e + (-step) - 1) / (-step) : 0;
+  }
+  *start = b;
+}
+
+static int64_t floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+  return q;
+}
+
+int op_slice_shape(mil_infer_ctx *c, const mil_type *x, const int64_t *begin, int nbegin, const int64_t *end, int nend,
+                   const int64_t *stride, const bool *bmask, const bool *emask, const bool *smask, mil_dim *out) {
+  int32_t rank = x->rank;
+  if (begin && nbegin != rank)
+    return op_fail(c, "slice_by_index op: size of 'begin', %d, is not equal to the rank of input, which is %d", nbegin,
+                   rank),
+           -1;
+  if (end && nend != rank)
+    return op_fail(c, "slice_by_index op: size of 'end', %d, is not equal to the rank of input, which is %d", nend,
+                   rank),
+           -1;
+  int k = 0;
+  for (int32_t i = 0; i < rank; i++) {
+    const mil_dim *xd = &x->dims[i];
+    bool sym = xd->size < 0;
+    int64_t st = stride ? stride[i] : 1;
+    bool bm = bmask && bmask[i], em = emask && emask[i];
+    if (smask && smask[i]) continue;
+    if (st == 0) return op_fail(c, "input 'stride' must not contain 0 (dimension %d)", i), -1;
+    if (bm && em) {
+      if (sym) out[k++] = (st == 1 || st == -1) ? *xd : op_dim_sym(c);
+      else out[k++] = op_dim((int64_t)ceil((double)xd->size / (double)(st < 0 ? -st : st)));
+      continue;
+    }
+    if (!bm && !em && begin && end) {
+      int64_t b = begin[i], e = end[i], osz = -1;
+      if (b >= 0 && e >= 0 && st > 0) {
+        if (e < b)
+          return op_fail(c,
+                         "slice_by_index op: unsupported values in for dimension %d, (begin, end, stride) : (%lld, "
+                         "%lld, %lld)",
+                         i, (long long)b, (long long)e, (long long)st),
+                 -1;
+        osz = floordiv(e - b + st - 1, st);
+        if (osz < 0) osz = 0;
+      }
+      if (b < 0 && e < 0 && st < 0) {
+        if (b < e)
+          return op_fail(c,
+                         "slice_by_index op: unsupported values in for dimension %d, (begin, end, stride) : (%lld, "
+                         "%lld, %lld)",
+                         i, (long long)b, (long long)e, (long long)st),
+                 -1;
+        osz = floordiv(-(b - e - st - 1), st);
+        if (osz < 0) osz = 0;
+      }
+      if (osz == 0 || osz == 1) {
+        out[k++] = op_dim(osz);
+        continue;
+      }
+    }
+    if (!bm && em && begin) {
+      if ((begin[i] == 0 && st < 0) || (begin[i] == -1 && st > 0)) {
+        out[k++] = op_dim(1);
+        continue;
+      }
+    }
+    if (sym) {
+      out[k++] = op_dim_sym(c);
+      continue;
+    }
+    int64_t n = xd->size;
+    if (n == 1) {
+      out[k++] = op_dim(1);
+      continue;
+    }
+    if ((!begin && !bm) || (!end && !em)) {
+      out[k++] = op_dim_sym(c);
+      continue;
+    }
+    int64_t b = begin ? begin[i] : 0, e = end ? end[i] : 0;
+    if (begin && b < 0) b = b + n < 0 ? 0 : b + n;
+    if (end && e < 0) e = e + n < 0 ? 0 : e + n;
+    int64_t lo = st > 0 ? 0 : -1, hi = st > 0 ? n : n - 1;
+    int64_t bi = st > 0 ? b : e, ei = st > 0 ? e : b;
+    bool ibm = st > 0 ? bm : em, iem = st > 0 ? em : bm;
+    if (ibm) bi = lo;
+    ei = iem ? hi : (ei < hi ? ei : hi);
+    double num = ceil((double)(ei - bi) / (double)(st < 0 ? -st : st));
+    out[k++] = op_dim(num < 0 ? 0 : (int64_t)num);
+  }
+  return k;
+}
+
+/* ---- index maps ---- */
+
+bool op_map_gather(int32_t xr, const int64_t *xs, int32_t ir, const int64_t *is, const int64_t *ind, int64_t axis,
+                   int64_t bd, int64_t *map, int32_t *orank, int64_t *oshape) {
+  if (axis < 0) axis += xr;
+  if (axis < 0 || axis >= xr || bd < 0 || bd > ir || bd > axis) return false;
+  int32_t r = 0;
+  for (int32_t d = 0; d < axis; d++) oshape[r++] = xs[d];
+  for (int32_t d = (int32_t)bd; d < ir; d++) {
+    if (r >= TOP_RANK) return false;
+    oshape[r++] = is[d];
+  }
+  for (int32_t d = (int32_t)axis + 1; d < xr; d++) {
+    if (r >= TOP_RANK) return false;
+    oshape[r++] = xs[d];
+  }
+  for (int32_t d = 0; d < bd; d++)
+    if (is[d] != xs[d]) return false;
+  *orank = r;
+  int64_t n = op_numel(r, oshape), ni = op_numel(ir, is);
+  for (int64_t k = 0; k < ni; k++)
+    if (ind[k] < -xs[axis] || ind[k] >= xs[axis]) return false;
+  if (!map) return true;
+  int64_t xst[TOP_RANK], ist[TOP_RANK], idx[TOP_RANK];
+  op_strides(xr, xs, xst);
+  op_strides(ir, is, ist);
+  for (int64_t k = 0; k < n; k++) {
+    int64_t rem = k;
+    for (int32_t d = r - 1; d >= 0; d--) {
+      idx[d] = oshape[d] ? rem % oshape[d] : 0;
+      rem = oshape[d] ? rem / oshape[d] : 0;
+    }
+    int64_t ipos = 0;
+    for (int32_t d = 0; d < bd; d++) ipos += idx[d] * ist[d];
+    for (int32_t d = (int32_t)bd; d < ir; d++) ipos += idx[axis + (d - bd)] * ist[d];
+    int64_t iv = ind[ipos];
+    if (iv < 0) iv += xs[axis];
+    int64_t src = 0;
+    for (int32_t d = 0; d < axis; d++) src += idx[d] * xst[d];
+    src += iv * xst[axis];
+    for (int32_t d = (int32_t)axis + 1; d < xr; d++) src += idx[d - axis - 1 + axis + (ir - bd)] * xst[d];
+    map[k] = src;
+  }
+  return true;
+}
+
+void op_map_slice(int32_t rank, const int64_t *shape, const int64_t *start, const int64_t *step, const int64_t *len,
+                  int64_t *map) {
+  int64_t st[TOP_RANK], idx[TOP_RANK] = {0};
+  op_strides(rank, shape, st);
+  int64_t n = op_numel(rank, len);
+  for (int64_t k = 0; k < n; k++) {
+    int64_t src = 0;
+    for (int32_t d = 0; d < rank; d++) src += (start[d] + idx[d] * step[d]) * st[d];
+    map[k] = src;
+    for (int32_t d = rank - 1; d >= 0; d--) {
+      if (++idx[d] < len[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+void op_map_transpose(int32_t rank, const int64_t *shape, const int64_t *perm, int64_t *map) {
+  int64_t st[TOP_RANK], oshape[TOP_RANK], idx[TOP_RANK] = {0};
+  op_strides(rank, shape, st);
+  for (int32_t d = 0; d < rank; d++) oshape[d] = shape[perm[d]];
+  int64_t n = op_numel(rank, oshape);
+  for (int64_t k = 0; k < n; k++) {
+    int64_t src = 0;
+    for (int32_t d = 0; d < rank; d++) src += idx[d] * st[perm[d]];
+    map[k] = src;
+    for (int32_t d = rank - 1; d >= 0; d--) {
+      if (++idx[d] < oshape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/* ---- required inputs ---- */
+
+int op_need_ints(mil_infer_ctx *c, const char *name, int64_t *out, int max) {
+  int n = op_known_ints(c, name, out, max);
+  if (n >= 0) return n;
+  const mil_value *v = op_val(c, name);
+  if (v && v->kind == MIL_VAL_TENSOR && v->numel > max)
+    return op_fail(c, "input '%s' has %lld values, more than supported (%d)", name, (long long)v->numel, max), -1;
+  if (!op_has(c, name)) return op_fail(c, "required input '%s' is missing", name), -1;
+  return op_fail(c, "input '%s' must be a known integer constant, got %s computed at run time", name,
+                 op_tstr(c, op_type(c, name))),
+         -1;
+}
+
+bool op_need_int(mil_infer_ctx *c, const char *name, int64_t *out) {
+  int64_t buf[1];
+  int n = op_need_ints(c, name, buf, 1);
+  if (n < 0) return false;
+  if (n != 1) return op_fail(c, "input '%s' must be a single integer, got %d values", name, n), false;
+  *out = buf[0];
+  return true;
+}
+
+bool op_int_or(mil_infer_ctx *c, const char *name, int64_t dflt, int64_t *out) {
+  if (!op_has(c, name)) {
+    *out = dflt;
+    return true;
+  }
+  return op_need_int(c, name, out);
+}
+
+bool op_bool_or(mil_infer_ctx *c, const char *name, bool dflt, bool *out) {
+  int64_t v;
+  if (!op_int_or(c, name, dflt, &v)) return false;
+  *out = v != 0;
+  return true;
+}
+
+bool op_need_rank(mil_infer_ctx *c, const char *name, const mil_type *t) {
+  if (t && t->kind == MIL_TYPE_TENSOR && t->rank >= 0 && t->rank <= TOP_RANK) return true;
+  op_fail(c, "input '%s' must have a known rank (at most %d), got %s", name, TOP_RANK, op_tstr(c, t));
+  return false;
+}
+
+/* ---- dim arithmetic ---- */
+
+mil_dim op_dim_mul(mil_infer_ctx *c, mil_dim d, int64_t k) {
+  int64_t r;
+  if (d.size >= 0) return __builtin_mul_overflow(d.size, k, &r) ? op_dim_sym(c) : op_dim(r);
+  return k == 1 ? d : op_dim_sym(c);
+}
+
+mil_dim op_dim_div(mil_infer_ctx *c, mil_dim d, int64_t k) {
+  if (d.size >= 0) return op_dim(k ? floordiv(d.size, k) : 0);
+  return k == 1 ? d : op_dim_sym(c);
+}
+
+mil_dim op_dim_add(mil_infer_ctx *c, mil_dim d, int64_t k) {
+  int64_t r;
+  if (d.size >= 0) return __builtin_add_overflow(d.size, k, &r) ? op_dim_sym(c) : op_dim(r);
+  return k == 0 ? d : op_dim_sym(c);
+}
+
+const mil_value *op_in_value(mil_infer_ctx *c, const char *name) {
+  const mil_value *v = op_val(c, name);
+  if (v || !op_has(c, name)) return v;
+  op_symval *sv = op_tmp_alloc(c, sizeof *sv);
+  mil_value *out = NULL;
+  if (sv && op_in_symval(c, name, 0, sv) && !op_symval_has_sym(sv) && op_foldable_dtype(sv->dtype)) {
+    out = op_new_value(c, sv->dtype, sv->rank, sv->shape, sv->scalar);
+    for (int64_t k = 0; out && k < sv->n; k++) mil_value_set_f64(out, k, sv->e[k].x);
+  }
+  op_tmp_free(c, sv, sizeof *sv);
+  return out;
+}
