@@ -118,6 +118,13 @@ MIL_API mil_status mil_op_infer(mil_op *op, mil_diag *d);
  * (arrays of at least op->n_outputs entries, owned by the program). */
 MIL_API mil_status mil_op_infer_types(mil_op *op, const mil_type **types, const mil_value **vals, mil_diag *d);
 
+/* The compile-time value of output i of op: its folded value, or for a
+ * constexpr_* / dequantize op the decompressed weight (computed on demand,
+ * arena-owned, following numpy's rounding like coremltools'
+ * materialized_val_inference). NULL when not known; d gets the reason for a
+ * failed decompression. */
+MIL_API const mil_value *mil_op_materialize(mil_op *op, int32_t i, mil_diag *d);
+
 /* Adds the default inputs coremltools materializes for op's variant (as
  * new const ops inserted before op, named "<op>_<input>_0"-style). The op
  * must be in a block. */

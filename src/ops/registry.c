@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ops/ops_internal.h"
+#include "ops/tensor_ops_internal.h"
 
 #define OP_FAMILY_X(fam) OP_FAMILY_DECL(fam)
 #include "ops/families.def"
@@ -201,7 +202,7 @@ static mil_status check_inputs(mil_infer_ctx *c) {
 }
 
 static mil_status run_infer(mil_op *op, const mil_type **types, const mil_value **vals, mil_mark *marks,
-                            mil_diag *d, bool *known_def) {
+                            mil_diag *d, int32_t *n_out) {
   const mil_function *f = op_function(op);
   int version = f ? mil_opset_version(f->opset) : MIL_IOS18;
   if (version < 0) version = MIL_IOS18;
@@ -213,7 +214,6 @@ static mil_status run_infer(mil_op *op, const mil_type **types, const mil_value 
   c.func = f ? f->name : "?";
   c.diag = d;
   c.def = mil_op_def_find(op->type, version);
-  if (known_def) *known_def = c.def != NULL;
   if (!c.def) {
     const mil_op_def *newer = NULL;
     for (int v = version + 1; v <= MIL_IOS26 && !newer; v++) newer = mil_op_def_find(op->type, v);
@@ -227,7 +227,7 @@ static mil_status run_infer(mil_op *op, const mil_type **types, const mil_value 
                           op->type, op->type);
   }
   op->def = c.def;
-  c.n_out = op->n_outputs ? op->n_outputs : (c.def->n_outputs > 0 ? c.def->n_outputs : 1);
+  c.n_out = op->n_outputs ? op->n_outputs : (c.def->n_outputs >= 0 ? c.def->n_outputs : 1);
   c.out = types;
   c.val = vals;
   c.mark = marks;
@@ -246,6 +246,7 @@ static mil_status run_infer(mil_op *op, const mil_type **types, const mil_value 
     st = c.def->fold(&c);
     if (st != MIL_OK) return st;
   }
+  if (n_out) *n_out = c.n_out; /* infer may set the count of a variable-output op */
   return MIL_OK;
 }
 
@@ -271,11 +272,10 @@ mil_status mil_op_infer(mil_op *op, mil_diag *d) {
   const mil_value **vals = mil_program_alloc(op->program, (size_t)n * sizeof *vals);
   mil_mark *marks = mil_program_alloc(op->program, (size_t)n * sizeof *marks);
   if (!types || !vals || !marks) return MIL_ERR_NOMEM;
-  mil_status st = run_infer(op, types, vals, marks, d, NULL);
+  int32_t k = 0;
+  mil_status st = run_infer(op, types, vals, marks, d, &k);
   if (st != MIL_OK) return st;
-  const mil_op_def *def = op->def;
   if (!op->n_outputs) {
-    int32_t k = def->n_outputs > 0 ? def->n_outputs : 1;
     for (int32_t i = 0; i < k; i++) {
       char name[512];
       if (k == 1) snprintf(name, sizeof name, "%s", op->name);
@@ -292,6 +292,13 @@ mil_status mil_op_infer(mil_op *op, mil_diag *d) {
     }
   }
   return MIL_OK;
+}
+
+const mil_value *mil_op_materialize(mil_op *op, int32_t i, mil_diag *d) {
+  if (i < 0 || i >= op->n_outputs) return NULL;
+  if (op->outputs[i]->val) return op->outputs[i]->val;
+  if (strncmp(op->type, "constexpr_", 10) != 0 && strcmp(op->type, "dequantize") != 0) return NULL;
+  return op_constexpr_materialize(op, i, d);
 }
 
 mil_status mil_op_add_defaults(mil_op *op, mil_diag *d) {
