@@ -61,10 +61,41 @@ typedef struct mil_parse_options {
 /* Parses MIL text (complete form, or a coremltools-form snippet whose inline
  * literals become anonymous consts) into a new program. On error returns
  * NULL-program and a status, with a "file:line:col: expected X, found Y"
- * message in d. `text` need not be NUL-terminated. */
+ * message in d. `text` need not be NUL-terminated.
+ *
+ * Accepts what coremltools' print(program) writes (formats.md section 6:
+ * Program.__str__, Function.to_str, Block.indented_str,
+ * Operation.indented_str, Var.__str__) plus the complete form's const lines
+ * (mil-text.md section 2); layout is free and '#' starts a comment. The
+ * caller owns *out (mil_program_free).
+ *  - Const values are stored with the var's declared dtype, each element
+ *    rounded once from its decimal text. "nan" gives the default quiet NaN.
+ *    Sub-byte consts also accept values of the 8-bit type coremltools holds
+ *    them in, keeping the low bits (with a warning in d).
+ *  - An inline literal becomes a const op inserted before its op and named
+ *    "<op name>_<param>_<k>"; its dtype comes from the literal alone: int32
+ *    for integers (int64 when a value does not fit), fp32 for floats, bool
+ *    for True/False, string for quoted text. Operand type domains are not
+ *    consulted, so passes that need another dtype must cast.
+ *  - Names are resolved as they are read: a var is visible after its
+ *    definition in its block and in blocks nested there. A later
+ *    definition of a visible name shadows it from there on (coremltools
+ *    can print such programs), with a warning in d; the same name twice in
+ *    one input or output list is an error.
+ *  - val=@blob("path", offset) reads the blob with the weight-file reader
+ *    (mil/blob.h), resolving the path ("@model_path/" prefix dropped)
+ *    against opt->base_dir, and copies it into the program (the value
+ *    keeps blob_file/blob_offset).
+ * Errors: MIL_ERR_PARSE (malformed text, undefined or out-of-scope names,
+ * bad values, nesting beyond 64 blocks / 64 dims / 32 literal levels),
+ * MIL_ERR_IO and MIL_ERR_FORMAT (a @blob file that cannot be read),
+ * MIL_ERR_NOMEM, MIL_ERR_INVALID (NULL out, or NULL text with len > 0). */
 MIL_API mil_status mil_parse_program(const char *text, size_t len, const mil_parse_options *opt, mil_program **out,
                                      mil_diag *d);
-/* Reads and parses a file. */
+/* Reads the file at `path` and parses it as mil_parse_program does, with
+ * `path` as the file name in messages and its directory as base_dir.
+ * Errors: those of mil_parse_program, and MIL_ERR_IO when the file cannot
+ * be read. */
 MIL_API mil_status mil_parse_file(const char *path, mil_program **out, mil_diag *d);
 
 #ifdef __cplusplus
