@@ -3,6 +3,7 @@
 #define MIL_CLI_LOAD_H
 
 #include "mil/mil.h"
+#include "mil/model.h"
 
 typedef struct cli_loaded {
   mil_program *program; /* borrowed from model when model != NULL */

@@ -1,0 +1,618 @@
+/* The mil_model object: loading and saving by extension, atomic writes,
+ * accessors, and the version/opset table of formats.md section 7.
+ *
+ * Mirrors coremltools.models.MLModel (loading a package or a spec with a
+ * weights directory), coremltools.models.utils.save_spec / MLModel.save
+ * (writing), and _OPSET in coremltools/__init__.py.
+ *
+ * .mlmodel and weights: an ML Program whose large consts live in
+ * weight.bin cannot be a single .mlmodel file. libmil writes such a model's
+ * weights to weights/weight.bin next to the .mlmodel (the "@model_path"
+ * reading of formats.md 3.3, and where MLModel(spec, weights_dir=...) users
+ * keep them); a model whose consts are all small needs no weights directory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/model_internal.h"
+#include "mil/text.h"
+
+/* ------------------------------------------------------------------------ */
+/* versions                                                                   */
+/* ------------------------------------------------------------------------ */
+
+const char *mil_opset_for_spec_version(int v) {
+  static const char *const names[] = {"CoreML5", "CoreML6", "CoreML7", "CoreML8", "CoreML9"};
+  return v >= MIL_SPEC_VERSION_MIN && v <= MIL_SPEC_VERSION_MAX ? names[v - MIL_SPEC_VERSION_MIN] : NULL;
+}
+
+int mil_spec_version_for_opset(const char *opset) {
+  for (int v = MIL_SPEC_VERSION_MIN; opset && v <= MIL_SPEC_VERSION_MAX; v++)
+    if (!strcmp(opset, mil_opset_for_spec_version(v))) return v;
+  return 0;
+}
+
+const char *mil_feature_kind_name(mil_feature_kind k) {
+  switch (k) {
+  case MIL_FEATURE_INT64: return "int64";
+  case MIL_FEATURE_DOUBLE: return "double";
+  case MIL_FEATURE_STRING: return "string";
+  case MIL_FEATURE_IMAGE: return "image";
+  case MIL_FEATURE_MULTIARRAY: return "multiArray";
+  case MIL_FEATURE_DICTIONARY: return "dictionary";
+  case MIL_FEATURE_SEQUENCE: return "sequence";
+  case MIL_FEATURE_STATE: return "state";
+  default: return "none";
+  }
+}
+
+const char *mil_array_dtype_name(mil_array_dtype t) {
+  switch (t) {
+  case MIL_ARRAY_FLOAT32: return "FLOAT32";
+  case MIL_ARRAY_DOUBLE: return "DOUBLE";
+  case MIL_ARRAY_FLOAT16: return "FLOAT16";
+  case MIL_ARRAY_INT32: return "INT32";
+  case MIL_ARRAY_INT8: return "INT8";
+  default: return "INVALID";
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* files                                                                      */
+/* ------------------------------------------------------------------------ */
+
+char *io_model_path_join(const char *a, const char *b) {
+  size_t na = strlen(a), nb = strlen(b);
+  bool slash = na && a[na - 1] == '/';
+  char *s = malloc(na + nb + 2);
+  if (!s) return NULL;
+  memcpy(s, a, na);
+  if (!slash) s[na++] = '/';
+  memcpy(s + na, b, nb + 1);
+  return s;
+}
+
+#define IO_MAX_FILE ((size_t)2 << 30)
+
+mil_status io_model_read_file(const char *path, void **data, size_t *len, mil_diag *d) {
+  *data = NULL;
+  *len = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return mil_diag_error(d, MIL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return mil_diag_error(d, MIL_ERR_IO, "%s: not a regular file", path);
+  }
+  if ((uint64_t)st.st_size > IO_MAX_FILE) {
+    close(fd);
+    return mil_diag_error(d, MIL_ERR_FORMAT, "%s: %lld bytes, more than the 2 GiB a protobuf can hold", path,
+                          (long long)st.st_size);
+  }
+  size_t n = (size_t)st.st_size;
+  uint8_t *buf = malloc(n ? n : 1);
+  if (!buf) {
+    close(fd);
+    return mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory (%zu bytes)", path, n);
+  }
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      int e = errno;
+      free(buf);
+      close(fd);
+      return mil_diag_error(d, MIL_ERR_IO, "%s: read failed at byte %zu: %s", path, got, r ? strerror(e) : "unexpected end of file");
+    }
+    got += (size_t)r;
+  }
+  close(fd);
+  *data = buf;
+  *len = n;
+  return MIL_OK;
+}
+
+mil_status io_model_write_file(const char *path, const void *data, size_t len, mil_diag *d) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) return mil_diag_error(d, MIL_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+  size_t done = 0;
+  while (done < len) {
+    ssize_t w = write(fd, (const uint8_t *)data + done, len - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      int e = errno;
+      close(fd);
+      return mil_diag_error(d, MIL_ERR_IO, "%s: write failed at byte %zu: %s", path, done, strerror(e));
+    }
+    done += (size_t)w;
+  }
+  if (close(fd) != 0) return mil_diag_error(d, MIL_ERR_IO, "%s: close failed: %s", path, strerror(errno));
+  return MIL_OK;
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  remove(p);
+  return 0;
+}
+
+void io_model_remove_tree(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return;
+  if (S_ISDIR(st.st_mode)) nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  else remove(path);
+}
+
+static bool path_exists(const char *p) {
+  struct stat st;
+  return lstat(p, &st) == 0;
+}
+
+static bool path_is_dir(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The extension of the last path component ("mlpackage"), or "". */
+static const char *extension(const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  const char *dot = strrchr(base, '.');
+  return dot && dot != base ? dot + 1 : "";
+}
+
+/* A copy of path without trailing slashes. */
+static char *clean_path(const char *path) {
+  char *p = io_model_strdup(path);
+  if (!p) return NULL;
+  size_t n = strlen(p);
+  while (n > 1 && p[n - 1] == '/') p[--n] = 0;
+  return p;
+}
+
+/* The directory part of path ("." when none). */
+static char *dir_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return io_model_strdup(".");
+  if (slash == path) return io_model_strdup("/");
+  size_t n = (size_t)(slash - path);
+  char *s = malloc(n + 1);
+  if (s) {
+    memcpy(s, path, n);
+    s[n] = 0;
+  }
+  return s;
+}
+
+/* "<path>.tmp-<pid>-<random>": a sibling on the same file system. */
+static char *temp_sibling(const char *path) {
+  uint32_t r = 0;
+  if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) r = (uint32_t)(uintptr_t)&r;
+  size_t n = strlen(path) + 40;
+  char *s = malloc(n);
+  if (s) snprintf(s, n, "%s.tmp-%ld-%08x", path, (long)getpid(), r);
+  return s;
+}
+
+/* Puts tmp (a finished file or directory) at path, replacing what is
+ * there; the old content is removed only once the new one is in place. */
+static mil_status replace_path(const char *tmp, const char *path, bool is_dir, mil_diag *d) {
+  if (!path_exists(path) || !is_dir) {
+    if (rename(tmp, path) != 0)
+      return mil_diag_error(d, MIL_ERR_IO, "%s: cannot move the new model into place: %s", path, strerror(errno));
+    return MIL_OK;
+  }
+  /* a directory cannot be renamed over a non-empty one: swap atomically */
+  if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+    io_model_remove_tree(tmp); /* now the old package */
+    return MIL_OK;
+  }
+  char *old = temp_sibling(path);
+  if (!old) return MIL_ERR_NOMEM;
+  mil_status st = MIL_OK;
+  if (rename(path, old) != 0) {
+    st = mil_diag_error(d, MIL_ERR_IO, "%s: cannot move the old package aside: %s", path, strerror(errno));
+  } else if (rename(tmp, path) != 0) {
+    st = mil_diag_error(d, MIL_ERR_IO, "%s: cannot move the new package into place: %s", path, strerror(errno));
+    rename(old, path);
+  } else {
+    io_model_remove_tree(old);
+  }
+  free(old);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the model object                                                           */
+/* ------------------------------------------------------------------------ */
+
+static void drop_view(mil_model *m) {
+  io_desc_view_free(m->view);
+  m->view = NULL;
+}
+
+void mil_model_free(mil_model *m) {
+  if (!m) return;
+  drop_view(m);
+  mil_program_free(m->prog);
+  io_pb_free(m->desc);
+  for (int32_t i = 0; i < m->n_weights; i++) mil_blob_file_close(m->weights[i]);
+  free(m->weights);
+  free(m->path);
+  free(m);
+}
+
+mil_program *mil_model_program(const mil_model *m) { return m->prog; }
+
+void mil_model_set_program(mil_model *m, mil_program *prog) {
+  if (prog == m->prog) return;
+  mil_program_free(m->prog);
+  m->prog = prog;
+  drop_view(m);
+}
+
+mil_program *mil_model_take_program(mil_model *m) {
+  mil_program *p = m->prog;
+  m->prog = NULL;
+  drop_view(m);
+  return p;
+}
+
+int mil_model_spec_version(const mil_model *m) { return m->spec_version; }
+
+mil_status mil_model_set_spec_version(mil_model *m, int v) {
+  if (v < MIL_SPEC_VERSION_MIN || v > MIL_SPEC_VERSION_MAX) return MIL_ERR_INVALID;
+  m->spec_version = v;
+  drop_view(m);
+  return MIL_OK;
+}
+
+const char *mil_model_path(const mil_model *m) { return m->path ? m->path : ""; }
+
+int32_t mil_model_n_weight_files(const mil_model *m) { return m->n_weights; }
+
+mil_blob_file *mil_model_weight_file(const mil_model *m, int32_t i) {
+  return i >= 0 && i < m->n_weights ? m->weights[i] : NULL;
+}
+
+const mil_model_desc *mil_model_description(mil_model *m) {
+  static const mil_model_desc empty = {false, "main", 0, NULL, "", "", "", "", 0, NULL, NULL};
+  if (!m->view) {
+    if (m->desc) {
+      m->view = io_desc_view_new(m->desc, NULL);
+    } else if (m->prog) {
+      Coreml__ModelDescription *syn = NULL;
+      if (io_desc_synthesize(m->prog, m->spec_version, NULL, &syn, NULL) == MIL_OK) m->view = io_desc_view_new(syn, syn);
+    }
+    if (!m->view) return &empty;
+  }
+  return io_desc_view_get(m->view);
+}
+
+const mil_function_desc *mil_model_function_desc(mil_model *m, const char *name) {
+  const mil_model_desc *md = mil_model_description(m);
+  if (!name) name = md->default_function_name;
+  for (int32_t i = 0; i < md->n_functions; i++)
+    if (!strcmp(md->functions[i].name, name)) return &md->functions[i];
+  if (!md->multi_function && md->n_functions == 1 && m->prog && m->prog->n_functions == 1 &&
+      !strcmp(m->prog->functions[0]->name, name))
+    return &md->functions[0];
+  return NULL;
+}
+
+const char *mil_model_metadata(mil_model *m, const char *key) {
+  const mil_model_desc *md = mil_model_description(m);
+  for (int32_t i = 0; i < md->n_user_defined; i++)
+    if (!strcmp(md->user_keys[i], key)) return md->user_values[i];
+  return NULL;
+}
+
+mil_status mil_model_set_metadata(mil_model *m, const char *key, const char *value) {
+  if (!m->desc && !(m->desc = io_pb_new(&coreml__model_description__descriptor))) return MIL_ERR_NOMEM;
+  Coreml__ModelDescription *desc = m->desc;
+  if (!desc->metadata && !(desc->metadata = io_pb_new(&coreml__metadata__descriptor))) return MIL_ERR_NOMEM;
+  Coreml__Metadata *meta = desc->metadata;
+  drop_view(m);
+  for (size_t i = 0; i < meta->n_userdefined; i++) {
+    Coreml__Metadata__UserDefinedEntry *e = meta->userdefined[i];
+    if (!e->key || strcmp(e->key, key)) continue;
+    if (!value) {
+      io_pb_free(e);
+      memmove(&meta->userdefined[i], &meta->userdefined[i + 1], (meta->n_userdefined - i - 1) * sizeof e);
+      meta->n_userdefined--;
+      return MIL_OK;
+    }
+    char *nv = io_model_strdup(value);
+    if (!nv) return MIL_ERR_NOMEM;
+    if (e->value != protobuf_c_empty_string) free(e->value);
+    e->value = nv;
+    return MIL_OK;
+  }
+  if (!value) return MIL_OK;
+  Coreml__Metadata__UserDefinedEntry *e = io_pb_new(&coreml__metadata__user_defined_entry__descriptor);
+  if (!e || !(e->key = io_model_strdup(key)) || !(e->value = io_model_strdup(value)) ||
+      !io_pb_push(&meta->userdefined, &meta->n_userdefined, e)) {
+    io_pb_free(e);
+    return MIL_ERR_NOMEM;
+  }
+  return MIL_OK;
+}
+
+mil_status mil_model_sync_description(mil_model *m, mil_diag *d) {
+  if (!m->prog) return mil_diag_error(d, MIL_ERR_INVALID, "%s: the model has no program", mil_model_path(m));
+  Coreml__ModelDescription *nd = NULL;
+  mil_status st = io_desc_synthesize(m->prog, m->spec_version, m->desc, &nd, d);
+  if (st != MIL_OK) return st;
+  drop_view(m);
+  io_pb_free(m->desc);
+  m->desc = nd;
+  return MIL_OK;
+}
+
+/* The highest spec version the program's opsets imply (0 if none is known). */
+static int spec_from_opsets(const mil_program *p) {
+  int v = 0;
+  for (int32_t i = 0; i < p->n_functions; i++) {
+    int f = mil_spec_version_for_opset(p->functions[i]->opset);
+    if (f > v) v = f;
+  }
+  return v;
+}
+
+mil_status mil_model_from_program(mil_program *prog, int spec_version, mil_model **out, mil_diag *d) {
+  *out = NULL;
+  if (!prog) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_from_program: no program");
+  if (spec_version == 0) spec_version = spec_from_opsets(prog);
+  if (spec_version < MIL_SPEC_VERSION_MIN || spec_version > MIL_SPEC_VERSION_MAX) {
+    mil_program_free(prog);
+    return mil_diag_error(d, MIL_ERR_INVALID, "specification version %d is not an ML Program version (%d..%d)",
+                          spec_version, MIL_SPEC_VERSION_MIN, MIL_SPEC_VERSION_MAX);
+  }
+  mil_model *m = calloc(1, sizeof *m);
+  if (!m) {
+    mil_program_free(prog);
+    return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
+  }
+  m->prog = prog;
+  m->spec_version = spec_version;
+  mil_status st = mil_model_sync_description(m, d);
+  if (st != MIL_OK) {
+    mil_model_free(m);
+    return st;
+  }
+  *out = m;
+  return MIL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* loading                                                                    */
+/* ------------------------------------------------------------------------ */
+
+mil_status mil_model_load_proto(const void *data, size_t len, const char *name, const char *weights_dir,
+                                mil_model **out, mil_diag *d) {
+  *out = NULL;
+  if (!data && len) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_load_proto: no data");
+  io_weights w;
+  io_weights_init(&w, weights_dir);
+  if (weights_dir && !w.dir) return MIL_ERR_NOMEM;
+  mil_model *m = NULL;
+  mil_status st = io_model_decode(data ? data : "", len, name ? name : "<memory>", &w, &m, d);
+  if (st == MIL_OK && (st = io_weights_give(&w, m)) != MIL_OK) mil_diag_error(d, st, "out of memory");
+  if (st == MIL_OK && !(m->path = io_model_strdup(name ? name : ""))) st = MIL_ERR_NOMEM;
+  io_weights_free(&w);
+  if (st != MIL_OK) {
+    mil_model_free(m);
+    return st;
+  }
+  *out = m;
+  return MIL_OK;
+}
+
+static mil_status load_protobuf_file(const char *file, const char *weights_dir, mil_model **out, mil_diag *d) {
+  void *buf;
+  size_t len;
+  mil_status st = io_model_read_file(file, &buf, &len, d);
+  if (st != MIL_OK) return st;
+  st = mil_model_load_proto(buf, len, file, weights_dir, out, d);
+  free(buf);
+  return st;
+}
+
+static mil_status load_mil_text(const char *path, mil_model **out, mil_diag *d) {
+  mil_program *p = NULL;
+  mil_status st = mil_parse_file(path, &p, d);
+  if (st != MIL_OK) return st;
+  int spec = spec_from_opsets(p);
+  if (!spec) {
+    const char *opset = p->n_functions ? p->functions[0]->opset : "(none)";
+    mil_program_free(p);
+    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: opset '%s' is not an ML Program opset (CoreML5..CoreML9)", path,
+                          opset);
+  }
+  mil_model *m = calloc(1, sizeof *m);
+  if (!m || !(m->path = io_model_strdup(path))) {
+    free(m);
+    mil_program_free(p);
+    return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
+  }
+  m->prog = p;
+  m->spec_version = spec;
+  *out = m;
+  return MIL_OK;
+}
+
+mil_status mil_model_load(const char *path_in, mil_model **out, mil_diag *d) {
+  if (!out) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_load: out is NULL");
+  *out = NULL;
+  if (!path_in || !path_in[0]) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_load: empty path");
+  char *path = clean_path(path_in);
+  if (!path) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
+  const char *ext = extension(path);
+  mil_status st;
+  mil_model *m = NULL;
+  if (!strcmp(ext, "mlpackage")) {
+    io_package pk;
+    st = io_package_open(path, &pk, d);
+    if (st == MIL_OK) {
+      st = load_protobuf_file(pk.model_path, pk.weights_dir, &m, d);
+      io_package_close(&pk);
+    }
+  } else if (!strcmp(ext, "mlmodel")) {
+    char *dir = dir_of(path);
+    char *wdir = dir ? io_model_path_join(dir, "weights") : NULL;
+    st = wdir ? load_protobuf_file(path, path_is_dir(wdir) ? wdir : NULL, &m, d) : MIL_ERR_NOMEM;
+    free(dir);
+    free(wdir);
+  } else if (!strcmp(ext, "mil")) {
+    st = load_mil_text(path, &m, d);
+  } else {
+    st = mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: unknown model extension '%s%s' (expected .mlpackage, .mlmodel or "
+                        ".mil)", path, ext[0] ? "." : "", ext);
+  }
+  if (st == MIL_OK) {
+    free(m->path);
+    m->path = path;
+    *out = m;
+    return MIL_OK;
+  }
+  free(path);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* saving                                                                     */
+/* ------------------------------------------------------------------------ */
+
+mil_status mil_model_serialize(mil_model *m, mil_blob_writer *weights, void **data, size_t *len, mil_diag *d) {
+  if (!m || !m->prog) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_serialize: no program");
+  mil_status st = mil_model_sync_description(m, d);
+  if (st != MIL_OK) return st;
+  return io_model_encode(m, weights, "<memory>", data, len, d);
+}
+
+/* Writes the model protobuf to `model_file`, blob consts to `weight_file`
+ * (removed again when no const needed it). *wrote_blobs tells which. */
+static mil_status write_model_files(mil_model *m, const char *model_file, const char *weight_file, const char *name,
+                                    bool *wrote_blobs, mil_diag *d) {
+  mil_blob_writer *bw = NULL;
+  *wrote_blobs = false;
+  mil_status st = mil_blob_writer_open(weight_file, MIL_BLOB_WRITE_NO_DEDUP, &bw, d);
+  if (st != MIL_OK) return st;
+  void *data = NULL;
+  size_t len = 0;
+  st = io_model_encode(m, bw, name, &data, &len, d);
+  if (st != MIL_OK) {
+    mil_blob_writer_abort(bw);
+    return st;
+  }
+  uint32_t count = mil_blob_writer_count(bw);
+  st = mil_blob_writer_close(bw, d);
+  if (st == MIL_OK && count == 0) remove(weight_file);
+  if (st == MIL_OK) st = io_model_write_file(model_file, data, len, d);
+  free(data);
+  *wrote_blobs = count > 0;
+  return st;
+}
+
+static mil_status save_package(mil_model *m, const char *path, mil_diag *d) {
+  if (path_exists(path)) {
+    if (!path_is_dir(path)) return mil_diag_error(d, MIL_ERR_IO, "%s: exists and is not a directory; not replacing it", path);
+    char *man = io_model_path_join(path, "Manifest.json");
+    bool has_manifest = man && path_exists(man);
+    free(man);
+    if (!has_manifest && rmdir(path) != 0 && errno != ENOENT)
+      return mil_diag_error(d, MIL_ERR_IO, "%s: is a non-empty directory without Manifest.json; not replacing it", path);
+  }
+  char *tmp = temp_sibling(path);
+  if (!tmp) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
+  io_package pk;
+  mil_status st = io_package_create(tmp, &pk, d);
+  char *wfile = st == MIL_OK ? io_model_path_join(pk.weights_dir, "weight.bin") : NULL;
+  if (st == MIL_OK && !wfile) st = MIL_ERR_NOMEM;
+  if (st == MIL_OK) {
+    bool blobs;
+    char *name = io_model_path_join(path, "Data/com.apple.CoreML/model.mlmodel");
+    st = name ? write_model_files(m, pk.model_path, wfile, name, &blobs, d) : MIL_ERR_NOMEM;
+    free(name);
+  }
+  if (st == MIL_OK) st = replace_path(tmp, path, true, d);
+  if (st != MIL_OK) io_model_remove_tree(tmp);
+  if (pk.model_path || pk.weights_dir) io_package_close(&pk);
+  free(wfile);
+  free(tmp);
+  return st;
+}
+
+static mil_status save_mlmodel(mil_model *m, const char *path, mil_diag *d) {
+  if (path_is_dir(path)) return mil_diag_error(d, MIL_ERR_IO, "%s: is a directory; not replacing it", path);
+  char *dir = dir_of(path);
+  char *wdir = dir ? io_model_path_join(dir, "weights") : NULL;
+  char *wfinal = wdir ? io_model_path_join(wdir, "weight.bin") : NULL;
+  char *wtmp = wfinal ? temp_sibling(wfinal) : NULL;
+  char *tmp = temp_sibling(path);
+  mil_status st = (dir && wdir && wfinal && wtmp && tmp) ? MIL_OK : MIL_ERR_NOMEM;
+  bool made_wdir = false, blobs = false;
+  if (st == MIL_OK && !path_exists(wdir)) {
+    if (mkdir(wdir, 0777) != 0) st = mil_diag_error(d, MIL_ERR_IO, "%s: cannot create directory: %s", wdir, strerror(errno));
+    else made_wdir = true;
+  }
+  if (st == MIL_OK) st = write_model_files(m, tmp, wtmp, path, &blobs, d);
+  if (st == MIL_OK && blobs) st = replace_path(wtmp, wfinal, false, d);
+  if (st == MIL_OK) st = replace_path(tmp, path, false, d);
+  if (st != MIL_OK) {
+    if (tmp) remove(tmp);
+    if (wtmp) remove(wtmp);
+  }
+  if (made_wdir && !blobs) rmdir(wdir);
+  free(dir);
+  free(wdir);
+  free(wfinal);
+  free(wtmp);
+  free(tmp);
+  return st;
+}
+
+static mil_status save_mil_text(mil_model *m, const char *path, mil_diag *d) {
+  mil_buf buf = {0};
+  mil_print_options opt = {MIL_PRINT_COMPLETE, false};
+  mil_print_program(m->prog, &opt, &buf);
+  if (buf.oom) {
+    mil_buf_free(&buf);
+    return mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory while printing the program", path);
+  }
+  char *tmp = temp_sibling(path);
+  mil_status st = tmp ? io_model_write_file(tmp, buf.data ? buf.data : "", buf.len, d) : MIL_ERR_NOMEM;
+  if (st == MIL_OK) st = replace_path(tmp, path, false, d);
+  if (st != MIL_OK && tmp) remove(tmp);
+  free(tmp);
+  mil_buf_free(&buf);
+  return st;
+}
+
+mil_status mil_model_save(mil_model *m, const char *path_in, mil_diag *d) {
+  if (!m || !m->prog) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_save: no model or program");
+  if (!path_in || !path_in[0]) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_save: empty path");
+  char *path = clean_path(path_in);
+  if (!path) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
+  const char *ext = extension(path);
+  mil_status st;
+  if (!strcmp(ext, "mil")) {
+    st = save_mil_text(m, path, d);
+  } else if (strcmp(ext, "mlpackage") && strcmp(ext, "mlmodel")) {
+    st = mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: unknown model extension '%s%s' (expected .mlpackage, .mlmodel or "
+                        ".mil)", path, ext[0] ? "." : "", ext);
+  } else if ((st = mil_model_sync_description(m, d)) != MIL_OK) {
+    mil_diag_error(d, st, "%s: cannot describe the model's inputs and outputs", path);
+  } else {
+    st = !strcmp(ext, "mlpackage") ? save_package(m, path, d) : save_mlmodel(m, path, d);
+  }
+  free(path);
+  return st;
+}

@@ -1,0 +1,230 @@
+/* mil info MODEL: a summary of a model (versions, interface, metadata, ops,
+ * weights). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "mil/model.h"
+
+static void help(void) {
+  printf("usage: mil info MODEL\n\n"
+         "Summarize MODEL (.mlpackage, .mlmodel or .mil): specification version and\n"
+         "opset, each function's inputs, outputs and states (name, dtype, shape, and\n"
+         "the Core ML feature type from the model description), metadata, a histogram\n"
+         "of op types, and constant bytes by dtype (how many live in weight.bin).\n");
+}
+
+/* "(1, 3, is0, 224)" for a tensor type; dims as MIL prints them. */
+static void put_shape(const mil_type *t) {
+  if (t->kind == MIL_TYPE_STATE && t->elem) t = t->elem;
+  if (t->kind != MIL_TYPE_TENSOR) {
+    printf("%s", t->kind == MIL_TYPE_LIST ? "list" : t->kind == MIL_TYPE_DICT ? "dict" : "tuple");
+    return;
+  }
+  if (t->rank < 0) {
+    printf("(*)");
+    return;
+  }
+  putchar('(');
+  for (int32_t i = 0; i < t->rank; i++) {
+    if (i) printf(", ");
+    if (t->dims[i].size >= 0) printf("%lld", (long long)t->dims[i].size);
+    else printf("%s", t->dims[i].sym ? t->dims[i].sym : "?");
+  }
+  putchar(')');
+}
+
+static const char *dtype_of(const mil_type *t) {
+  if (t->kind == MIL_TYPE_STATE && t->elem) t = t->elem;
+  return t->kind == MIL_TYPE_TENSOR ? mil_dtype_name(t->dtype) : "-";
+}
+
+static const mil_feature *find_feature(const mil_feature *f, int32_t n, const char *name) {
+  for (int32_t i = 0; f && i < n; i++)
+    if (!strcmp(f[i].name, name)) return &f[i];
+  return NULL;
+}
+
+static void put_feature(const mil_feature *f) {
+  if (!f) return;
+  printf("  [%s", mil_feature_kind_name(f->kind));
+  if (f->kind == MIL_FEATURE_MULTIARRAY || f->kind == MIL_FEATURE_STATE) {
+    printf(" %s", mil_array_dtype_name(f->array_dtype));
+    if (f->shape.rank) {
+      printf(" (");
+      for (int32_t i = 0; i < f->shape.rank; i++) printf("%s%lld", i ? ", " : "", (long long)f->shape.dims[i]);
+      printf(")");
+    }
+    if (f->n_ranges) {
+      printf(" ranges");
+      for (int32_t i = 0; i < f->n_ranges; i++)
+        printf(" [%llu, %lld]", (unsigned long long)f->ranges[i].lower, (long long)f->ranges[i].upper);
+    }
+    if (f->n_enumerated) printf(" %d enumerated shapes", f->n_enumerated);
+  } else if (f->kind == MIL_FEATURE_IMAGE) {
+    printf(" %lldx%lld color space %d", (long long)f->width, (long long)f->height, (int)f->color_space);
+  }
+  if (f->is_optional) printf(" optional");
+  printf("]");
+}
+
+typedef struct hist {
+  const char **types;
+  int64_t *counts;
+  size_t n, cap;
+  /* const bytes by dtype (index = mil_dtype, < 128) */
+  uint64_t bytes[128], blob_bytes[128];
+  int64_t consts[128], blob_consts[128];
+} hist;
+
+static int visit(mil_op *op, void *ud) {
+  hist *h = ud;
+  size_t i;
+  for (i = 0; i < h->n; i++)
+    if (h->types[i] == op->type || !strcmp(h->types[i], op->type)) break;
+  if (i == h->n) {
+    if (h->n == h->cap) {
+      size_t nc = h->cap ? h->cap * 2 : 64;
+      const char **nt = realloc(h->types, nc * sizeof *nt);
+      if (!nt) return 1;
+      h->types = nt;
+      int64_t *ncn = realloc(h->counts, nc * sizeof *ncn);
+      if (!ncn) return 1;
+      h->counts = ncn;
+      h->cap = nc;
+    }
+    h->types[h->n] = op->type;
+    h->counts[h->n++] = 0;
+  }
+  h->counts[i]++;
+  if (mil_op_is_const(op) && op->n_outputs == 1 && op->outputs[0]->val) {
+    const mil_value *v = op->outputs[0]->val;
+    if (v->kind == MIL_VAL_TENSOR && v->type && (int)v->type->dtype >= 0 && (int)v->type->dtype < 128) {
+      int dt = (int)v->type->dtype;
+      uint64_t nb = v->nbytes;
+      if (v->type->dtype == MIL_DT_STRING) { /* the text, not the pointer array */
+        nb = 0;
+        for (int64_t k = 0; k < v->numel; k++) nb += strlen(mil_value_get_str(v, k));
+      }
+      h->bytes[dt] += nb;
+      h->consts[dt]++;
+      if (v->blob_file) {
+        h->blob_bytes[dt] += nb;
+        h->blob_consts[dt]++;
+      }
+    }
+  }
+  return 0;
+}
+
+static int cmp_hist(const void *a, const void *b, void *ud) {
+  const hist *h = ud;
+  size_t i = *(const size_t *)a, j = *(const size_t *)b;
+  if (h->counts[i] != h->counts[j]) return h->counts[i] > h->counts[j] ? -1 : 1;
+  return strcmp(h->types[i], h->types[j]);
+}
+
+static const char *target_name(int spec) {
+  static const char *const names[] = {"iOS15", "iOS16", "iOS17", "iOS18", "iOS26"};
+  return spec >= MIL_SPEC_VERSION_MIN && spec <= MIL_SPEC_VERSION_MAX ? names[spec - MIL_SPEC_VERSION_MIN] : "?";
+}
+
+static void put_function(mil_model *m, const mil_function *f) {
+  const mil_function_desc *fd = mil_model_function_desc(m, f->name);
+  printf("function %s [%s]\n", f->name, f->opset);
+  printf("  inputs:\n");
+  for (int32_t i = 0; i < f->n_inputs; i++) {
+    const mil_var *v = f->inputs[i];
+    bool state = v->type->kind == MIL_TYPE_STATE;
+    printf("    %s%s: %s ", v->name, state ? " (state)" : "", dtype_of(v->type));
+    put_shape(v->type);
+    if (fd) put_feature(state ? find_feature(fd->states, fd->n_states, v->name) : find_feature(fd->inputs, fd->n_inputs, v->name));
+    printf("\n");
+  }
+  printf("  outputs:\n");
+  const mil_block *b = mil_function_body(f);
+  for (int32_t i = 0; b && i < b->n_outputs; i++) {
+    const mil_var *v = b->outputs[i].var;
+    printf("    %s: %s ", v->name, dtype_of(v->type));
+    put_shape(v->type);
+    if (fd) put_feature(find_feature(fd->outputs, fd->n_outputs, v->name));
+    printf("\n");
+  }
+}
+
+int cmd_info(int argc, char **argv) {
+  const char *path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (cli_is_help(argv[i])) {
+      help();
+      return CLI_OK;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return cli_usage_error("info", "unknown option '%s'", argv[i]);
+    } else if (!path) {
+      path = argv[i];
+    } else {
+      return cli_usage_error("info", "unexpected argument '%s'", argv[i]);
+    }
+  }
+  if (!path) return cli_usage_error("info", "missing MODEL");
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_model *m = NULL;
+  if (mil_model_load(path, &m, &d) != MIL_OK) {
+    cli_print_diag(&d);
+    mil_diag_clear(&d);
+    return CLI_FAIL;
+  }
+  mil_program *p = mil_model_program(m);
+  int spec = mil_model_spec_version(m);
+  const mil_model_desc *md = mil_model_description(m);
+  printf("model: %s\n", mil_model_path(m));
+  printf("specification version: %d (%s)\n", spec, target_name(spec));
+  printf("opset: %s\n", p->n_functions ? p->functions[0]->opset : "-");
+  printf("functions: %d (default: %s)%s\n", p->n_functions, md->default_function_name,
+         md->multi_function ? " [multi-function description]" : "");
+  for (int32_t i = 0; i < p->n_functions; i++) put_function(m, p->functions[i]);
+  printf("metadata:\n");
+  if (md->short_description[0]) printf("  shortDescription: %s\n", md->short_description);
+  if (md->author[0]) printf("  author: %s\n", md->author);
+  if (md->license[0]) printf("  license: %s\n", md->license);
+  if (md->version_string[0]) printf("  versionString: %s\n", md->version_string);
+  for (int32_t i = 0; i < md->n_user_defined; i++) printf("  %s: %s\n", md->user_keys[i], md->user_values[i]);
+  hist h;
+  memset(&h, 0, sizeof h);
+  int rc = CLI_OK;
+  if (mil_program_walk(p, visit, &h) != 0) {
+    fprintf(stderr, "mil: error: out of memory\n");
+    rc = CLI_FAIL;
+  } else {
+    size_t *order = malloc((h.n ? h.n : 1) * sizeof *order);
+    int64_t total = 0;
+    for (size_t i = 0; i < h.n; i++) total += h.counts[i];
+    printf("ops: %lld\n", (long long)total);
+    if (order) {
+      for (size_t i = 0; i < h.n; i++) order[i] = i;
+      qsort_r(order, h.n, sizeof *order, cmp_hist, &h);
+      for (size_t i = 0; i < h.n; i++) printf("  %-32s %lld\n", h.types[order[i]], (long long)h.counts[order[i]]);
+      free(order);
+    }
+    printf("constants by dtype (bytes, count; in weight file):\n");
+    uint64_t all = 0, all_blob = 0;
+    for (int dt = 0; dt < 128; dt++) {
+      if (!h.consts[dt]) continue;
+      printf("  %-10s %12llu bytes %6lld consts; weight file: %12llu bytes %6lld consts\n", mil_dtype_name((mil_dtype)dt),
+             (unsigned long long)h.bytes[dt], (long long)h.consts[dt], (unsigned long long)h.blob_bytes[dt],
+             (long long)h.blob_consts[dt]);
+      all += h.bytes[dt];
+      all_blob += h.blob_bytes[dt];
+    }
+    printf("  %-10s %12llu bytes; weight file: %llu bytes in %d file(s)\n", "total", (unsigned long long)all,
+           (unsigned long long)all_blob, mil_model_n_weight_files(m));
+  }
+  if (fflush(stdout) != 0) rc = CLI_FAIL;
+  free(h.types);
+  free(h.counts);
+  mil_model_free(m);
+  mil_diag_clear(&d);
+  return rc;
+}
