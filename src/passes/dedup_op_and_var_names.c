@@ -1,0 +1,166 @@
+/* common::dedup_op_and_var_names — make op names and var names unique
+ * within each function.
+ *
+ *   main(%x: (10, 20, fp32)(Tensor)) {
+ *     block0() {
+ *       %d0: (string)*(Scalar) = const(val="fp16", name="d0")
+ *       %c: (10, 20, fp16)(Tensor) = cast(x=%x, dtype=%d0, name="c")
+ *       %d1: (string)*(Scalar) = const(val="fp32", name="d1")
+ *       %c: (10, 20, fp32)(Tensor) = cast(x=%c, dtype=%d1, name="c")
+ *       %o: (10, 20, fp32)(Tensor) = square(x=%c, name="o")
+ *     } -> (%o)
+ *   }
+ *
+ * becomes
+ *
+ *   main(%x: (10, 20, fp32)(Tensor)) {
+ *     block0() {
+ *       %d0: (string)*(Scalar) = const(val="fp16", name="d0")
+ *       %c: (10, 20, fp16)(Tensor) = cast(x=%x, dtype=%d0, name="c")
+ *       %d1: (string)*(Scalar) = const(val="fp32", name="d1")
+ *       %c_1: (10, 20, fp32)(Tensor) = cast(x=%c, dtype=%d1, name="c_1")
+ *       %o: (10, 20, fp32)(Tensor) = square(x=%c_1, name="o")
+ *     } -> (%o)
+ *   }
+ *
+ * Function inputs and outputs keep their names (two different vars among
+ * them with one name is an error). Then, walking the function (an op's
+ * nested blocks, with their inputs, before the op itself), an op or var
+ * whose name was already seen gets "<name>_<k>" with the smallest k >= 1
+ * not seen yet. Op names and var names are tracked separately.
+ *
+ * Mirrors coremltools/converters/mil/mil/passes/defs/cleanup/
+ * dedup_op_and_var_names.py. Linear: the next k tried for each base name is
+ * remembered (the smallest free k never decreases, since names are only
+ * added).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/pass_internal.h"
+
+typedef struct names {
+  pass_ptrset seen;  /* interned names */
+  pass_ptrmap next;  /* interned base name -> next k to try */
+} names;
+
+typedef struct dedup {
+  mil_program *p;
+  names vars, ops;
+  pass_ptrset func_outputs;
+  int64_t changes;
+  mil_diag *d;
+  bool oom;
+  char *buf;
+  size_t cap;
+} dedup;
+
+/* coremltools' _gen_new_name: name itself when unseen, else the first free
+ * "<name>_<k>", k >= 1. Records the result as seen. */
+static const char *fresh(dedup *c, names *ns, const char *name) {
+  const char *out = name;
+  if (pass_ptrset_has(&ns->seen, name)) {
+    size_t len = strlen(name);
+    if (c->cap < len + 24) {
+      char *b = realloc(c->buf, len + 24);
+      if (!b) {
+        c->oom = true;
+        return name;
+      }
+      c->buf = b;
+      c->cap = len + 24;
+    }
+    uintptr_t k = (uintptr_t)pass_ptrmap_get(&ns->next, name);
+    if (k == 0) k = 1;
+    for (;; k++) {
+      snprintf(c->buf, c->cap, "%s_%llu", name, (unsigned long long)k);
+      out = mil_program_intern(c->p, c->buf, (size_t)-1);
+      if (!out) {
+        c->oom = true;
+        return name;
+      }
+      if (!pass_ptrset_has(&ns->seen, out)) break;
+    }
+    if (!pass_ptrmap_put(&ns->next, name, (void *)(k + 1))) c->oom = true;
+    c->changes++;
+  }
+  if (!pass_ptrset_add(&ns->seen, out)) c->oom = true;
+  return out;
+}
+
+static mil_status dedup_block(dedup *c, mil_block *b, bool is_body, int depth) {
+  if (depth > PASS_MAX_DEPTH)
+    return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "dedup_op_and_var_names: blocks nested deeper than %d levels",
+                          PASS_MAX_DEPTH);
+  if (!is_body)
+    for (int32_t i = 0; i < b->n_inputs; i++) b->inputs[i]->name = fresh(c, &c->vars, b->inputs[i]->name);
+  for (mil_op *op = b->first; op && !c->oom; op = op->next) {
+    for (int32_t i = 0; i < op->n_blocks; i++) {
+      mil_status st = dedup_block(c, op->blocks[i], false, depth + 1);
+      if (st != MIL_OK) return st;
+    }
+    if (op->name) op->name = fresh(c, &c->ops, op->name);
+    for (int32_t i = 0; i < op->n_outputs; i++) {
+      mil_var *v = op->outputs[i];
+      if (pass_ptrset_has(&c->func_outputs, v)) continue;
+      v->name = fresh(c, &c->vars, v->name);
+    }
+  }
+  return c->oom ? mil_diag_error(c->d, MIL_ERR_NOMEM, "dedup_op_and_var_names: out of memory") : MIL_OK;
+}
+
+static void names_free(names *n) {
+  pass_ptrset_free(&n->seen);
+  pass_ptrmap_free(&n->next);
+}
+
+/* Checks that no two different function inputs / outputs share a name and
+ * seeds the seen var names with theirs. */
+static mil_status seed_io(dedup *c, const mil_function *f, const mil_block *body) {
+  pass_ptrmap owner = {0}; /* name -> var */
+  mil_status st = MIL_OK;
+  int32_t n = f->n_inputs + body->n_outputs;
+  for (int32_t i = 0; i < n && st == MIL_OK; i++) {
+    mil_var *v = i < f->n_inputs ? f->inputs[i] : body->outputs[i - f->n_inputs].var;
+    if (!v) continue;
+    mil_var *o = pass_ptrmap_get(&owner, v->name);
+    if (o && o != v) {
+      st = mil_diag_error(c->d, MIL_ERR_INVALID,
+                          "dedup_op_and_var_names: function '%s': var name '%s' is used both as function input and "
+                          "output (or by two of them)",
+                          f->name, v->name);
+      break;
+    }
+    if (!pass_ptrmap_put(&owner, v->name, v) || !pass_ptrset_add(&c->vars.seen, v->name) ||
+        (i >= f->n_inputs && !pass_ptrset_add(&c->func_outputs, v)))
+      st = mil_diag_error(c->d, MIL_ERR_NOMEM, "dedup_op_and_var_names: out of memory");
+  }
+  pass_ptrmap_free(&owner);
+  return st;
+}
+
+static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
+  mil_status st = MIL_OK;
+  dedup c;
+  memset(&c, 0, sizeof c);
+  c.p = p;
+  c.d = d;
+  for (int32_t fi = 0; fi < p->n_functions && st == MIL_OK; fi++) {
+    mil_function *f = p->functions[fi];
+    for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) {
+      mil_block *body = f->specs[s].block;
+      st = seed_io(&c, f, body);
+      if (st == MIL_OK) st = dedup_block(&c, body, true, 0);
+      names_free(&c.vars);
+      names_free(&c.ops);
+      pass_ptrset_free(&c.func_outputs);
+    }
+  }
+  free(c.buf);
+  if (stats) stats->changes += c.changes;
+  return st;
+}
+
+const mil_pass_def pass_def_dedup_op_and_var_names = {
+    "common::dedup_op_and_var_names", "make op and var names unique within each function", NULL, 0, run};

@@ -1,0 +1,719 @@
+/* Helpers shared by the passes: the rewrite driver, use queries, known
+ * values, fresh names and consts, replacing and removing.
+ *
+ * Mirrors coremltools' passes/helper.py and the Block methods passes use
+ * (replace_uses_of_var_after_op, remove_ops) and Builder._get_free_name. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/pass_internal.h"
+
+/* ---------- a small pointer set (open addressing) ---------- */
+
+typedef struct pset {
+  const void **keys;
+  size_t cap, n;
+} pset;
+
+static size_t ph(const void *p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return (size_t)x;
+}
+
+static bool pset_grow(pset *s) {
+  size_t cap = s->cap ? s->cap * 2 : 64;
+  const void **k = calloc(cap, sizeof *k);
+  if (!k) return false;
+  for (size_t i = 0; i < s->cap; i++)
+    if (s->keys[i]) {
+      size_t j = ph(s->keys[i]) & (cap - 1);
+      while (k[j]) j = (j + 1) & (cap - 1);
+      k[j] = s->keys[i];
+    }
+  free(s->keys);
+  s->keys = k;
+  s->cap = cap;
+  return true;
+}
+
+static bool pset_has(const pset *s, const void *p) {
+  if (!s->cap || !p) return false;
+  size_t j = ph(p) & (s->cap - 1);
+  while (s->keys[j]) {
+    if (s->keys[j] == p) return true;
+    j = (j + 1) & (s->cap - 1);
+  }
+  return false;
+}
+
+/* Adds p; false on out of memory. */
+static bool pset_add(pset *s, const void *p) {
+  if (!p || pset_has(s, p)) return true;
+  if ((s->n + 1) * 2 > s->cap && !pset_grow(s)) return false;
+  size_t j = ph(p) & (s->cap - 1);
+  while (s->keys[j]) j = (j + 1) & (s->cap - 1);
+  s->keys[j] = p;
+  s->n++;
+  return true;
+}
+
+static void pset_free(pset *s) {
+  free(s->keys);
+  memset(s, 0, sizeof *s);
+}
+
+/* ---------- walking and the rewrite driver ---------- */
+
+typedef struct drive {
+  pass_op_fn fn;
+  void *ud;
+  mil_diag *d;
+  int64_t changes;
+  mil_status st;
+} drive;
+
+/* One sweep over block b; nested blocks of an op before the op. */
+static void sweep_block(drive *dr, mil_block *b, int depth) {
+  if (depth > PASS_MAX_DEPTH) {
+    dr->st = mil_diag_error(dr->d, MIL_ERR_UNSUPPORTED, "blocks nested deeper than %d levels", PASS_MAX_DEPTH);
+    return;
+  }
+  /* Bound the visits so a callback that keeps creating matching ops after
+   * itself cannot loop forever within one sweep. */
+  int64_t budget = 4 * (int64_t)b->n_ops + 1024;
+  mil_op *op = b->first;
+  while (op && dr->st == MIL_OK && budget-- > 0) {
+    for (int32_t i = 0; i < op->n_blocks && dr->st == MIL_OK; i++) sweep_block(dr, op->blocks[i], depth + 1);
+    if (dr->st != MIL_OK) return;
+    mil_op *prev = op->prev, *next = op->next;
+    int r = dr->fn(op, dr->ud);
+    if (r < 0) {
+      dr->st = (mil_status)(-r);
+      return;
+    }
+    if (r == 0) {
+      op = next;
+      continue;
+    }
+    dr->changes += r;
+    if (op->block == b) op = op->next;
+    else if (prev && prev->block == b) op = prev->next;
+    else if (next && next->block == b) op = next;
+    else op = b->first;
+  }
+}
+
+static void sweep_function(drive *dr, mil_function *f) {
+  for (int32_t s = 0; s < f->n_specs && dr->st == MIL_OK; s++) sweep_block(dr, f->specs[s].block, 0);
+}
+
+mil_status pass_rewrite_ops(mil_program *p, pass_op_fn fn, void *ud, int max_sweeps, mil_pass_stats *st,
+                            mil_diag *d) {
+  if (max_sweeps <= 0) max_sweeps = 1000;
+  drive dr = {fn, ud, d, 0, MIL_OK};
+  for (int sweep = 0; sweep < max_sweeps; sweep++) {
+    int64_t before = dr.changes;
+    for (int32_t i = 0; i < p->n_functions && dr.st == MIL_OK; i++) sweep_function(&dr, p->functions[i]);
+    if (dr.st != MIL_OK || dr.changes == before) break;
+  }
+  if (st) st->changes += dr.changes;
+  return dr.st;
+}
+
+static int each_block(mil_block *b, pass_block_fn fn, void *ud, int64_t *changes, mil_diag *d, int depth) {
+  if (depth > PASS_MAX_DEPTH) {
+    mil_diag_error(d, MIL_ERR_UNSUPPORTED, "blocks nested deeper than %d levels", PASS_MAX_DEPTH);
+    return -(int)MIL_ERR_UNSUPPORTED;
+  }
+  int r = fn(b, ud);
+  if (r < 0) return r;
+  *changes += r;
+  for (mil_op *op = b->first; op; op = op->next)
+    for (int32_t i = 0; i < op->n_blocks; i++) {
+      r = each_block(op->blocks[i], fn, ud, changes, d, depth + 1);
+      if (r < 0) return r;
+    }
+  return 0;
+}
+
+mil_status pass_for_each_block(mil_program *p, pass_block_fn fn, void *ud, mil_pass_stats *st, mil_diag *d) {
+  int64_t changes = 0;
+  int r = 0;
+  for (int32_t i = 0; i < p->n_functions && r >= 0; i++) {
+    mil_function *f = p->functions[i];
+    for (int32_t s = 0; s < f->n_specs && r >= 0; s++) r = each_block(f->specs[s].block, fn, ud, &changes, d, 0);
+  }
+  if (st) st->changes += changes;
+  return r < 0 ? (mil_status)(-r) : MIL_OK;
+}
+
+mil_function *pass_op_function(const mil_op *op) {
+  const mil_block *b = op ? op->block : NULL;
+  for (int depth = 0; b && depth <= PASS_MAX_DEPTH; depth++) {
+    if (b->func) return b->func;
+    if (!b->parent) return NULL;
+    b = b->parent->block;
+  }
+  return NULL;
+}
+
+int pass_op_opset(const mil_op *op) {
+  const mil_function *f = pass_op_function(op);
+  return f && f->opset ? mil_opset_version(f->opset) : -1;
+}
+
+/* ---------- uses ---------- */
+
+bool pass_has_single_use(const mil_var *v) { return v->n_uses == 1 && v->uses && v->uses->op; }
+
+mil_op *pass_single_child(const mil_var *v) {
+  mil_op *c = NULL;
+  for (const mil_use *u = v->uses; u; u = u->next_use) {
+    if (!u->op) return NULL;
+    if (c && c != u->op) return NULL;
+    c = u->op;
+  }
+  return c;
+}
+
+bool pass_child_op_type(const mil_op *op, const char *type) {
+  if (op->n_outputs != 1) return false;
+  mil_op *c = pass_single_child(op->outputs[0]);
+  return c && strcmp(c->type, type) == 0;
+}
+
+int32_t pass_child_ops(const mil_var *v, mil_op **out, int32_t max) {
+  int32_t n = 0;
+  for (const mil_use *u = v->uses; u; u = u->next_use) {
+    if (!u->op) continue;
+    bool seen = false;
+    /* uses of one op are usually adjacent; a short scan back suffices for
+     * the common case, a full scan keeps it exact */
+    for (const mil_use *w = v->uses; w != u && !seen; w = w->next_use) seen = w->op == u->op;
+    if (seen) continue;
+    if (n < max) out[n] = u->op;
+    n++;
+  }
+  return n;
+}
+
+bool pass_op_feeds_block_output(const mil_op *op) {
+  for (int32_t i = 0; i < op->n_outputs; i++)
+    if (mil_var_is_block_output(op->outputs[i])) return true;
+  return false;
+}
+
+bool pass_no_output_connection(mil_op *const *ops, int32_t n) {
+  for (int32_t i = 0; i + 1 < n; i++)
+    if (pass_op_feeds_block_output(ops[i])) return false;
+  return true;
+}
+
+/* ---------- values ---------- */
+
+bool pass_var_is_const(const mil_var *v) { return v && v->op && mil_op_is_const(v->op); }
+
+const mil_value *pass_var_value(const mil_var *v) { return v ? v->val : NULL; }
+
+const mil_value *pass_input_value(const mil_op *op, const char *name) {
+  const mil_input *in = mil_op_find_input(op, name);
+  if (!in || in->n_args != 1) return NULL;
+  if (in->args[0].value) return in->args[0].value;
+  return in->args[0].use.var ? in->args[0].use.var->val : NULL;
+}
+
+static bool is_numeric_tensor(const mil_value *v) {
+  if (!v || v->kind != MIL_VAL_TENSOR || !v->type) return false;
+  mil_dtype dt = v->type->dtype;
+  return dt != MIL_DT_STRING && !mil_dtype_is_complex(dt);
+}
+
+bool pass_var_scalar(const mil_var *v, double *out) {
+  const mil_value *val = pass_var_value(v);
+  if (!is_numeric_tensor(val) || val->numel != 1) return false;
+  *out = mil_value_get_f64(val, 0);
+  return true;
+}
+
+bool pass_var_is_scalar(const mil_var *v, double x, double tol) {
+  double y;
+  return pass_var_scalar(v, &y) && fabs(y - x) < tol;
+}
+
+bool pass_var_scalar_in(const mil_var *v, double lo, double hi) {
+  double y;
+  return pass_var_scalar(v, &y) && y >= lo && y <= hi;
+}
+
+bool pass_value_all_equal(const mil_value *v, double x) {
+  if (!is_numeric_tensor(v)) return false;
+  for (int64_t i = 0; i < v->numel; i++)
+    if (mil_value_get_f64(v, i) != x) return false;
+  return true;
+}
+
+/* ---------- names ---------- */
+
+struct pass_names {
+  pset set; /* interned name pointers */
+  mil_program *p;
+  /* interned prefix -> the next k worth trying: names are only added, so
+   * the smallest free k of a prefix never decreases (keeps repeated fresh
+   * names linear) */
+  pass_ptrmap next_k;
+};
+
+static int collect_names(mil_op *op, void *ud) {
+  pass_names *n = ud;
+  if (!pset_add(&n->set, op->name)) return 1;
+  for (int32_t i = 0; i < op->n_outputs; i++)
+    if (!pset_add(&n->set, op->outputs[i]->name)) return 1;
+  for (int32_t b = 0; b < op->n_blocks; b++)
+    for (int32_t i = 0; i < op->blocks[b]->n_inputs; i++)
+      if (!pset_add(&n->set, op->blocks[b]->inputs[i]->name)) return 1;
+  return 0;
+}
+
+pass_names *pass_names_new(mil_program *p) {
+  pass_names *n = calloc(1, sizeof *n);
+  if (!n) return NULL;
+  n->p = p;
+  bool ok = true;
+  for (int32_t i = 0; i < p->n_functions && ok; i++)
+    for (int32_t k = 0; k < p->functions[i]->n_inputs && ok; k++)
+      ok = pset_add(&n->set, p->functions[i]->inputs[k]->name);
+  if (!ok || mil_program_walk(p, collect_names, n) != 0) {
+    pass_names_free(n);
+    return NULL;
+  }
+  return n;
+}
+
+void pass_names_free(pass_names *n) {
+  if (!n) return;
+  pset_free(&n->set);
+  pass_ptrmap_free(&n->next_k);
+  free(n);
+}
+
+bool pass_names_add(pass_names *n, const char *name) {
+  const char *s = mil_program_intern(n->p, name, (size_t)-1);
+  return s && pset_add(&n->set, s);
+}
+
+bool pass_names_has(const pass_names *n, const char *name) {
+  /* interning an existing name returns the stored pointer */
+  const char *s = mil_program_intern(n->p, name, (size_t)-1);
+  return s && pset_has(&n->set, s);
+}
+
+const char *pass_names_fresh(pass_names *n, mil_program *p, const char *prefix) {
+  size_t len = strlen(prefix);
+  char *buf = malloc(len + 24);
+  if (!buf) return NULL;
+  const char *s = NULL;
+  const char *key = n ? mil_program_intern(p, prefix, len) : NULL;
+  uint64_t k = key ? (uint64_t)(uintptr_t)pass_ptrmap_get(&n->next_k, key) : 0;
+  for (;; k++) {
+    snprintf(buf, len + 24, "%s_%llu", prefix, (unsigned long long)k);
+    s = mil_program_intern(p, buf, (size_t)-1);
+    if (!s || !n || !pset_has(&n->set, s)) break;
+  }
+  if (s && n && !pset_add(&n->set, s)) s = NULL;
+  if (s && key) pass_ptrmap_put(&n->next_k, key, (void *)(uintptr_t)(k + 1));
+  free(buf);
+  return s;
+}
+
+mil_var *pass_const_named_before(mil_op *anchor, pass_names *names, const char *name, const mil_value *v) {
+  mil_program *p = anchor->program;
+  if (names && !pass_names_add(names, name)) return NULL;
+  mil_op *c = mil_const_new(p, name, v);
+  if (!c || c->n_outputs != 1) return NULL;
+  mil_block_insert_before(anchor, c);
+  return c->outputs[0];
+}
+
+mil_var *pass_const_before(mil_op *anchor, pass_names *names, const char *op_name, const char *input,
+                           const mil_value *v) {
+  size_t len = strlen(op_name) + strlen(input) + 2;
+  char *prefix = malloc(len);
+  if (!prefix) return NULL;
+  snprintf(prefix, len, "%s_%s", op_name, input);
+  const char *name = pass_names_fresh(names, anchor->program, prefix);
+  free(prefix);
+  if (!name) return NULL;
+  mil_op *c = mil_const_new(anchor->program, name, v);
+  if (!c || c->n_outputs != 1) return NULL;
+  mil_block_insert_before(anchor, c);
+  return c->outputs[0];
+}
+
+/* ---------- replacing and removing ---------- */
+
+static bool is_function_output(const mil_var *v) {
+  for (const mil_use *u = v->uses; u; u = u->next_use)
+    if (u->block && !u->block->parent) return true;
+  return false;
+}
+
+bool pass_replace_uses_after(mil_op *anchor, mil_var *old, mil_var *new_var) {
+  if (old == new_var) return true;
+  bool rename = is_function_output(old) && new_var->name != old->name;
+  if (rename && new_var->func_input_of) return false;
+  if (anchor) mil_var_replace_uses_after(old, new_var, anchor);
+  else mil_var_replace_all_uses(old, new_var);
+  /* rename only when the function output slot actually moved to new_var */
+  if (rename && is_function_output(new_var) && !is_function_output(old)) new_var->name = old->name;
+  return true;
+}
+
+/* Collects the constexpr_* outputs upstream of v into out (visited tracks
+ * vars). false on out of memory. */
+static bool upstream_constexpr(const mil_var *v, pset *visited, pset *out) {
+  const mil_var **stack = NULL;
+  size_t n = 0, cap = 0;
+  bool ok = true;
+#define PUSH(x)                                                           \
+  do {                                                                    \
+    if (n == cap) {                                                       \
+      size_t nc = cap ? cap * 2 : 64;                                     \
+      const mil_var **ns = realloc(stack, nc * sizeof *ns);               \
+      if (!ns) {                                                          \
+        ok = false;                                                       \
+        break;                                                            \
+      }                                                                   \
+      stack = ns;                                                         \
+      cap = nc;                                                           \
+    }                                                                     \
+    stack[n++] = (x);                                                     \
+  } while (0)
+  PUSH(v);
+  while (ok && n) {
+    const mil_var *x = stack[--n];
+    if (pset_has(visited, x)) continue;
+    if (!pset_add(visited, x)) {
+      ok = false;
+      break;
+    }
+    const mil_op *op = x->op;
+    if (!op) continue;
+    if (strncmp(op->type, "constexpr_", 10) == 0) {
+      if (!pset_add(out, x)) ok = false;
+      continue;
+    }
+    /* coremltools stops the propagation at shape ops (metadata only) */
+    if (strcmp(op->type, "shape") == 0) continue;
+    for (int32_t i = 0; i < op->n_inputs && ok; i++)
+      for (int32_t a = 0; a < op->inputs[i].n_args && ok; a++)
+        if (op->inputs[i].args[a].use.var) PUSH(op->inputs[i].args[a].use.var);
+  }
+#undef PUSH
+  free(stack);
+  return ok;
+}
+
+bool pass_can_replace_var(const mil_var *old, const mil_var *new_var) {
+  pset vis_new = {0}, ce_new = {0}, vis_old = {0}, ce_old = {0};
+  bool ok = upstream_constexpr(new_var, &vis_new, &ce_new) && upstream_constexpr(old, &vis_old, &ce_old);
+  if (ok)
+    for (size_t i = 0; i < ce_old.cap; i++)
+      if (ce_old.keys[i] && !pset_has(&ce_new, ce_old.keys[i])) {
+        ok = false;
+        break;
+      }
+  pset_free(&vis_new);
+  pset_free(&ce_new);
+  pset_free(&vis_old);
+  pset_free(&ce_old);
+  return ok;
+}
+
+/* True when the use sits in one of the ops being removed (directly, or in
+ * a block nested in one of them). */
+static bool use_is_inside(const mil_use *u, const pset *ops) {
+  const mil_op *op = u->op ? u->op : (u->block ? u->block->parent : NULL);
+  for (int depth = 0; op && depth <= PASS_MAX_DEPTH; depth++) {
+    if (pset_has(ops, op)) return true;
+    op = op->block ? op->block->parent : NULL;
+  }
+  return false;
+}
+
+mil_status pass_remove_ops(mil_op *const *ops, int32_t n, mil_diag *d) {
+  pset set = {0};
+  for (int32_t i = 0; i < n; i++)
+    if (!pset_add(&set, ops[i])) {
+      pset_free(&set);
+      return MIL_ERR_NOMEM;
+    }
+  for (int32_t i = 0; i < n; i++)
+    for (int32_t k = 0; k < ops[i]->n_outputs; k++)
+      for (const mil_use *u = ops[i]->outputs[k]->uses; u; u = u->next_use)
+        if (!use_is_inside(u, &set)) {
+          pset_free(&set);
+          return mil_diag_error(d, MIL_ERR_INVALID, "cannot remove op '%s' (%s): its output %%%s is still %s",
+                                ops[i]->name, ops[i]->type, ops[i]->outputs[k]->name,
+                                u->op ? "used by another op" : "a block output");
+        }
+  /* Remove users before producers: reverse order first, repeat for the rest. */
+  pset done = {0};
+  size_t removed = 0, total = set.n;
+  mil_status st = MIL_OK;
+  while (removed < total && st == MIL_OK) {
+    size_t round = 0;
+    for (int32_t i = n - 1; i >= 0; i--) {
+      mil_op *op = ops[i];
+      if (pset_has(&done, op)) continue;
+      /* fails, changing nothing, while a user outside op remains */
+      if (mil_op_remove(op) != MIL_OK) continue;
+      if (!pset_add(&done, op)) {
+        st = MIL_ERR_NOMEM;
+        break;
+      }
+      removed++;
+      round++;
+    }
+    if (!round && st == MIL_OK) st = mil_diag_error(d, MIL_ERR_INVALID, "cannot remove ops: a use remains");
+  }
+  pset_free(&done);
+  pset_free(&set);
+  return st;
+}
+
+/* ======================================================================== */
+/* Support for the cleanup passes                                            */
+/* ======================================================================== */
+
+/* ---------- pointer sets and maps ---------- */
+
+bool pass_ptrset_add(pass_ptrset *s, const void *p) {
+  pset t = {s->keys, s->cap, s->n};
+  bool ok = pset_add(&t, p);
+  s->keys = t.keys;
+  s->cap = t.cap;
+  s->n = t.n;
+  return ok;
+}
+
+bool pass_ptrset_has(const pass_ptrset *s, const void *p) {
+  pset t = {s->keys, s->cap, s->n};
+  return pset_has(&t, p);
+}
+
+void pass_ptrset_free(pass_ptrset *s) {
+  free(s->keys);
+  memset(s, 0, sizeof *s);
+}
+
+static bool pmap_grow(pass_ptrmap *m) {
+  size_t cap = m->cap ? m->cap * 2 : 64;
+  const void **k = calloc(cap, sizeof *k);
+  void **v = calloc(cap, sizeof *v);
+  if (!k || !v) {
+    free(k);
+    free(v);
+    return false;
+  }
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->keys[i]) {
+      size_t j = ph(m->keys[i]) & (cap - 1);
+      while (k[j]) j = (j + 1) & (cap - 1);
+      k[j] = m->keys[i];
+      v[j] = m->vals[i];
+    }
+  free(m->keys);
+  free(m->vals);
+  m->keys = k;
+  m->vals = v;
+  m->cap = cap;
+  return true;
+}
+
+bool pass_ptrmap_put(pass_ptrmap *m, const void *key, void *val) {
+  if (!key) return false;
+  if ((m->n + 1) * 2 > m->cap && !pmap_grow(m)) return false;
+  size_t j = ph(key) & (m->cap - 1);
+  while (m->keys[j] && m->keys[j] != key) j = (j + 1) & (m->cap - 1);
+  if (!m->keys[j]) {
+    m->keys[j] = key;
+    m->n++;
+  }
+  m->vals[j] = val;
+  return true;
+}
+
+void *pass_ptrmap_get(const pass_ptrmap *m, const void *key) {
+  if (!m->cap || !key) return NULL;
+  size_t j = ph(key) & (m->cap - 1);
+  while (m->keys[j]) {
+    if (m->keys[j] == key) return m->vals[j];
+    j = (j + 1) & (m->cap - 1);
+  }
+  return NULL;
+}
+
+void pass_ptrmap_free(pass_ptrmap *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---------- values of marked vars ---------- */
+
+static mil_status infer_marked_block(mil_block *b, int depth, mil_diag *d) {
+  if (depth > PASS_MAX_DEPTH)
+    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "blocks nested deeper than %d levels", PASS_MAX_DEPTH);
+  for (mil_op *op = b->first; op; op = op->next) {
+    for (int32_t i = 0; i < op->n_blocks; i++) {
+      mil_status st = infer_marked_block(op->blocks[i], depth + 1, d);
+      if (st != MIL_OK) return st;
+    }
+    if (mil_op_is_const(op) || op->n_outputs == 0) continue;
+    bool want = false;
+    for (int32_t i = 0; i < op->n_outputs && !want; i++)
+      want = op->outputs[i]->mark == MIL_MARK_VALUE && !op->outputs[i]->val;
+    if (!want) continue;
+    const mil_type *stack_t[8];
+    const mil_value *stack_v[8];
+    const mil_type **types = stack_t;
+    const mil_value **vals = stack_v;
+    if (op->n_outputs > 8) {
+      types = mil_program_alloc(op->program, (size_t)op->n_outputs * sizeof *types);
+      vals = mil_program_alloc(op->program, (size_t)op->n_outputs * sizeof *vals);
+      if (!types || !vals) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory inferring values");
+    }
+    memset(vals, 0, (size_t)op->n_outputs * sizeof *vals);
+    mil_status st = mil_op_infer_types(op, types, vals, NULL);
+    if (st == MIL_ERR_NOMEM) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory inferring values");
+    if (st != MIL_OK) continue;
+    for (int32_t i = 0; i < op->n_outputs; i++) {
+      mil_var *v = op->outputs[i];
+      if (v->mark == MIL_MARK_VALUE && !v->val && vals[i]) v->val = vals[i];
+    }
+  }
+  return MIL_OK;
+}
+
+mil_status pass_infer_marked_values(mil_program *p, mil_diag *d) {
+  for (int32_t i = 0; i < p->n_functions; i++) {
+    mil_function *f = p->functions[i];
+    for (int32_t s = 0; s < f->n_specs; s++) {
+      mil_status st = infer_marked_block(f->specs[s].block, 0, d);
+      if (st != MIL_OK) return st;
+    }
+  }
+  return MIL_OK;
+}
+
+/* ---------- op uses ---------- */
+
+int32_t pass_n_op_uses(const mil_var *v) {
+  int32_t n = 0;
+  for (const mil_use *u = v->uses; u; u = u->next_use)
+    if (u->op) n++;
+  return n;
+}
+
+mil_op *pass_only_child_op(const mil_var *v) {
+  mil_op *c = NULL;
+  for (const mil_use *u = v->uses; u; u = u->next_use) {
+    if (!u->op) continue;
+    if (c) return NULL;
+    c = u->op;
+  }
+  return c;
+}
+
+/* ---------- nonreplaceable vars ---------- */
+
+struct pass_nonrep {
+  pset has; /* vars whose set is not empty */
+};
+
+static bool is_constexpr_op(const mil_op *op) { return op && strncmp(op->type, "constexpr_", 10) == 0; }
+static bool is_shape_op(const mil_op *op) { return op && strcmp(op->type, "shape") == 0; }
+
+bool pass_nonrep_note_op(pass_nonrep *nr, const mil_op *op) {
+  if (is_shape_op(op)) return true;
+  bool has = is_constexpr_op(op);
+  for (int32_t i = 0; i < op->n_inputs && !has; i++)
+    for (int32_t a = 0; a < op->inputs[i].n_args && !has; a++)
+      has = pset_has(&nr->has, op->inputs[i].args[a].use.var);
+  for (int32_t i = 0; has && i < op->n_outputs; i++)
+    if (!pset_add(&nr->has, op->outputs[i])) return false;
+  return true;
+}
+
+static bool nonrep_block(pass_nonrep *nr, mil_block *b, int depth) {
+  if (depth > PASS_MAX_DEPTH) return false;
+  for (mil_op *op = b->first; op; op = op->next) {
+    for (int32_t i = 0; i < op->n_blocks; i++)
+      if (!nonrep_block(nr, op->blocks[i], depth + 1)) return false;
+    if (!pass_nonrep_note_op(nr, op)) return false;
+  }
+  return true;
+}
+
+pass_nonrep *pass_nonrep_new(mil_program *p) {
+  pass_nonrep *nr = calloc(1, sizeof *nr);
+  if (!nr) return NULL;
+  for (int32_t i = 0; i < p->n_functions; i++) {
+    mil_function *f = p->functions[i];
+    for (int32_t s = 0; s < f->n_specs; s++)
+      if (!nonrep_block(nr, f->specs[s].block, 0)) {
+        pass_nonrep_free(nr);
+        return NULL;
+      }
+  }
+  return nr;
+}
+
+void pass_nonrep_free(pass_nonrep *nr) {
+  if (!nr) return;
+  pset_free(&nr->has);
+  free(nr);
+}
+
+bool pass_nonrep_has(const pass_nonrep *nr, const mil_var *v) { return pset_has(&nr->has, v); }
+
+bool pass_nonrep_can_fold(const pass_nonrep *nr, const mil_var *v) { return v->val && !pset_has(&nr->has, v); }
+
+static bool op_reads(const mil_op *op, const mil_var *v) {
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    for (int32_t a = 0; a < op->inputs[i].n_args; a++)
+      if (op->inputs[i].args[a].use.var == v) return true;
+  return false;
+}
+
+bool pass_nonrep_can_replace(const pass_nonrep *nr, const mil_var *old, const mil_var *new_var) {
+  if (old == new_var || !pass_nonrep_has(nr, old)) return true;
+  if (!pass_nonrep_has(nr, new_var)) return false;
+  const mil_op *op = old->op, *nop = new_var->op;
+  if (op && !is_constexpr_op(op) && !is_shape_op(op)) {
+    /* old's set is the union of its producer's inputs' sets */
+    bool covered = true;
+    for (int32_t i = 0; i < op->n_inputs && covered; i++)
+      for (int32_t a = 0; a < op->inputs[i].n_args && covered; a++) {
+        const mil_var *x = op->inputs[i].args[a].use.var;
+        if (!x || x == new_var || !pass_nonrep_has(nr, x)) continue;
+        covered = nop && !is_constexpr_op(nop) && !is_shape_op(nop) && op_reads(nop, x);
+      }
+    if (covered) return true;
+  }
+  return pass_can_replace_var(old, new_var);
+}
+
+/* ---------- finishing new ops ---------- */
+
+mil_status pass_finish_op(mil_op *op, mil_diag *d) {
+  mil_status st = mil_op_add_defaults(op, d);
+  if (st != MIL_OK) return st;
+  mil_op_canonicalize_inputs(op);
+  return mil_op_infer(op, d);
+}

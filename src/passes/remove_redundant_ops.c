@@ -1,0 +1,388 @@
+/* common::remove_redundant_ops — remove ops that compute exactly what an
+ * earlier op computes.
+ *
+ *   main(%x: (2, 4, fp32)(Tensor)) {
+ *     block0() {
+ *       %a: (fp32)*(Scalar) = const(val=4.5, name="a")
+ *       %b: (fp32)*(Scalar) = const(val=4.5, name="b")
+ *       %m1: (2, 4, fp32)(Tensor) = mul(x=%x, y=%a, name="m1")
+ *       %m2: (2, 4, fp32)(Tensor) = mul(x=%x, y=%b, name="m2")
+ *       %s: (2, 4, fp32)(Tensor) = add(x=%m1, y=%m2, name="s")
+ *     } -> (%s)
+ *   }
+ *
+ * becomes
+ *
+ *   main(%x: (2, 4, fp32)(Tensor)) {
+ *     block0() {
+ *       %a: (fp32)*(Scalar) = const(val=4.5, name="a")
+ *       %b: (fp32)*(Scalar) = const(val=4.5, name="b")
+ *       %m1: (2, 4, fp32)(Tensor) = mul(x=%x, y=%a, name="m1")
+ *       %s: (2, 4, fp32)(Tensor) = add(x=%m1, y=%m1, name="s")
+ *     } -> (%s)
+ *   }
+ *
+ * For each block input and each non-const op's first output consumed more
+ * than once, the consuming ops are grouped by type; a group whose ops are
+ * not all in one block is skipped, and ops with nested blocks or of a
+ * random_* type never take part. Two ops of a group are identical when they
+ * bind the same input names to, input by input, the same var, or two vars
+ * with values of the same dtype and shape that are equal element by element
+ * (tensors of 100 elements or more only as the same var). A later identical
+ * single-output op that is not an output of its block is replaced by the
+ * earliest one (when coremltools' nonreplaceable-var rule allows it) and
+ * removed. The function body is swept until nothing changes; nested blocks
+ * likewise. Signatures are hashed, so each sweep is linear.
+ *
+ * Mirrors coremltools/converters/mil/mil/passes/defs/cleanup/
+ * remove_redundant_ops.py.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/pass_internal.h"
+
+#define SMALL_VALUE 100
+
+typedef struct rro {
+  pass_nonrep *nr;
+  int64_t changes;
+  mil_diag *d;
+  bool oom;
+  /* scratch, reused across vars */
+  mil_op **kids;
+  int32_t cap_kids;
+} rro;
+
+/* ---------- identical inputs ---------- */
+
+/* The value an argument is compared by (NULL: compare the var itself). */
+static const mil_value *arg_value(const mil_arg *a) {
+  const mil_value *v = a->value ? a->value : a->use.var ? a->use.var->val : NULL;
+  if (!v || v->kind != MIL_VAL_TENSOR || !v->type) return NULL;
+  /* large arrays are deduplicated by const_deduplication: identity only */
+  if (v->type->rank > 0 && v->numel >= SMALL_VALUE) return NULL;
+  return v;
+}
+
+static bool value_has_nan(const mil_value *v) {
+  if (!mil_dtype_is_float(v->type->dtype)) return false;
+  for (int64_t i = 0; i < v->numel; i++)
+    if (isnan(mil_value_get_f64(v, i))) return true;
+  return false;
+}
+
+/* numpy.array_equal on values of the same dtype. */
+static bool values_equal(const mil_value *a, const mil_value *b) {
+  if (a->type->dtype != b->type->dtype || a->type->rank != b->type->rank || a->numel != b->numel) return false;
+  for (int32_t i = 0; i < a->type->rank; i++)
+    if (a->type->dims[i].size != b->type->dims[i].size) return false;
+  if (a->type->dtype == MIL_DT_STRING) {
+    for (int64_t i = 0; i < a->numel; i++)
+      if (strcmp(mil_value_get_str(a, i), mil_value_get_str(b, i)) != 0) return false;
+    return true;
+  }
+  if (mil_dtype_is_complex(a->type->dtype)) return mil_value_equal(a, b);
+  if (mil_dtype_is_float(a->type->dtype)) {
+    for (int64_t i = 0; i < a->numel; i++)
+      if (!(mil_value_get_f64(a, i) == mil_value_get_f64(b, i))) return false;
+    return true;
+  }
+  for (int64_t i = 0; i < a->numel; i++)
+    if (mil_value_get_i64(a, i) != mil_value_get_i64(b, i)) return false;
+  return true;
+}
+
+static bool args_identical(const mil_arg *x, const mil_arg *y) {
+  if (x->use.var && x->use.var == y->use.var) return true;
+  const mil_value *vx = x->value ? x->value : x->use.var ? x->use.var->val : NULL;
+  const mil_value *vy = y->value ? y->value : y->use.var ? y->use.var->val : NULL;
+  if (!vx || !vy) return false;
+  const mil_value *sx = arg_value(x), *sy = arg_value(y);
+  if (!sx || !sy) return false;
+  return values_equal(sx, sy);
+}
+
+static bool ops_identical(const mil_op *a, const mil_op *b) {
+  if (a == b) return true;
+  if (a->type != b->type || a->n_inputs != b->n_inputs) return false;
+  for (int32_t i = 0; i < a->n_inputs; i++) {
+    const mil_input *ia = &a->inputs[i], *ib = mil_op_find_input(b, ia->name);
+    if (!ib || ia->is_tuple != ib->is_tuple || ia->n_args != ib->n_args) return false;
+    for (int32_t k = 0; k < ia->n_args; k++)
+      if (!args_identical(&ia->args[k], &ib->args[k])) return false;
+  }
+  return true;
+}
+
+static uint64_t mix(uint64_t h, uint64_t x) {
+  h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+
+/* A hash consistent with ops_identical (input order does not matter). */
+static uint64_t op_signature(const mil_op *op) {
+  uint64_t sum = 0;
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    const mil_input *in = &op->inputs[i];
+    uint64_t h = mix((uint64_t)(uintptr_t)in->name, (uint64_t)in->n_args);
+    for (int32_t k = 0; k < in->n_args; k++) {
+      const mil_value *v = arg_value(&in->args[k]);
+      if (v && !value_has_nan(v)) {
+        h = mix(h, (uint64_t)v->type->dtype);
+        h = mix(h, (uint64_t)v->numel);
+        for (int64_t e = 0; e < v->numel; e++) {
+          uint64_t x;
+          if (v->type->dtype == MIL_DT_STRING) x = (uint64_t)strlen(mil_value_get_str(v, e));
+          else if (mil_dtype_is_complex(v->type->dtype)) x = 0;
+          else if (mil_dtype_is_float(v->type->dtype)) {
+            double d = mil_value_get_f64(v, e);
+            if (d == 0) d = 0; /* -0.0 equals 0.0 */
+            memcpy(&x, &d, sizeof x);
+          } else {
+            x = (uint64_t)mil_value_get_i64(v, e);
+          }
+          h = mix(h, x);
+        }
+      } else {
+        h = mix(h, (uint64_t)(uintptr_t)in->args[k].use.var ^ (uint64_t)(uintptr_t)in->args[k].value);
+      }
+    }
+    sum += h;
+  }
+  return mix((uint64_t)(uintptr_t)op->type, sum);
+}
+
+/* ---------- removing identical children ---------- */
+
+static bool is_output_of(const mil_var *v, const mil_block *b) {
+  for (const mil_use *u = v->uses; u; u = u->next_use)
+    if (!u->op && u->block == b) return true;
+  return false;
+}
+
+static bool eligible(const mil_op *op) { return op->n_blocks == 0 && strncmp(op->type, "random", 6) != 0; }
+
+static int cmp_order(const void *pa, const void *pb) {
+  const mil_op *a = *(mil_op *const *)pa, *b = *(mil_op *const *)pb;
+  if (a == b) return 0;
+  return mil_op_is_before(a, b) ? -1 : 1;
+}
+
+typedef struct cand {
+  mil_op *op;
+  uint64_t sig;
+} cand;
+
+/* Removes the later identical ops of a list of distinct eligible ops of one
+ * type in one block, in block order. Returns 1 when something was removed,
+ * 0, or -(status). */
+static int remove_identical(rro *c, mil_op **ops, int32_t n) {
+  cand *cs = malloc((size_t)n * sizeof *cs);
+  mil_op **survivors = malloc((size_t)n * sizeof *survivors);
+  pass_ptrmap first_of = {0}; /* signature -> index of its first candidate + 1 */
+  int32_t *next_same = malloc((size_t)n * sizeof *next_same);
+  if (!cs || !survivors || !next_same) {
+    free(cs);
+    free(survivors);
+    free(next_same);
+    c->oom = true;
+    return -(int)MIL_ERR_NOMEM;
+  }
+  for (int32_t i = 0; i < n; i++) {
+    cs[i].op = ops[i];
+    cs[i].sig = op_signature(ops[i]);
+    next_same[i] = -1;
+  }
+  int changed = 0;
+  /* chain candidates with the same signature: last_of maps sig -> last index */
+  pass_ptrmap last_of = {0};
+  for (int32_t i = 0; i < n && !c->oom; i++) {
+    void *key = (void *)(uintptr_t)(cs[i].sig | 1);
+    intptr_t last = (intptr_t)pass_ptrmap_get(&last_of, key);
+    if (last) next_same[last - 1] = i;
+    else if (!pass_ptrmap_put(&first_of, key, (void *)(intptr_t)(i + 1))) c->oom = true;
+    if (!pass_ptrmap_put(&last_of, key, (void *)(intptr_t)(i + 1))) c->oom = true;
+  }
+  pass_ptrmap_free(&last_of);
+  /* each chain holds whole equivalence classes of ops_identical (plus hash
+   * collisions), in block order; walk each chain once */
+  bool *done = calloc((size_t)n, sizeof *done);
+  if (!done) c->oom = true;
+  for (int32_t start = 0; start < n && !c->oom; start++) {
+    if (done[start]) continue;
+    /* the class of cs[start]: every later chain member identical to it */
+    int32_t n_surv = 0;
+    for (int32_t i = start; i >= 0; i = next_same[i]) {
+      if (done[i] || !ops_identical(cs[start].op, cs[i].op)) continue;
+      done[i] = true;
+      mil_op *op = cs[i].op;
+      if (op->n_outputs != 1) continue;
+      bool removed = false;
+      if (n_surv > 0 && !is_output_of(op->outputs[0], op->block)) {
+        for (int32_t s = 0; s < n_surv && !removed; s++) {
+          mil_var *keep = survivors[s]->outputs[0];
+          if (!pass_nonrep_can_replace(c->nr, op->outputs[0], keep)) continue;
+          if (!pass_replace_uses_after(op, op->outputs[0], keep)) continue;
+          if (mil_op_remove(op) != MIL_OK) {
+            mil_diag_error(c->d, MIL_ERR_INVALID, "remove_redundant_ops: op '%s' (%s) still used after replacement",
+                           op->name, op->type);
+            changed = -(int)MIL_ERR_INVALID;
+            break;
+          }
+          removed = true;
+          c->changes++;
+          if (changed >= 0) changed = 1;
+        }
+      }
+      if (changed < 0) break;
+      if (!removed) survivors[n_surv++] = op;
+    }
+    if (changed < 0) break;
+  }
+  free(done);
+  pass_ptrmap_free(&first_of);
+  free(cs);
+  free(survivors);
+  free(next_same);
+  if (c->oom) return -(int)MIL_ERR_NOMEM;
+  return changed;
+}
+
+/* coremltools' _try_to_transform on var v. */
+static int transform_var(rro *c, mil_var *v) {
+  int32_t n = 0;
+  for (const mil_use *u = v->uses; u; u = u->next_use)
+    if (u->op) n++;
+  if (n < 2) return 0;
+  if (n > c->cap_kids) {
+    mil_op **k = realloc(c->kids, (size_t)n * 2 * sizeof *k);
+    if (!k) {
+      c->oom = true;
+      return -(int)MIL_ERR_NOMEM;
+    }
+    c->kids = k;
+    c->cap_kids = n * 2;
+  }
+  mil_op **kids = c->kids;
+  n = 0;
+  for (const mil_use *u = v->uses; u; u = u->next_use)
+    if (u->op) kids[n++] = u->op;
+  /* group by type: a stable pass over kids per distinct type, using aux to
+   * mark ops already taken (aux is reset below) */
+  int changed = 0;
+  mil_op **group = malloc((size_t)n * sizeof *group);
+  if (!group) {
+    c->oom = true;
+    return -(int)MIL_ERR_NOMEM;
+  }
+  pass_ptrmap type_count = {0};
+  for (int32_t i = 0; i < n; i++) {
+    void *key = (void *)kids[i]->type;
+    intptr_t k = (intptr_t)pass_ptrmap_get(&type_count, key);
+    if (!pass_ptrmap_put(&type_count, key, (void *)(k + 1))) c->oom = true;
+  }
+  pass_ptrset seen = {0};
+  pass_ptrset types_done = {0};
+  for (int32_t i = 0; i < n && !c->oom && changed >= 0; i++) {
+    const char *type = kids[i]->type;
+    if (pass_ptrset_has(&types_done, type)) continue;
+    if (!pass_ptrset_add(&types_done, type)) {
+      c->oom = true;
+      break;
+    }
+    if ((intptr_t)pass_ptrmap_get(&type_count, type) < 2) continue;
+    /* the ops of this type, distinct, eligible; all must share one block */
+    int32_t m = 0;
+    bool one_block = true;
+    const mil_block *blk = kids[i]->block;
+    for (int32_t j = i; j < n; j++) {
+      mil_op *op = kids[j];
+      if (op->type != type) continue;
+      if (op->block != blk) one_block = false;
+      if (!eligible(op) || pass_ptrset_has(&seen, op)) continue;
+      if (!pass_ptrset_add(&seen, op)) c->oom = true;
+      group[m++] = op;
+    }
+    if (!one_block || m < 2 || c->oom) continue;
+    qsort(group, (size_t)m, sizeof *group, cmp_order);
+    int r = remove_identical(c, group, m);
+    if (r < 0) changed = r;
+    else if (r > 0) changed = 1;
+  }
+  pass_ptrset_free(&seen);
+  pass_ptrset_free(&types_done);
+  pass_ptrmap_free(&type_count);
+  free(group);
+  if (c->oom) return -(int)MIL_ERR_NOMEM;
+  return changed;
+}
+
+/* One sweep over b; returns whether it changed, or -(status). */
+static int sweep(rro *c, mil_block *b, int depth) {
+  if (depth > PASS_MAX_DEPTH) {
+    mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "remove_redundant_ops: blocks nested deeper than %d levels",
+                   PASS_MAX_DEPTH);
+    return -(int)MIL_ERR_UNSUPPORTED;
+  }
+  mil_var *const *inputs = b->inputs;
+  int32_t n_inputs = b->n_inputs;
+  if (!b->parent && b->func) {
+    inputs = b->func->inputs;
+    n_inputs = b->func->n_inputs;
+  }
+  for (int32_t i = 0; i < n_inputs; i++) {
+    int r = transform_var(c, inputs[i]);
+    if (r < 0) return r;
+  }
+  /* ops removed below are always after the visited op: take a snapshot */
+  mil_op **ops = malloc(((size_t)b->n_ops + 1) * sizeof *ops);
+  if (!ops) return -(int)MIL_ERR_NOMEM;
+  int32_t n = 0;
+  for (mil_op *op = b->first; op; op = op->next) ops[n++] = op;
+  int changed = 0;
+  for (int32_t i = 0; i < n && changed >= 0; i++) {
+    mil_op *op = ops[i];
+    if (op->block != b || mil_op_is_const(op)) continue;
+    for (int32_t k = 0; k < op->n_blocks && changed >= 0; k++) {
+      int r;
+      while ((r = sweep(c, op->blocks[k], depth + 1)) > 0) {
+      }
+      if (r < 0) changed = r;
+    }
+    if (changed < 0 || op->n_outputs < 1) continue;
+    int r = transform_var(c, op->outputs[0]);
+    if (r < 0) changed = r;
+    else if (r > 0) changed = 1;
+  }
+  free(ops);
+  return changed;
+}
+
+static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
+  mil_status st = pass_infer_marked_values(p, d);
+  if (st != MIL_OK) return st;
+  rro c;
+  memset(&c, 0, sizeof c);
+  c.d = d;
+  c.nr = pass_nonrep_new(p);
+  if (!c.nr) return mil_diag_error(d, MIL_ERR_NOMEM, "remove_redundant_ops: out of memory");
+  for (int32_t fi = 0; fi < p->n_functions && st == MIL_OK; fi++) {
+    mil_function *f = p->functions[fi];
+    for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) {
+      int r;
+      while ((r = sweep(&c, f->specs[s].block, 0)) > 0) {
+      }
+      if (r < 0) st = (mil_status)(-r);
+    }
+  }
+  if (st == MIL_ERR_NOMEM) mil_diag_error(d, MIL_ERR_NOMEM, "remove_redundant_ops: out of memory");
+  pass_nonrep_free(c.nr);
+  free(c.kids);
+  if (stats) stats->changes += c.changes;
+  return st;
+}
+
+const mil_pass_def pass_def_remove_redundant_ops = {
+    "common::remove_redundant_ops", "remove ops that compute the same thing as an earlier op", NULL, 0, run};
