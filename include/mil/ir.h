@@ -241,6 +241,14 @@ MIL_API mil_input *mil_op_find_input(const mil_op *op, const char *name);
 MIL_API mil_var *mil_op_input_var(const mil_op *op, const char *name);
 /* Removes input `name` (dropping its uses); no-op when absent. */
 MIL_API void mil_op_remove_input(mil_op *op, const char *name);
+/* Removes binding j of input `name` (e.g. one var of a tuple input),
+ * keeping the order of the others. No-op when absent. */
+MIL_API void mil_op_remove_arg(mil_op *op, const char *name, int32_t j);
+/* Removes output i of op, which must have no uses (MIL_ERR_INVALID
+ * otherwise); later outputs shift down and their out_index follows. */
+MIL_API mil_status mil_op_remove_output(mil_op *op, int32_t i);
+/* Removes block input i, which must have no uses (MIL_ERR_INVALID otherwise). */
+MIL_API mil_status mil_block_remove_input(mil_block *b, int32_t i);
 /* Rebinds input `name` to v (single binding), adding the input if absent. */
 MIL_API void mil_op_set_input(mil_op *op, const char *name, mil_var *v);
 /* Appends an output var. */

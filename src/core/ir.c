@@ -259,11 +259,49 @@ void mil_block_append(mil_block *b, mil_op *op) {
   placed(b, op);
 }
 
+/* Spreads the order keys of the ops in [first, last] (count n) evenly over
+ * the open interval (lo, hi). */
+static void spread(mil_op *first, int64_t n, uint64_t lo, uint64_t hi) {
+  uint64_t step = (hi - lo) / (uint64_t)(n + 1);
+  uint64_t k = lo + step;
+  for (mil_op *o = first; n-- > 0; o = o->next, k += step) o->order = k;
+}
+
+static void renumber(mil_block *b);
+
+/* Gives op (already linked) a key between its neighbours. When there is no
+ * gap, relabels a window around op that doubles until its key range leaves
+ * at least 2^16 per op (order-maintenance relabeling: amortized O(log n)
+ * per insertion, never a whole-block renumbering per insertion). */
 static void order_between(mil_block *b, mil_op *op) {
   uint64_t lo = op->prev ? op->prev->order : 0;
   uint64_t hi = op->next ? op->next->order : lo + 2 * ORDER_STEP;
-  if (hi > lo + 1) op->order = lo + (hi - lo) / 2;
-  else b->order_dirty = true;
+  if (op->next && hi <= lo) { /* keys already inconsistent: renumber lazily */
+    b->order_dirty = true;
+    return;
+  }
+  if (hi > lo + 1) {
+    op->order = lo + (hi - lo) / 2;
+    return;
+  }
+  mil_op *left = op, *right = op;
+  int64_t n = 1;
+  for (int64_t want = 2;; want *= 2) {
+    while (n < want && (left->prev || right->next)) {
+      if (left->prev) left = left->prev, n++;
+      if (n < want && right->next) right = right->next, n++;
+    }
+    uint64_t wlo = left->prev ? left->prev->order : 0;
+    uint64_t whi = right->next ? right->next->order : UINT64_MAX;
+    if (whi > wlo && (whi - wlo) / (uint64_t)(n + 1) >= ((uint64_t)1 << 16)) {
+      spread(left, n, wlo, whi);
+      return;
+    }
+    if (!left->prev && !right->next) {
+      renumber(b);
+      return;
+    }
+  }
 }
 
 void mil_block_insert_before(mil_op *anchor, mil_op *op) {

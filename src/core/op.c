@@ -221,3 +221,42 @@ void mil_var_replace_uses_after(mil_var *old, mil_var *new_var, const mil_op *af
     u = next;
   }
 }
+
+void mil_op_remove_arg(mil_op *op, const char *name, int32_t j) {
+  mil_input *in = mil_op_find_input(op, name);
+  if (!in || j < 0 || j >= in->n_args) return;
+  /* use records are embedded in the args: unlink the tail, shift, relink */
+  int32_t n = in->n_args;
+  mil_var *tail[64], **vars = tail;
+  if (n > 64 && !(vars = ir_arena_alloc(op->program->arena, (size_t)n * sizeof *vars))) return;
+  for (int32_t k = j; k < n; k++) {
+    vars[k] = in->args[k].use.var;
+    ir_use_unlink(&in->args[k].use);
+  }
+  for (int32_t k = j; k + 1 < n; k++) {
+    in->args[k].value = in->args[k + 1].value;
+    in->args[k].use.op = op;
+    ir_use_link(&in->args[k].use, vars[k + 1]);
+  }
+  in->args[n - 1].value = NULL;
+  in->n_args = n - 1;
+}
+
+mil_status mil_op_remove_output(mil_op *op, int32_t i) {
+  if (i < 0 || i >= op->n_outputs || op->outputs[i]->n_uses) return MIL_ERR_INVALID;
+  op->outputs[i]->op = NULL;
+  for (int32_t k = i; k + 1 < op->n_outputs; k++) {
+    op->outputs[k] = op->outputs[k + 1];
+    op->outputs[k]->out_index = k;
+  }
+  op->n_outputs--;
+  return MIL_OK;
+}
+
+mil_status mil_block_remove_input(mil_block *b, int32_t i) {
+  if (i < 0 || i >= b->n_inputs || b->inputs[i]->n_uses) return MIL_ERR_INVALID;
+  b->inputs[i]->input_of = NULL;
+  memmove(&b->inputs[i], &b->inputs[i + 1], (size_t)(b->n_inputs - i - 1) * sizeof *b->inputs);
+  b->n_inputs--;
+  return MIL_OK;
+}

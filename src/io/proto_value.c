@@ -141,7 +141,7 @@ static mil_status immediate_tensor(io_read *r, const Milproto__TensorValue *tv, 
   mil_status st = MIL_OK;
   switch (fc) {
   case MILPROTO__TENSOR_VALUE__VALUE_FLOATS:
-    if (dt == MIL_DT_FP32) memcpy(mil_value_data_mut(v), tv->floats->values, (size_t)n * sizeof(float));
+    if (dt == MIL_DT_FP32 && n > 0) memcpy(mil_value_data_mut(v), tv->floats->values, (size_t)n * sizeof(float));
     else
       for (int64_t i = 0; i < n && st == MIL_OK; i++) st = store_float(r, v, dt, i, tv->floats->values[i], where);
     break;
@@ -159,7 +159,7 @@ static mil_status immediate_tensor(io_read *r, const Milproto__TensorValue *tv, 
     break;
   case MILPROTO__TENSOR_VALUE__VALUE_BYTES: {
     uint8_t *dst = mil_value_data_mut(v);
-    memcpy(dst, tv->bytes->values.data, v->nbytes);
+    if (v->nbytes) memcpy(dst, tv->bytes->values.data, v->nbytes);
     if (mil_dtype_is_subbyte(dt) && v->nbytes) {
       /* keep the unused high bits of the last byte zero, as the blob writer does */
       int used = (int)(((uint64_t)n * (uint64_t)mil_dtype_bits(dt)) % 8);

@@ -130,12 +130,8 @@ static mil_status eliminate(lie *c, mil_op *op) {
       mil_block *b = op->blocks[bi];
       for (int32_t i = 0; i < n && i < b->n_inputs; i++)
         if (inv[i]) mil_var_replace_all_uses(b->inputs[i], init[i]);
-      int32_t m = 0;
-      for (int32_t i = 0; i < b->n_inputs; i++) {
-        if (i < n && inv[i]) b->inputs[i]->input_of = NULL;
-        else b->inputs[m++] = b->inputs[i];
-      }
-      b->n_inputs = m;
+      for (int32_t i = (n < b->n_inputs ? n : b->n_inputs) - 1; i >= 0; i--)
+        if (inv[i]) mil_block_remove_input(b, i);
     }
     /* remaining uses of the invariant outputs read the initial values */
     for (int32_t i = 0; i < n; i++)
@@ -151,17 +147,15 @@ static mil_status eliminate(lie *c, mil_op *op) {
     for (int32_t i = 0; i < n; i++)
       if (!inv[i]) keep[m++] = body->outputs[i].var;
     mil_block_set_outputs(body, m, keep);
-    m = 0;
-    for (int32_t i = 0; i < op->n_outputs; i++) {
-      if (i < n && inv[i]) {
-        op->outputs[i]->op = NULL;
-        continue;
+    for (int32_t i = (n < op->n_outputs ? n : op->n_outputs) - 1; i >= 0; i--)
+      if (inv[i] && mil_op_remove_output(op, i) != MIL_OK) {
+        free(init);
+        free(inv);
+        free(keep);
+        return mil_diag_error(c->d, MIL_ERR_INVALID,
+                              "loop_invariant_elimination: op '%s': output %d is still used after the loop", op->name,
+                              i);
       }
-      op->outputs[m] = op->outputs[i];
-      op->outputs[m]->out_index = m;
-      m++;
-    }
-    op->n_outputs = m;
     c->changes += k;
     free(init);
   }

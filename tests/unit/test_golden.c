@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -38,7 +39,37 @@ static void test_golden_corpus(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* The project's own hand-written cases, tests/passes/<pass>/ (same
+ * format). Their authors write the exact expected program, so besides
+ * equivalence they must be identical (same op order and names). They do not
+ * depend on the shared corpus. */
+static void test_golden_project_cases(void **state) {
+  (void)state;
+  const char *root = MIL_TEST_DATA "/passes";
+  DIR *probe = opendir(root);
+  if (!probe) {
+    printf("no project cases (%s)\n", root);
+    return;
+  }
+  closedir(probe);
+  golden_known none;
+  memset(&none, 0, sizeof none);
+  golden_totals t;
+  golden_run_tree(root, getenv("MIL_GOLDEN_FILTER"), &none, 200, &t);
+  golden_print_table(&t);
+  int failed = t.failed, not_identical = 0;
+  for (int i = 0; i < t.n_rows; i++)
+    if (t.rows[i].identical != t.rows[i].equivalent) {
+      printf("  %s: %d case(s) equivalent but not identical\n", t.rows[i].dir,
+             t.rows[i].equivalent - t.rows[i].identical);
+      not_identical += t.rows[i].equivalent - t.rows[i].identical;
+    }
+  golden_totals_free(&t);
+  assert_int_equal(failed, 0);
+  assert_int_equal(not_identical, 0);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden_corpus)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden_corpus), cmocka_unit_test(test_golden_project_cases)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

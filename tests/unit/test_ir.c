@@ -99,6 +99,74 @@ static void test_insert_order(void **state) {
   mil_program_free(p);
 }
 
+/* Inserting before the same op many times must keep order queries right
+ * (the keys run out of room and get relabeled locally). */
+static void test_order_relabel(void **state) {
+  (void)state;
+  mil_var *x;
+  mil_op *relu, *add, *c;
+  mil_program *p = build_small(&x, &relu, &add, &c);
+  mil_op *prev = NULL;
+  for (int i = 0; i < 3000; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "k%d", i);
+    mil_op *op = mil_op_new(p, "identity", name);
+    mil_op_add_input(op, "x", x);
+    mil_op_add_output(op, name, x->type);
+    mil_block_insert_before(add, op); /* always right before add */
+    if (prev) assert_true(mil_op_is_before(prev, op));
+    assert_true(mil_op_is_before(op, add));
+    assert_true(mil_op_is_before(relu, op));
+    prev = op;
+  }
+  /* a full check of the order against the list */
+  mil_block *b = mil_function_body(p->functions[0]);
+  for (mil_op *o = b->first; o && o->next; o = o->next) assert_true(mil_op_is_before(o, o->next));
+  mil_program_free(p);
+}
+
+static void test_remove_parts(void **state) {
+  (void)state;
+  mil_program *p = mil_program_new(NULL);
+  mil_function *f = mil_function_new(p, "main", "CoreML7");
+  const mil_type *t = mil_type_scalar(p, MIL_DT_INT32);
+  mil_var *a = mil_function_add_input(f, "a", t);
+  mil_var *bv = mil_function_add_input(f, "b", t);
+  mil_var *cv = mil_function_add_input(f, "c", t);
+  mil_op *cat = mil_op_new(p, "concat", "cat");
+  mil_var *vs[3] = {a, bv, cv};
+  mil_op_add_input_tuple(cat, "values", 3, vs);
+  mil_op_add_output(cat, "o0", t);
+  mil_op_add_output(cat, "o1", t);
+  mil_op_add_output(cat, "o2", t);
+  mil_block_append(mil_function_body(f), cat);
+  mil_op_remove_arg(cat, "values", 1);
+  mil_input *in = mil_op_find_input(cat, "values");
+  assert_int_equal(in->n_args, 2);
+  assert_ptr_equal(in->args[0].use.var, a);
+  assert_ptr_equal(in->args[1].use.var, cv);
+  assert_int_equal(bv->n_uses, 0);
+  assert_int_equal(cv->n_uses, 1);
+  assert_ptr_equal(cv->uses, &in->args[1].use);
+  mil_var *o2 = cat->outputs[2];
+  assert_int_equal(mil_op_remove_output(cat, 1), MIL_OK);
+  assert_int_equal(cat->n_outputs, 2);
+  assert_ptr_equal(cat->outputs[1], o2);
+  assert_int_equal(o2->out_index, 1);
+  mil_block *blk = mil_block_new(p, "blk");
+  mil_block_add_input(blk, "u", t);
+  mil_var *w = mil_block_add_input(blk, "w", t);
+  mil_block_set_outputs(blk, 1, &w);
+  assert_int_equal(mil_block_remove_input(blk, 1), MIL_ERR_INVALID); /* w is used */
+  assert_int_equal(mil_block_remove_input(blk, 0), MIL_OK);
+  assert_int_equal(blk->n_inputs, 1);
+  assert_ptr_equal(blk->inputs[0], w);
+  mil_diag d = {0};
+  assert_int_equal(mil_program_verify(p, &d), MIL_OK);
+  mil_diag_clear(&d);
+  mil_program_free(p);
+}
+
 static void test_replace_uses_after(void **state) {
   (void)state;
   mil_var *x;
@@ -309,6 +377,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_build_and_uses), cmocka_unit_test(test_insert_order),
       cmocka_unit_test(test_replace_uses_after), cmocka_unit_test(test_clone),
+      cmocka_unit_test(test_order_relabel), cmocka_unit_test(test_remove_parts),
       cmocka_unit_test(test_verify_errors), cmocka_unit_test(test_nested_scoping),
       cmocka_unit_test(test_fp16), cmocka_unit_test(test_values),
   };
