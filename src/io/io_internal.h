@@ -40,6 +40,10 @@ typedef struct io_lex {
   mil_diag *d;
   mil_status st;             /* first error, MIL_OK while none */
   void *c_locale;            /* locale_t for strtod_l, created on first use */
+  /* line/column cache: position `lc_at` is on line `lc_line`, which starts
+   * at `lc_bol`; lookups at or after it scan forward only */
+  const char *lc_at, *lc_bol;
+  int lc_line;
 } io_lex;
 
 /* A number as written: integers keep their exact magnitude; every number

@@ -106,13 +106,22 @@ bool io_lex_at_word(io_lex *L, const char *word) {
 void io_lex_linecol(const io_lex *L, const char *at, int *line, int *col) {
   if (at < L->buf) at = L->buf;
   if (at > L->end) at = L->end;
+  io_lex *M = (io_lex *)L; /* the cache is not part of the lexer's observable state */
   int ln = 1;
-  const char *bol = L->buf;
-  for (const char *q = L->buf; q < at; q++)
+  const char *bol = L->buf, *q = L->buf;
+  if (M->lc_at && M->lc_at <= at) { /* resume from the last lookup: messages come in text order */
+    ln = M->lc_line;
+    bol = M->lc_bol;
+    q = M->lc_at;
+  }
+  for (; q < at; q++)
     if (*q == '\n') {
       ln++;
       bol = q + 1;
     }
+  M->lc_at = at;
+  M->lc_line = ln;
+  M->lc_bol = bol;
   *line = ln;
   *col = (int)(at - bol) + 1;
 }
@@ -145,6 +154,10 @@ mil_status io_lex_error_st(io_lex *L, mil_status st, const char *at, const char 
 }
 
 void io_lex_warn(io_lex *L, const char *at, const char *fmt, ...) {
+  if (L->d && L->d->count >= (L->d->max_msgs ? L->d->max_msgs : 1000)) {
+    L->d->n_warnings++; /* the sink is full: count it without formatting */
+    return;
+  }
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
