@@ -450,7 +450,9 @@ static void test_mlmodel_with_weights(void **state) {
   assert_memory_equal(b1, b2, n1);
   free(b1), free(b2), free(pw);
   /* without the weights directory the blob references cannot resolve */
-  mt_rm_rf(mt_path(dir, "weights"));
+  char *wdir = mt_path(dir, "weights");
+  mt_rm_rf(wdir);
+  free(wdir);
   mil_model *c = NULL;
   mil_diag_clear(&d);
   assert_int_equal(mil_model_load(mm, &c, &d), MIL_ERR_FORMAT);
