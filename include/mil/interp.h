@@ -1,0 +1,159 @@
+/* libmil: the CPU reference interpreter — runs a function of a MIL program
+ * on concrete tensors.
+ *
+ * The interpreter executes ops in program order. Each op first gets its
+ * output types from the op registry's type inference (ops.h) on the
+ * concrete input types; its outputs are then computed by an interpreter
+ * kernel (src/interp/, one file per op family) when there is one, otherwise
+ * by the op's value inference (the same code const_elimination folds with),
+ * so an op computes the same numbers at compile time and at run time.
+ * constexpr_* ops decompress their weights with the registry's
+ * decompression kernels.
+ *
+ * Numerics: fp32 tensors are computed in fp32 (matrix products, linear and
+ * convolution through BLAS sgemm; other reductions accumulate in fp32 or
+ * double). fp16 tensors are widened to fp32, computed, and rounded to fp16
+ * (round to nearest even) at each op's outputs, as Core ML's fp16 path
+ * stores every intermediate in half precision. Integer ops wrap like C
+ * two's-complement arithmetic; bool is one byte 0/1.
+ *
+ * Control flow (cond, while_loop), lists (make_list, list_*), states
+ * (read_state, coreml_update_state: state values persist across runs in a
+ * mil_interp_state the caller holds) and the random ops (deterministic, see
+ * mil_interp_set_seed) are supported. docs/interpreter.md lists the ops that
+ * cannot run yet and why.
+ *
+ * Mirrors what coremltools does when it predicts with a model through Core
+ * ML (coremltools/models/model.py MLModel.predict) and the op semantics of
+ * coremltools/converters/mil/mil/ops/defs/.
+ *
+ * Ownership: the interpreter copies the program when it is created; the
+ * program may then change or be freed, but consts that view a memory-mapped
+ * weight file (models loaded from .mlpackage / .mlmodel) still read the
+ * mapping, so keep the model alive while the interpreter exists. Each run
+ * works on a private copy of that program, freed at the end of the run.
+ * Inputs are copied; outputs are owned by the interpreter and valid until
+ * the next run or mil_interp_free. Across runs the interpreter keeps fp32
+ * copies of the fp16 weights it has used and the decompressed outputs of
+ * constexpr ops (memory: up to twice the fp16 weights, plus the dense
+ * weights of compressed models).
+ *
+ * Not thread-safe: one interpreter runs one function at a time. Several
+ * interpreters may share one program.
+ */
+#ifndef MIL_INTERP_H
+#define MIL_INTERP_H
+
+#include "ir.h"
+#include "status.h"
+#include "types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A dense tensor in libmil's in-memory layout (value.h): row-major, fp16 as
+ * uint16_t bit patterns, bool one byte per element. Rank 0 is a scalar
+ * (shape may then be NULL). Strings, sub-byte dtypes and complex dtypes are
+ * not accepted as interpreter inputs. */
+typedef struct mil_tensor {
+  mil_dtype dtype;
+  int32_t rank;
+  const int64_t *shape; /* rank entries, each >= 0 */
+  const void *data;     /* numel elements (may be NULL when numel is 0) */
+  size_t nbytes;        /* numel * mil_dtype_size(dtype) */
+  int64_t numel;        /* product of shape (1 for rank 0) */
+} mil_tensor;
+
+typedef struct mil_interp mil_interp;
+typedef struct mil_interp_state mil_interp_state;
+
+/* Largest rank the interpreter accepts for inputs and produces. */
+#define MIL_INTERP_MAX_RANK 32
+
+/* Creates an interpreter for function `function` of p (NULL: "main", or
+ * the only function when there is one). The program is validated first
+ * (mil_program_validate; warnings are not reported). On success *out is a
+ * new interpreter (release with mil_interp_free).
+ * Errors: MIL_ERR_NOT_FOUND (no such function; the message lists the
+ * functions), MIL_ERR_INVALID / MIL_ERR_TYPE (the program does not validate;
+ * the validator's messages are copied into d), MIL_ERR_NOMEM,
+ * MIL_ERR_INVALID for NULL arguments. */
+MIL_API mil_status mil_interp_new(const mil_program *p, const char *function, mil_interp **out, mil_diag *d);
+/* Frees the interpreter, its inputs and outputs. NULL is allowed. */
+MIL_API void mil_interp_free(mil_interp *ip);
+
+/* The function's inputs, in declaration order: name and declared type
+ * (tensor types may have symbolic dims; state inputs have a state type and
+ * are fed from a mil_interp_state, not with mil_interp_set_input). */
+MIL_API int32_t mil_interp_n_inputs(const mil_interp *ip);
+MIL_API const char *mil_interp_input_name(const mil_interp *ip, int32_t i);
+MIL_API const mil_type *mil_interp_input_type(const mil_interp *ip, int32_t i);
+/* The function's outputs (its body block's output vars), in order. */
+MIL_API int32_t mil_interp_n_outputs(const mil_interp *ip);
+MIL_API const char *mil_interp_output_name(const mil_interp *ip, int32_t i);
+
+/* Sets input `name` to a copy of t. The dtype must equal the declared
+ * dtype and the shape must have the declared rank with every constant dim
+ * equal (a symbolic dim takes any size; two dims with the same symbol must
+ * agree). Errors (messages name the input, what was expected and what was
+ * found): MIL_ERR_NOT_FOUND (no input of that name; the message lists the
+ * inputs), MIL_ERR_TYPE (dtype, rank or shape mismatch; a state input),
+ * MIL_ERR_INVALID (NULL arguments, nbytes/numel inconsistent with shape,
+ * rank above MIL_INTERP_MAX_RANK), MIL_ERR_NOMEM. */
+MIL_API mil_status mil_interp_set_input(mil_interp *ip, const char *name, const mil_tensor *t, mil_diag *d);
+
+/* Seed of the random ops whose own `seed` input is -1 (the default). Each
+ * random op draws from its own generator (xoshiro256**), seeded by
+ * splitmix64 from the op's seed when it is >= 0, or else from this seed and
+ * the op's name, so a run's random values depend only on the seeds and the
+ * program. Default 0. */
+MIL_API void mil_interp_set_seed(mil_interp *ip, uint64_t seed);
+/* Upper bound on while_loop iterations per run (all loops together), so a
+ * loop whose condition never becomes false ends with an error instead of
+ * hanging. Default 10,000,000. */
+MIL_API void mil_interp_set_max_iterations(mil_interp *ip, int64_t n);
+
+/* Runs the function on the inputs set so far. `state` holds the values of
+ * the function's state inputs (created by mil_interp_state_new; it is
+ * updated by coreml_update_state ops when the run succeeds); it may be NULL,
+ * then the interpreter's own state (zero-initialized at creation, kept
+ * across runs) is used. On success the outputs are available through
+ * mil_interp_output*.
+ * Errors (each names the function, the op name and type, and the input
+ * concerned): MIL_ERR_INVALID (an input was not set, the state belongs to
+ * another interpreter), MIL_ERR_TYPE (an op's type inference failed on the
+ * concrete types), MIL_ERR_UNSUPPORTED (an op the interpreter cannot
+ * execute; see docs/interpreter.md), MIL_ERR_INVALID (an out-of-range
+ * index at run time, the while_loop iteration limit), MIL_ERR_NOMEM. */
+MIL_API mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d);
+
+/* Output `name` (or output i) of the last successful run, or NULL when
+ * there is none of that name / no successful run. The tensor and its
+ * buffers are owned by the interpreter and valid until the next run or
+ * mil_interp_free. */
+MIL_API const mil_tensor *mil_interp_output(const mil_interp *ip, const char *name);
+MIL_API const mil_tensor *mil_interp_output_at(const mil_interp *ip, int32_t i);
+
+/* A state object for ip's function: one zero-filled tensor per state input
+ * (its wrapped tensor type must have a constant shape). Release with
+ * mil_interp_state_free. Errors: MIL_ERR_TYPE (a state with a symbolic
+ * shape), MIL_ERR_NOMEM. */
+MIL_API mil_status mil_interp_state_new(const mil_interp *ip, mil_interp_state **out, mil_diag *d);
+MIL_API void mil_interp_state_free(mil_interp_state *s);
+/* Current value of state input `name`, or NULL. Owned by s. */
+MIL_API const mil_tensor *mil_interp_state_get(const mil_interp_state *s, const char *name);
+/* Replaces the value of state input `name` by a copy of t (same dtype and
+ * shape as the state). Errors: MIL_ERR_NOT_FOUND, MIL_ERR_TYPE,
+ * MIL_ERR_INVALID. */
+MIL_API mil_status mil_interp_state_set(mil_interp_state *s, const char *name, const mil_tensor *t, mil_diag *d);
+
+/* Whether the interpreter can execute ops of `type` for opset version
+ * `opset` (ops.h MIL_IOS*): it has a kernel, or the op's value inference
+ * computes it. Ops listed in docs/interpreter.md return false. */
+MIL_API bool mil_interp_supports_op(const char *type, int opset);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,155 @@
+/* Per-interpreter caches that live across runs:
+ *
+ *  - the set of "stable" byte buffers: the data of the interpreter's copy
+ *    of the program's consts (and of cached decompressed weights), which
+ *    stay allocated and unchanged while the interpreter exists;
+ *  - fp32 copies of stable fp16 (and other non-fp32 float) buffers, so a
+ *    half-precision weight is widened once, not at every run;
+ *  - decompressed constexpr outputs, keyed by output var name.
+ *
+ * A runtime buffer can never share an address with a stable one (the
+ * stable ones are still allocated), so keying by address is safe; a view of
+ * a const (reshape, squeeze) shares its bytes and may share its entry. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/interp_internal.h"
+
+typedef struct f32_entry {
+  const void *ptr; /* NULL: empty slot */
+  mil_dtype dtype;
+  int64_t numel;
+  float *f;        /* NULL: stable, not converted yet */
+} f32_entry;
+
+typedef struct mat_entry {
+  char *name;
+  mil_dtype dtype;
+  int32_t rank;
+  int64_t shape[MIL_INTERP_MAX_RANK];
+  void *buf;
+  size_t nbytes;
+  int64_t numel;
+} mat_entry;
+
+struct interp_cache {
+  f32_entry *tab;
+  size_t cap, used;
+  mat_entry *mats;
+  size_t n_mats, cap_mats;
+  size_t f32_bytes;
+};
+
+interp_cache *interp_cache_new(void) { return calloc(1, sizeof(interp_cache)); }
+
+void interp_cache_free(interp_cache *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->cap; i++) free(c->tab[i].f);
+  free(c->tab);
+  for (size_t i = 0; i < c->n_mats; i++) {
+    free(c->mats[i].name);
+    free(c->mats[i].buf);
+  }
+  free(c->mats);
+  free(c);
+}
+
+static size_t hash_ptr(const void *p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= UINT64_C(0xff51afd7ed558ccd);
+  x ^= x >> 33;
+  return (size_t)x;
+}
+
+static f32_entry *slot(interp_cache *c, const void *p) {
+  if (!c->cap) return NULL;
+  for (size_t i = hash_ptr(p) & (c->cap - 1);; i = (i + 1) & (c->cap - 1))
+    if (c->tab[i].ptr == p || !c->tab[i].ptr) return &c->tab[i];
+}
+
+static bool grow(interp_cache *c) {
+  size_t ncap = c->cap ? c->cap * 2 : 256;
+  f32_entry *old = c->tab;
+  size_t ocap = c->cap;
+  c->tab = calloc(ncap, sizeof *c->tab);
+  if (!c->tab) {
+    c->tab = old;
+    return false;
+  }
+  c->cap = ncap;
+  for (size_t i = 0; i < ocap; i++)
+    if (old[i].ptr) *slot(c, old[i].ptr) = old[i];
+  free(old);
+  return true;
+}
+
+void interp_cache_mark_stable(interp_cache *c, const void *ptr) {
+  if (!c || !ptr) return;
+  if ((c->used + 1) * 2 > c->cap && !grow(c)) return;
+  f32_entry *e = slot(c, ptr);
+  if (!e->ptr) {
+    e->ptr = ptr;
+    c->used++;
+  }
+}
+
+const float *interp_cache_f32(interp_cache *c, const mil_value *v) {
+  if (!c || !v->data || v->numel < 64) return NULL;
+  f32_entry *e = slot(c, v->data);
+  if (!e || !e->ptr) return NULL; /* not a stable buffer */
+  if (e->f) return e->dtype == v->type->dtype && e->numel == v->numel ? e->f : NULL;
+  float *f = malloc((size_t)v->numel * sizeof *f);
+  if (!f) return NULL;
+  if (v->type->dtype == MIL_DT_FP16) {
+    const uint16_t *s = v->data;
+    for (int64_t i = 0; i < v->numel; i++) f[i] = interp_h2f(s[i]);
+  } else {
+    for (int64_t i = 0; i < v->numel; i++) f[i] = (float)mil_value_get_f64(v, i);
+  }
+  e->f = f;
+  e->dtype = v->type->dtype;
+  e->numel = v->numel;
+  c->f32_bytes += (size_t)v->numel * sizeof *f;
+  return f;
+}
+
+mil_value *interp_cache_get_value(interp_cache *c, mil_program *p, const char *name) {
+  for (size_t i = 0; c && i < c->n_mats; i++)
+    if (strcmp(c->mats[i].name, name) == 0) {
+      mat_entry *m = &c->mats[i];
+      return mil_value_new_view(p, m->dtype, m->rank, m->shape, m->buf, m->nbytes);
+    }
+  return NULL;
+}
+
+void interp_cache_put_value(interp_cache *c, const char *name, const mil_value *v) {
+  if (!c || v->kind != MIL_VAL_TENSOR || !v->type || v->type->rank > MIL_INTERP_MAX_RANK ||
+      v->type->dtype == MIL_DT_STRING)
+    return;
+  if (c->n_mats == c->cap_mats) {
+    size_t n = c->cap_mats ? c->cap_mats * 2 : 16;
+    mat_entry *m = realloc(c->mats, n * sizeof *m);
+    if (!m) return;
+    c->mats = m;
+    c->cap_mats = n;
+  }
+  mat_entry *m = &c->mats[c->n_mats];
+  memset(m, 0, sizeof *m);
+  m->name = malloc(strlen(name) + 1);
+  m->buf = malloc(v->nbytes ? v->nbytes : 1);
+  if (!m->name || !m->buf) {
+    free(m->name);
+    free(m->buf);
+    return;
+  }
+  strcpy(m->name, name);
+  if (v->nbytes) memcpy(m->buf, v->data, v->nbytes);
+  m->dtype = v->type->dtype;
+  m->rank = v->type->rank;
+  for (int32_t i = 0; i < m->rank; i++) m->shape[i] = v->type->dims[i].size;
+  m->nbytes = v->nbytes;
+  m->numel = v->numel;
+  c->n_mats++;
+  interp_cache_mark_stable(c, m->buf);
+}

@@ -1,0 +1,273 @@
+/* Kernels of the "conv" family: conv and conv_transpose for 1, 2 and 3
+ * spatial dimensions, in fp32 (fp16 operands widened, the output rounded
+ * to fp16).
+ *
+ * conv: per batch item and group, the input windows are unrolled
+ * (im2col: rows C_in/groups * prod(K), columns prod(D_out)) and multiplied
+ * by the group's weight rows with sgemm; 1x1 convolutions with unit
+ * stride and no padding use the input directly, and depthwise convolutions
+ * (one input channel per group) run a direct loop.
+ * conv_transpose: the transposed product W^T x gives the columns, which are
+ * scattered back onto the output (col2im).
+ *
+ * Padding (coremltools ops/defs/_utils.py aggregated_pad and the conv
+ * docs): "valid" none; "custom" pad[2i] before and pad[2i+1] after axis i;
+ * "same" a total of max(0, s*ceil(in/s) - in + ek - s) with the odd element
+ * after; "same_lower" the odd element before. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/interp_internal.h"
+#include "ops/conv_internal.h"
+
+/* Window geometry with the spatial axes padded to three (D, H, W). */
+typedef struct geom {
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
+} geom;
+
+static mil_status read_geom(mil_infer_ctx *c, const int64_t *xs, const int64_t *ws, const int64_t *os, int k,
+                            bool transpose, geom *g) {
+  int64_t strides[3], dil[3], pad[6] = {0};
+  mil_status st;
+  if ((st = op_window_ints(c, "strides", k, 1, strides)) != MIL_OK) return st;
+  if ((st = op_window_ints(c, "dilations", k, 1, dil)) != MIL_OK) return st;
+  const char *pt = op_str(c, "pad_type", "valid");
+  bool custom = strcmp(pt, "custom") == 0, same = strcmp(pt, "same") == 0, lower = strcmp(pt, "same_lower") == 0;
+  if (custom && (st = op_window_ints(c, "pad", 2 * k, 0, pad)) != MIL_OK) return st;
+  for (int i = 0; i < 3; i++) {
+    g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->d[i] = 1;
+    g->pb[i] = 0;
+  }
+  for (int r = 0; r < k; r++) {
+    int a = 3 - k + r;
+    g->in[a] = xs[2 + r];
+    g->out[a] = os[2 + r];
+    g->k[a] = ws[2 + r];
+    g->s[a] = strides[r];
+    g->d[a] = dil[r];
+    int64_t ek = (g->k[a] - 1) * g->d[a] + 1, total = 0;
+    if (custom) {
+      g->pb[a] = pad[2 * r];
+      continue;
+    }
+    if (!transpose && (same || lower)) {
+      total = g->s[a] * ((g->in[a] + g->s[a] - 1) / g->s[a]) - g->in[a] + ek - g->s[a];
+    } else if (transpose && (same || lower || op_has(c, "output_shape"))) {
+      total = g->s[a] * (g->in[a] - 1) + ek - g->out[a];
+      if (!(same || lower)) total = 0;
+    }
+    if (total < 0) total = 0;
+    g->pb[a] = lower ? total - total / 2 : total / 2;
+  }
+  return MIL_OK;
+}
+
+/* Unrolls channels [c0, c0+cn) of one image x (C, D, H, W) into col. */
+static void im2col(const float *x, int64_t cn, const geom *g, float *col) {
+  int64_t plane = g->in[0] * g->in[1] * g->in[2];
+  int64_t ncol = g->out[0] * g->out[1] * g->out[2];
+  int64_t row = 0;
+  for (int64_t ch = 0; ch < cn; ch++)
+    for (int64_t kd = 0; kd < g->k[0]; kd++)
+      for (int64_t kh = 0; kh < g->k[1]; kh++)
+        for (int64_t kw = 0; kw < g->k[2]; kw++, row++) {
+          float *dst = col + row * ncol;
+          const float *src = x + ch * plane;
+          for (int64_t od = 0; od < g->out[0]; od++) {
+            int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+            for (int64_t oh = 0; oh < g->out[1]; oh++) {
+              int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+              float *drow = dst + (od * g->out[1] + oh) * g->out[2];
+              if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1]) {
+                memset(drow, 0, (size_t)g->out[2] * sizeof *drow);
+                continue;
+              }
+              const float *srow = src + (id * g->in[1] + ih) * g->in[2];
+              int64_t iw = -g->pb[2] + kw * g->d[2];
+              for (int64_t ow = 0; ow < g->out[2]; ow++, iw += g->s[2])
+                drow[ow] = iw >= 0 && iw < g->in[2] ? srow[iw] : 0.0f;
+            }
+          }
+        }
+}
+
+/* Depthwise: out channel o reads input channel o / mult. For each kernel
+ * tap the valid output columns are computed once per row, so the inner
+ * loop is a plain (vectorizable) multiply-add over a row. */
+static void depthwise(const float *x, const float *w, int64_t cout, int64_t mult, const geom *g, float *out) {
+  int64_t plane = g->in[0] * g->in[1] * g->in[2], oplane = g->out[0] * g->out[1] * g->out[2];
+  int64_t ksz = g->k[0] * g->k[1] * g->k[2];
+  for (int64_t o = 0; o < cout; o++) {
+    const float *src = x + (o / mult) * plane, *wk = w + o * ksz;
+    float *dst = out + o * oplane;
+    memset(dst, 0, (size_t)oplane * sizeof *dst);
+    for (int64_t kd = 0; kd < g->k[0]; kd++)
+      for (int64_t kh = 0; kh < g->k[1]; kh++)
+        for (int64_t kw = 0; kw < g->k[2]; kw++) {
+          float wv = wk[(kd * g->k[1] + kh) * g->k[2] + kw];
+          int64_t off = kw * g->d[2] - g->pb[2]; /* iw = ow * s + off */
+          int64_t lo = off >= 0 ? 0 : (-off + g->s[2] - 1) / g->s[2];
+          int64_t hi = g->in[2] - off > 0 ? (g->in[2] - off + g->s[2] - 1) / g->s[2] : 0;
+          if (hi > g->out[2]) hi = g->out[2];
+          if (lo >= hi) continue;
+          for (int64_t od = 0; od < g->out[0]; od++) {
+            int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+            if (id < 0 || id >= g->in[0]) continue;
+            for (int64_t oh = 0; oh < g->out[1]; oh++) {
+              int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+              if (ih < 0 || ih >= g->in[1]) continue;
+              const float *srow = src + (id * g->in[1] + ih) * g->in[2] + off;
+              float *drow = dst + (od * g->out[1] + oh) * g->out[2];
+              if (g->s[2] == 1)
+                for (int64_t ow = lo; ow < hi; ow++) drow[ow] += wv * srow[ow];
+              else
+                for (int64_t ow = lo; ow < hi; ow++) drow[ow] += wv * srow[ow * g->s[2]];
+            }
+          }
+        }
+  }
+}
+
+typedef struct conv_args {
+  const mil_value *x, *w, *b;
+  int64_t xs[MIL_INTERP_MAX_RANK], ws[MIL_INTERP_MAX_RANK], os[MIL_INTERP_MAX_RANK];
+  int32_t rank;
+  int64_t groups;
+  geom g;
+} conv_args;
+
+static mil_status read_args(mil_infer_ctx *c, bool transpose, conv_args *a) {
+  a->x = interp_fin(c, "x");
+  a->w = interp_fin(c, "weight");
+  a->b = op_has(c, "bias") ? interp_fin(c, "bias") : NULL;
+  if (!a->x || !a->w || (op_has(c, "bias") && !a->b)) return INTERP_DECLINE;
+  int32_t orank;
+  a->rank = interp_vshape(a->x, a->xs);
+  if (interp_vshape(a->w, a->ws) != a->rank || a->rank < 3 || a->rank > 5 || !interp_shape(c->out[0], a->os, &orank) ||
+      orank != a->rank)
+    return INTERP_DECLINE;
+  a->groups = op_int(c, "groups", 1);
+  if (a->groups <= 0 || a->xs[1] % a->groups) return INTERP_DECLINE;
+  if (transpose ? a->ws[0] != a->xs[1] : a->ws[1] * a->groups != a->xs[1]) return INTERP_DECLINE;
+  if (a->b && a->b->numel != a->os[1]) return INTERP_DECLINE;
+  return read_geom(c, a->xs, a->ws, a->os, a->rank - 2, transpose, &a->g);
+}
+
+static void add_bias(float *out, const float *bf, int64_t n, int64_t cout, int64_t plane) {
+  if (!bf) return;
+  for (int64_t b = 0; b < n; b++)
+    for (int64_t o = 0; o < cout; o++) {
+      float *p = out + (b * cout + o) * plane;
+      for (int64_t i = 0; i < plane; i++) p[i] += bf[o];
+    }
+}
+
+static mil_status k_conv(interp_run *r, mil_infer_ctx *c) {
+  conv_args a;
+  mil_status st = read_args(c, false, &a);
+  if (st != MIL_OK) return st;
+  const geom *g = &a.g;
+  int64_t n = a.xs[0], cin = a.xs[1], cout = a.os[1], G = a.groups;
+  int64_t cg = cin / G, og = cout / G, ksz = g->k[0] * g->k[1] * g->k[2];
+  int64_t plane = g->in[0] * g->in[1] * g->in[2], oplane = g->out[0] * g->out[1] * g->out[2];
+  if (cout % G) return INTERP_DECLINE;
+  bool direct = ksz == 1 && g->s[0] == 1 && g->s[1] == 1 && g->s[2] == 1 && g->pb[0] == 0 && g->pb[1] == 0 &&
+                g->pb[2] == 0 && plane == oplane;
+  bool dw = cg == 1 && G > 1;
+  float *tx, *tw, *tb = NULL, *col = NULL;
+  const float *xf = interp_f32(r, a.x, &tx), *wf = interp_f32(r, a.w, &tw), *bf = a.b ? interp_f32(r, a.b, &tb) : NULL;
+  if (!direct && !dw && xf && wf) col = malloc((size_t)(cg * ksz * oplane > 0 ? cg * ksz * oplane : 1) * sizeof *col);
+  interp_fout o;
+  float *out = xf && wf && (!a.b || bf) && (direct || dw || col) ? interp_fout_begin(r, c, 0, &o) : NULL;
+  if (!out) {
+    free(tx), free(tw), free(tb), free(col);
+    return interp_nomem(c);
+  }
+  for (int64_t b = 0; b < n; b++) {
+    const float *xb = xf + b * cin * plane;
+    float *ob = out + b * cout * oplane;
+    if (dw) {
+      depthwise(xb, wf, cout, og, g, ob);
+      continue;
+    }
+    for (int64_t gi = 0; gi < G; gi++) {
+      const float *src = xb + gi * cg * plane;
+      if (!direct) {
+        im2col(src, cg, g, col);
+        src = col;
+      }
+      interp_sgemm(false, false, og, oplane, cg * ksz, 1.0f, wf + gi * og * cg * ksz, cg * ksz, src, oplane, 0.0f,
+                   ob + gi * og * oplane, oplane);
+    }
+  }
+  add_bias(out, bf, n, cout, oplane);
+  free(tx), free(tw), free(tb), free(col);
+  c->val[0] = interp_fout_end(&o);
+  return MIL_OK;
+}
+
+/* Adds columns (C, k.., in..) back onto the output image (C, out..). */
+static void col2im(const float *col, int64_t cn, const geom *g, float *out) {
+  int64_t oplane = g->out[0] * g->out[1] * g->out[2];
+  int64_t ncol = g->in[0] * g->in[1] * g->in[2];
+  int64_t row = 0;
+  for (int64_t ch = 0; ch < cn; ch++)
+    for (int64_t kd = 0; kd < g->k[0]; kd++)
+      for (int64_t kh = 0; kh < g->k[1]; kh++)
+        for (int64_t kw = 0; kw < g->k[2]; kw++, row++) {
+          const float *src = col + row * ncol;
+          float *dst = out + ch * oplane;
+          for (int64_t id = 0; id < g->in[0]; id++) {
+            int64_t od = id * g->s[0] - g->pb[0] + kd * g->d[0];
+            if (od < 0 || od >= g->out[0]) continue;
+            for (int64_t ih = 0; ih < g->in[1]; ih++) {
+              int64_t oh = ih * g->s[1] - g->pb[1] + kh * g->d[1];
+              if (oh < 0 || oh >= g->out[1]) continue;
+              const float *srow = src + (id * g->in[1] + ih) * g->in[2];
+              float *drow = dst + (od * g->out[1] + oh) * g->out[2];
+              for (int64_t iw = 0; iw < g->in[2]; iw++) {
+                int64_t ow = iw * g->s[2] - g->pb[2] + kw * g->d[2];
+                if (ow >= 0 && ow < g->out[2]) drow[ow] += srow[iw];
+              }
+            }
+          }
+        }
+}
+
+static mil_status k_conv_transpose(interp_run *r, mil_infer_ctx *c) {
+  conv_args a;
+  mil_status st = read_args(c, true, &a);
+  if (st != MIL_OK) return st;
+  const geom *g = &a.g;
+  int64_t n = a.xs[0], cin = a.xs[1], cout = a.os[1], G = a.groups;
+  int64_t cg = cin / G, og = a.ws[1], ksz = g->k[0] * g->k[1] * g->k[2];
+  int64_t plane = g->in[0] * g->in[1] * g->in[2], oplane = g->out[0] * g->out[1] * g->out[2];
+  if (og * G != cout) return INTERP_DECLINE;
+  float *tx, *tw, *tb = NULL, *col = NULL;
+  const float *xf = interp_f32(r, a.x, &tx), *wf = interp_f32(r, a.w, &tw), *bf = a.b ? interp_f32(r, a.b, &tb) : NULL;
+  if (xf && wf) col = malloc((size_t)(og * ksz * plane > 0 ? og * ksz * plane : 1) * sizeof *col);
+  interp_fout o;
+  float *out = xf && wf && (!a.b || bf) && col ? interp_fout_begin(r, c, 0, &o) : NULL;
+  if (!out) {
+    free(tx), free(tw), free(tb), free(col);
+    return interp_nomem(c);
+  }
+  memset(out, 0, (size_t)o.v->numel * sizeof *out);
+  for (int64_t b = 0; b < n; b++)
+    for (int64_t gi = 0; gi < G; gi++) {
+      /* col (og*ksz, plane) = W_g^T (og*ksz, cg) x X_g (cg, plane) */
+      interp_sgemm(true, false, og * ksz, plane, cg, 1.0f, wf + gi * cg * og * ksz, og * ksz,
+                   xf + (b * cin + gi * cg) * plane, plane, 0.0f, col, plane);
+      col2im(col, og, g, out + (b * cout + gi * og) * oplane);
+    }
+  add_bias(out, bf, n, cout, oplane);
+  free(tx), free(tw), free(tb), free(col);
+  c->val[0] = interp_fout_end(&o);
+  return MIL_OK;
+}
+
+const interp_kernel interp_kernels_conv[] = {
+    {"conv", k_conv, 0},
+    {"conv_transpose", k_conv_transpose, 0},
+};
+INTERP_FAMILY_COUNT(conv);

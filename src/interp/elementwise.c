@@ -1,0 +1,282 @@
+/* Fast paths of the elementwise families (coremltools
+ * ops/defs/iOS15/elementwise_binary.py and elementwise_unary.py) for fp16
+ * and fp32 tensors: computed in fp32, rounded once at the output. Other
+ * dtypes (int32 arithmetic, bool logic, casts) and the ops not listed here
+ * run through the registry's value inference.
+ *
+ * Binary ops broadcast numpy-style; the output shape is the inferred one.
+ * Unary ops with an epsilon (rsqrt, inverse, log) add it as coremltools
+ * defines them: 1/sqrt(x+eps), 1/(x+eps), log(x+eps). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/elementwise_internal.h"
+
+/* ---------------- unary maps (shared with activation.c) ---------------- */
+
+mil_status interp_map(interp_run *r, mil_infer_ctx *c, interp_unary_fn fn, const float *p) {
+  const mil_value *x = interp_fin(c, "x");
+  if (!x || !c->out[0] || c->out[0]->kind != MIL_TYPE_TENSOR || !mil_dtype_is_float(c->out[0]->dtype))
+    return INTERP_DECLINE;
+  float *tx;
+  const float *xf = interp_f32(r, x, &tx);
+  interp_fout o;
+  float *out = xf ? interp_fout_begin(r, c, 0, &o) : NULL;
+  if (!out || o.v->numel != x->numel) {
+    if (out) interp_fout_abort(&o);
+    free(tx);
+    return out ? INTERP_DECLINE : interp_nomem(c);
+  }
+  fn(xf, out, x->numel, p);
+  free(tx);
+  c->val[0] = interp_fout_end(&o);
+  return MIL_OK;
+}
+
+/* Scalar float parameter `name` (dflt when absent); false when present
+ * but not a known one-element float value. */
+bool interp_fparam(const mil_infer_ctx *c, const char *name, float dflt, float *out) {
+  *out = dflt;
+  if (!op_has(c, name)) return true;
+  const mil_value *v = op_val(c, name);
+  if (!v || v->kind != MIL_VAL_TENSOR || v->numel != 1 || !mil_dtype_is_float(v->type->dtype)) return false;
+  *out = (float)mil_value_get_f64(v, 0);
+  return true;
+}
+
+#define UNARY(name, expr)                                                     \
+  static void u_##name(const float *x, float *y, int64_t n, const float *p) { \
+    (void)p;                                                                  \
+    for (int64_t i = 0; i < n; i++) {                                         \
+      float v = x[i];                                                         \
+      y[i] = (expr);                                                          \
+    }                                                                         \
+  }
+UNARY(abs, fabsf(v))
+UNARY(exp, expf(v))
+UNARY(exp2, exp2f(v))
+UNARY(sqrt, sqrtf(v))
+UNARY(rsqrt, 1.0f / sqrtf(v + p[0]))
+UNARY(inverse, 1.0f / (v + p[0]))
+UNARY(log, logf(v + p[0]))
+UNARY(square, v * v)
+UNARY(tanh, tanhf(v))
+UNARY(erf, erff(v))
+UNARY(sin, sinf(v))
+UNARY(cos, cosf(v))
+UNARY(floor, floorf(v))
+UNARY(ceil, ceilf(v))
+UNARY(sign, v > 0 ? 1.0f : v < 0 ? -1.0f : v)
+UNARY(clip, (v < p[0] ? p[0] : v) > p[1] ? p[1] : (v < p[0] ? p[0] : v))
+UNARY(threshold, v < p[0] ? p[0] : v)
+#undef UNARY
+
+static mil_status unary_eps(interp_run *r, mil_infer_ctx *c, interp_unary_fn fn, float dflt) {
+  float eps;
+  if (!interp_fparam(c, "epsilon", dflt, &eps)) return INTERP_DECLINE;
+  return interp_map(r, c, fn, &eps);
+}
+
+#define KU(name) \
+  static mil_status k_##name(interp_run *r, mil_infer_ctx *c) { return interp_map(r, c, u_##name, NULL); }
+KU(abs)
+KU(exp)
+KU(exp2)
+KU(sqrt)
+KU(square)
+KU(tanh)
+KU(erf)
+KU(sin)
+KU(cos)
+KU(floor)
+KU(ceil)
+KU(sign)
+#undef KU
+static mil_status k_rsqrt(interp_run *r, mil_infer_ctx *c) { return unary_eps(r, c, u_rsqrt, 1e-12f); }
+static mil_status k_inverse(interp_run *r, mil_infer_ctx *c) { return unary_eps(r, c, u_inverse, 1e-4f); }
+static mil_status k_log(interp_run *r, mil_infer_ctx *c) { return unary_eps(r, c, u_log, 1e-45f); }
+
+static mil_status k_clip(interp_run *r, mil_infer_ctx *c) {
+  float p[2];
+  if (!interp_fparam(c, "alpha", 0, &p[0]) || !interp_fparam(c, "beta", 0, &p[1])) return INTERP_DECLINE;
+  return interp_map(r, c, u_clip, p);
+}
+
+static mil_status k_threshold(interp_run *r, mil_infer_ctx *c) {
+  float a;
+  if (!interp_fparam(c, "alpha", 0, &a)) return INTERP_DECLINE;
+  return interp_map(r, c, u_threshold, &a);
+}
+
+/* ---------------- binary ---------------- */
+
+typedef enum bop { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_POW, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE } bop;
+
+static inline float fbin(bop k, float a, float b) {
+  switch (k) {
+  case B_ADD: return a + b;
+  case B_SUB: return a - b;
+  case B_MUL: return a * b;
+  case B_DIV: return a / b;
+  case B_MAX: return isnan(a) || isnan(b) ? NAN : (a > b ? a : b);
+  case B_MIN: return isnan(a) || isnan(b) ? NAN : (a < b ? a : b);
+  case B_POW: return powf(a, b);
+  case B_EQ: return a == b;
+  case B_NE: return a != b;
+  case B_LT: return a < b;
+  case B_LE: return a <= b;
+  case B_GT: return a > b;
+  case B_GE: return a >= b;
+  }
+  return 0;
+}
+
+/* One contiguous run of n outputs with input steps sa, sb (0 or 1). */
+static void bin_run(bop k, const float *a, int64_t sa, const float *b, int64_t sb, float *y, int64_t n) {
+  if (sa == 1 && sb == 1) {
+    switch (k) {
+    case B_ADD: for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i]; return;
+    case B_MUL: for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i]; return;
+    case B_SUB: for (int64_t i = 0; i < n; i++) y[i] = a[i] - b[i]; return;
+    default: break;
+    }
+  } else if (sa == 1 && sb == 0) {
+    float bv = b[0];
+    switch (k) {
+    case B_ADD: for (int64_t i = 0; i < n; i++) y[i] = a[i] + bv; return;
+    case B_MUL: for (int64_t i = 0; i < n; i++) y[i] = a[i] * bv; return;
+    default: break;
+    }
+  }
+  for (int64_t i = 0; i < n; i++) y[i] = fbin(k, a[i * sa], b[i * sb]);
+}
+
+/* Computes y = a (op) b over the broadcast shape `shape` (rank r). */
+static bool bin_broadcast(bop k, const float *a, const mil_value *va, const float *b, const mil_value *vb, int32_t r,
+                          const int64_t *shape, float *y) {
+  int64_t as[MIL_INTERP_MAX_RANK], bs[MIL_INTERP_MAX_RANK], sa[MIL_INTERP_MAX_RANK], sb[MIL_INTERP_MAX_RANK];
+  int32_t ra = interp_vshape(va, as), rb = interp_vshape(vb, bs);
+  if (ra > r || rb > r || r > MIL_INTERP_MAX_RANK) return false;
+  int64_t sta = 1, stb = 1;
+  for (int32_t i = r - 1; i >= 0; i--) {
+    int32_t ia = i - (r - ra), ib = i - (r - rb);
+    int64_t da = ia >= 0 ? as[ia] : 1, db = ib >= 0 ? bs[ib] : 1;
+    if ((da != 1 && da != shape[i]) || (db != 1 && db != shape[i])) return false;
+    sa[i] = da == 1 ? 0 : sta;
+    sb[i] = db == 1 ? 0 : stb;
+    sta *= da;
+    stb *= db;
+  }
+  int64_t total = interp_numel(r, shape);
+  if (r == 0 || total == 0) {
+    if (total) y[0] = fbin(k, a[0], b[0]);
+    return true;
+  }
+  int64_t inner = shape[r - 1], idx[MIL_INTERP_MAX_RANK] = {0}, oa = 0, ob = 0;
+  for (int64_t o = 0; o < total; o += inner) {
+    bin_run(k, a + oa, sa[r - 1], b + ob, sb[r - 1], y + o, inner);
+    for (int32_t i = r - 2; i >= 0; i--) {
+      idx[i]++;
+      oa += sa[i];
+      ob += sb[i];
+      if (idx[i] < shape[i]) break;
+      oa -= sa[i] * shape[i];
+      ob -= sb[i] * shape[i];
+      idx[i] = 0;
+    }
+  }
+  return true;
+}
+
+static mil_status binary(interp_run *r, mil_infer_ctx *c, bop k) {
+  const mil_value *x = interp_fin(c, "x"), *y = interp_fin(c, "y");
+  int64_t shape[MIL_INTERP_MAX_RANK];
+  int32_t rank;
+  if (!x || !y || !interp_shape(c->out[0], shape, &rank)) return INTERP_DECLINE;
+  bool cmp = k >= B_EQ;
+  float *tx, *ty, *cbuf = NULL;
+  const float *xf = interp_f32(r, x, &tx), *yf = interp_f32(r, y, &ty);
+  interp_fout o;
+  mil_value *bv = NULL;
+  float *out = NULL;
+  if (xf && yf) {
+    if (cmp) {
+      bv = interp_new_value(r, c->out[0]);
+      out = cbuf = bv ? malloc((size_t)(bv->numel ? bv->numel : 1) * sizeof *cbuf) : NULL;
+    } else {
+      out = interp_fout_begin(r, c, 0, &o);
+    }
+  }
+  if (!out) {
+    free(tx), free(ty);
+    return interp_nomem(c);
+  }
+  bool ok = bin_broadcast(k, xf, x, yf, y, rank, shape, out);
+  free(tx), free(ty);
+  if (!ok) {
+    if (cmp) free(cbuf);
+    else interp_fout_abort(&o);
+    return INTERP_DECLINE;
+  }
+  if (cmp) {
+    uint8_t *d = mil_value_data_mut(bv);
+    for (int64_t i = 0; i < bv->numel; i++) d[i] = cbuf[i] != 0;
+    free(cbuf);
+    c->val[0] = bv;
+  } else {
+    c->val[0] = interp_fout_end(&o);
+  }
+  return MIL_OK;
+}
+
+#define KB(name, kind) \
+  static mil_status k_##name(interp_run *r, mil_infer_ctx *c) { return binary(r, c, kind); }
+KB(add, B_ADD)
+KB(sub, B_SUB)
+KB(mul, B_MUL)
+KB(real_div, B_DIV)
+KB(maximum, B_MAX)
+KB(minimum, B_MIN)
+KB(pow, B_POW)
+KB(equal, B_EQ)
+KB(not_equal, B_NE)
+KB(less, B_LT)
+KB(less_equal, B_LE)
+KB(greater, B_GT)
+KB(greater_equal, B_GE)
+#undef KB
+
+const interp_kernel interp_kernels_elementwise[] = {
+    {"abs", k_abs, 0},
+    {"add", k_add, 0},
+    {"ceil", k_ceil, 0},
+    {"clip", k_clip, 0},
+    {"cos", k_cos, 0},
+    {"equal", k_equal, 0},
+    {"erf", k_erf, 0},
+    {"exp", k_exp, 0},
+    {"exp2", k_exp2, 0},
+    {"floor", k_floor, 0},
+    {"greater", k_greater, 0},
+    {"greater_equal", k_greater_equal, 0},
+    {"inverse", k_inverse, 0},
+    {"less", k_less, 0},
+    {"less_equal", k_less_equal, 0},
+    {"log", k_log, 0},
+    {"maximum", k_maximum, 0},
+    {"minimum", k_minimum, 0},
+    {"mul", k_mul, 0},
+    {"not_equal", k_not_equal, 0},
+    {"pow", k_pow, 0},
+    {"real_div", k_real_div, 0},
+    {"rsqrt", k_rsqrt, 0},
+    {"sign", k_sign, 0},
+    {"sin", k_sin, 0},
+    {"sqrt", k_sqrt, 0},
+    {"square", k_square, 0},
+    {"sub", k_sub, 0},
+    {"tanh", k_tanh, 0},
+    {"threshold", k_threshold, 0},
+};
+INTERP_FAMILY_COUNT(elementwise);

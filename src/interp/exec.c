@@ -1,0 +1,144 @@
+/* The executor: runs the ops of a block in order on runtime values.
+ *
+ * Every runtime value is bound to its var (var->val, and var->type set to
+ * the value's concrete type) in the run's private copy of the program, so
+ * the op registry's type inference sees concrete shapes and its value
+ * inference sees known inputs: for one op,
+ *
+ *   1. type inference (def->infer) gives the concrete output types;
+ *   2. the interpreter kernel of the op type, if any, computes the outputs
+ *      (or declines: INTERP_DECLINE);
+ *   3. otherwise the op's value inference (def->fold) computes them.
+ *
+ * Kernels flagged INTERP_K_SELF (control flow, lists, states, constexpr)
+ * skip step 1 and produce their output types themselves. */
+#include <stdio.h>
+#include <string.h>
+
+#include "interp/interp_internal.h"
+
+void interp_bind(mil_var *v, const mil_value *val) {
+  v->val = val;
+  v->mark = val ? MIL_MARK_VALUE : MIL_MARK_NONE;
+  if (val && val->type) v->type = val->type;
+}
+
+/* "x: (1, 3, fp32), y: (fp32)" for messages. */
+static void describe_inputs(const mil_op *op, char *buf, size_t n) {
+  size_t l = 0;
+  buf[0] = 0;
+  for (int32_t i = 0; i < op->n_inputs && l + 1 < n; i++) {
+    const mil_input *in = &op->inputs[i];
+    for (int32_t j = 0; j < in->n_args && l + 1 < n; j++) {
+      const mil_arg *a = &in->args[j];
+      const mil_type *t = a->value ? a->value->type : a->use.var ? a->use.var->type : NULL;
+      char tb[160];
+      mil_type_to_string(t, tb, sizeof tb);
+      int k = snprintf(buf + l, n - l, "%s%s: %s", l ? ", " : "", in->name, tb);
+      if (k < 0) break;
+      l += (size_t)k;
+    }
+  }
+}
+
+static mil_status exec_const(interp_run *r, mil_op *op) {
+  for (int32_t i = 0; i < op->n_outputs; i++)
+    if (!op->outputs[i]->val)
+      return mil_diag_error(r->d, MIL_ERR_INVALID, "function '%s': op '%s' (const): the const has no value",
+                            r->fn->name, op->name);
+  return MIL_OK;
+}
+
+static mil_status exec_op(interp_run *r, mil_op *op) {
+  if (mil_op_is_const(op)) return exec_const(r, op);
+  const mil_op_def *def = mil_op_def_find(op->type, r->opset);
+  if (!def)
+    return mil_diag_error(r->d, MIL_ERR_UNSUPPORTED, "function '%s': op '%s' (%s): unknown op type in opset %s",
+                          r->fn->name, op->name, op->type, r->fn->opset ? r->fn->opset : "?");
+  int32_t n = op->n_outputs ? op->n_outputs : (def->n_outputs > 0 ? def->n_outputs : 1);
+  const mil_type *types_s[16];
+  const mil_value *vals_s[16];
+  mil_mark marks_s[16];
+  const mil_type **types = types_s;
+  const mil_value **vals = vals_s;
+  mil_mark *marks = marks_s;
+  if (n > 16) {
+    types = mil_program_alloc(r->prog, (size_t)n * sizeof *types);
+    vals = mil_program_alloc(r->prog, (size_t)n * sizeof *vals);
+    marks = mil_program_alloc(r->prog, (size_t)n * sizeof *marks);
+    if (!types || !vals || !marks) return mil_diag_error(r->d, MIL_ERR_NOMEM, "out of memory");
+  }
+  for (int32_t i = 0; i < n; i++) {
+    types[i] = NULL;
+    vals[i] = NULL;
+    marks[i] = MIL_MARK_NONE;
+  }
+  mil_infer_ctx c;
+  memset(&c, 0, sizeof c);
+  c.op = op;
+  c.def = def;
+  c.prog = r->prog;
+  c.opset = r->opset;
+  c.func = r->fn->name;
+  c.diag = r->d;
+  c.n_out = n;
+  c.out = types;
+  c.val = vals;
+  c.mark = marks;
+  op->def = def;
+
+  const interp_kernel *k = interp_kernel_find(op->type);
+  mil_status st;
+  if (k && (k->flags & INTERP_K_SELF)) {
+    st = k->fn(r, &c);
+    if (st != MIL_OK) return st;
+  } else {
+    st = def->infer(&c);
+    if (st != MIL_OK) return st;
+    for (int32_t i = 0; i < n; i++)
+      if (!types[i]) return interp_fail(&c, MIL_ERR_TYPE, "type inference produced no type for output %d", i);
+    st = INTERP_DECLINE;
+    if (k) {
+      st = k->fn(r, &c);
+      if (st == INTERP_DECLINE)
+        for (int32_t i = 0; i < n; i++) vals[i] = NULL;
+      else if (st != MIL_OK) return st;
+    }
+    if (st == INTERP_DECLINE && def->fold) {
+      st = def->fold(&c);
+      if (st != MIL_OK) return st;
+    }
+  }
+  for (int32_t i = 0; i < op->n_outputs; i++) {
+    if (!vals[i]) {
+      char desc[512];
+      describe_inputs(op, desc, sizeof desc);
+      return interp_fail(&c, MIL_ERR_UNSUPPORTED,
+                         "cannot be executed: %s (inputs %s); see docs/interpreter.md",
+                         k ? "its kernel does not handle these inputs"
+                           : def->fold ? "it has no interpreter kernel and its value inference does not compute these inputs"
+                                       : "it has no interpreter kernel and no value inference",
+                         desc);
+    }
+  }
+  for (int32_t i = 0; i < op->n_outputs; i++) interp_bind(op->outputs[i], vals[i]);
+  return MIL_OK;
+}
+
+mil_status interp_exec_block(interp_run *r, mil_block *b) {
+  if (r->depth >= INTERP_MAX_DEPTH)
+    return mil_diag_error(r->d, MIL_ERR_UNSUPPORTED, "function '%s': blocks nested deeper than %d", r->fn->name,
+                          INTERP_MAX_DEPTH);
+  r->depth++;
+  mil_status st = MIL_OK;
+  for (mil_op *op = b->first; op && st == MIL_OK; op = op->next) st = exec_op(r, op);
+  r->depth--;
+  if (st != MIL_OK) return st;
+  for (int32_t i = 0; i < b->n_outputs; i++) {
+    const mil_var *v = b->outputs[i].var;
+    if (!v || !v->val)
+      return mil_diag_error(r->d, MIL_ERR_INVALID, "function '%s': block output %d (%%%s) has no value after running",
+                            r->fn->name, i, v ? v->name : "?");
+  }
+  return MIL_OK;
+}

@@ -1,0 +1,179 @@
+/* Internal table of contents of the reference interpreter (src/interp).
+ *
+ *   interp.c          public API (mil/interp.h): inputs, outputs, states
+ *   exec.c            the executor: per-run program copy, op dispatch
+ *                     (kernel, else the registry's value inference), blocks
+ *   util.c            value helpers: fp32 views, output values, errors
+ *   cache.c           caches kept across runs (fp32 copies of fp16 consts,
+ *                     decompressed constexpr weights)
+ *   kernels.c         the kernel table (interp_kernel_find, families.def)
+ *   <family>.c        kernels, one file per op family: linear.c, conv.c,
+ *                     pool.c, normalization.c, activation.c, elementwise.c
+ *                     (+ elementwise_internal.h), tensor.c, gather.c,
+ *                     detection.c, image.c, control_flow.c, list.c, state.c,
+ *                     random.c, recurrent.c, constexpr.c
+ *
+ * A kernel receives the op's inference context (ops/ops_internal.h): its
+ * inputs are the vars' runtime values (var->val, read with op_val and
+ * friends), c->out[i] holds the output types that type inference computed
+ * from the concrete input types (unless the kernel is INTERP_K_SELF), and
+ * the kernel stores output values in c->val[i]. A kernel may return
+ * INTERP_DECLINE to let the op's value inference compute the outputs (fast
+ * paths handle the common dtypes and leave the rest to the fold). */
+#ifndef MIL_INTERP_INTERNAL_H
+#define MIL_INTERP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mil/interp.h"
+#include "ops/ops_internal.h"
+
+#define INTERP_HIDDEN OP_HIDDEN
+
+/* Returned by a kernel that leaves the op to value inference. */
+#define INTERP_DECLINE ((mil_status)1000)
+
+/* Deepest nesting of cond / while_loop blocks executed. */
+#define INTERP_MAX_DEPTH 64
+
+typedef struct interp_state_slot {
+  const char *name; /* state input name (owned by the state object) */
+  mil_dtype dtype;
+  int32_t rank;
+  int64_t shape[MIL_INTERP_MAX_RANK];
+  mil_tensor t;     /* t.shape -> shape, t.data -> malloc'ed buffer */
+  void *buf;
+} interp_state_slot;
+
+struct mil_interp_state {
+  const mil_interp *owner;
+  int32_t n;
+  interp_state_slot *slots;
+};
+
+typedef struct interp_cache interp_cache;
+
+/* One run: the private copy of the program and what the kernels need. */
+typedef struct interp_run {
+  mil_interp *ip;
+  mil_program *prog;     /* per-run copy; every runtime value lives in its arena */
+  mil_function *fn;
+  int opset;             /* spec version of the function */
+  mil_diag *d;
+  mil_interp_state *state;
+  uint64_t seed;
+  int64_t iters_left;    /* while_loop iterations still allowed */
+  int64_t ip_max_iters;  /* the limit iters_left started from */
+  int depth;             /* current block nesting */
+  interp_cache *cache;   /* the interpreter's caches (cache.c), may be NULL */
+} interp_run;
+
+typedef mil_status (*interp_kernel_fn)(interp_run *r, mil_infer_ctx *c);
+
+enum {
+  /* The kernel computes its own output types (type inference is not run
+   * first): control flow, lists, states, constexpr. */
+  INTERP_K_SELF = 1u << 0,
+};
+
+typedef struct interp_kernel {
+  const char *type;
+  interp_kernel_fn fn;
+  uint32_t flags;
+} interp_kernel;
+
+/* Family tables: const interp_kernel interp_kernels_<fam>[]; + _count. */
+#define INTERP_FAMILY_DECL(fam)                                  \
+  extern const interp_kernel interp_kernels_##fam[];             \
+  extern const size_t interp_kernels_##fam##_count;
+#define INTERP_FAMILY_COUNT(fam) \
+  const size_t interp_kernels_##fam##_count = sizeof interp_kernels_##fam / sizeof interp_kernels_##fam[0]
+
+/* ---- kernels.c ---- */
+/* The kernel for op type `type`, or NULL. */
+INTERP_HIDDEN const interp_kernel *interp_kernel_find(const char *type);
+
+/* ---- exec.c ---- */
+/* Executes the ops of block b in order (values bound to b's inputs
+ * already). Nested blocks recurse, bounded by INTERP_MAX_DEPTH. */
+INTERP_HIDDEN mil_status interp_exec_block(interp_run *r, mil_block *b);
+/* Binds a runtime value to a var (val, and type: the value's concrete type). */
+INTERP_HIDDEN void interp_bind(mil_var *v, const mil_value *val);
+
+/* ---- cache.c ---- */
+INTERP_HIDDEN interp_cache *interp_cache_new(void);
+INTERP_HIDDEN void interp_cache_free(interp_cache *c);
+/* Records that the bytes at ptr stay allocated and unchanged for the
+ * interpreter's lifetime (its const data). */
+INTERP_HIDDEN void interp_cache_mark_stable(interp_cache *c, const void *ptr);
+/* fp32 copy of a stable float value (converted once, owned by the cache),
+ * or NULL when v's bytes are not stable or small. */
+INTERP_HIDDEN const float *interp_cache_f32(interp_cache *c, const mil_value *v);
+/* A view in p of the cached decompressed value of var `name`, or NULL. */
+INTERP_HIDDEN mil_value *interp_cache_get_value(interp_cache *c, mil_program *p, const char *name);
+/* Copies v into the cache under `name` (its bytes become stable). */
+INTERP_HIDDEN void interp_cache_put_value(interp_cache *c, const char *name, const mil_value *v);
+
+/* ---- util.c ---- */
+/* fp32 -> fp16, round to nearest even (the same results as
+ * mil_fp32_to_fp16, without going through double). */
+INTERP_HIDDEN uint16_t interp_f2h(float f);
+/* fp16 -> fp32 through a table (built once). */
+INTERP_HIDDEN float interp_h2f(uint16_t h);
+/* The elements of a float tensor value (fp32, fp16, bf16, fp64) as fp32:
+ * the value's own bytes when it is fp32, the cached conversion of a
+ * const (*tmp = NULL in both cases), else a malloc'ed converted copy
+ * returned in *tmp too (free it). NULL for other dtypes or on allocation
+ * failure. */
+INTERP_HIDDEN const float *interp_f32(interp_run *r, const mil_value *v, float **tmp);
+/* A new zeroed tensor value of static type t in the run's program. */
+INTERP_HIDDEN mil_value *interp_new_value(interp_run *r, const mil_type *t);
+INTERP_HIDDEN mil_value *interp_new_shape(interp_run *r, mil_dtype dt, int32_t rank, const int64_t *shape,
+                                          bool scalar);
+/* A value of static tensor type t viewing src's bytes (no copy; reshape,
+ * squeeze, expand_dims, identity). src must have t's element count. */
+INTERP_HIDDEN mil_value *interp_view(interp_run *r, const mil_type *t, const mil_value *src);
+
+/* Writing a float output: interp_fout_begin allocates output i of type
+ * c->out[i] (which must be a static float type) and returns an fp32 buffer
+ * to fill (the value's bytes for fp32, a scratch buffer otherwise);
+ * interp_fout_end rounds it into the value and stores c->val[i]. */
+typedef struct interp_fout {
+  mil_value *v;
+  float *buf;
+  bool owned;
+} interp_fout;
+INTERP_HIDDEN float *interp_fout_begin(interp_run *r, mil_infer_ctx *c, int i, interp_fout *o);
+INTERP_HIDDEN float *interp_fout_shape(interp_run *r, mil_dtype dt, int32_t rank, const int64_t *shape,
+                                       interp_fout *o);
+INTERP_HIDDEN mil_value *interp_fout_end(interp_fout *o);
+INTERP_HIDDEN void interp_fout_abort(interp_fout *o);
+/* Stores n floats into value v (fp32/fp16/bf16/fp64) starting at element 0. */
+INTERP_HIDDEN void interp_store_f32(mil_value *v, const float *src, int64_t n);
+
+/* True when every dim of the tensor type is constant (fills shape). */
+INTERP_HIDDEN bool interp_shape(const mil_type *t, int64_t *shape, int32_t *rank);
+/* Shape of a tensor value into shape[MIL_INTERP_MAX_RANK]; its rank. */
+INTERP_HIDDEN int32_t interp_vshape(const mil_value *v, int64_t *shape);
+/* True for fp16 / fp32 tensor values (what the float fast paths take). */
+INTERP_HIDDEN bool interp_is_f(const mil_value *v);
+/* Input `name` as a float tensor value, or NULL when absent / not fp16/fp32. */
+INTERP_HIDDEN const mil_value *interp_fin(const mil_infer_ctx *c, const char *name);
+/* Known tensor value of input `name`, or NULL (records an error naming the
+ * input when `required`). */
+INTERP_HIDDEN const mil_value *interp_in(mil_infer_ctx *c, const char *name);
+/* Records "function 'f': op 'n' (type): <msg>" with status st. */
+INTERP_HIDDEN mil_status interp_fail(mil_infer_ctx *c, mil_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Out of memory, naming the op. */
+INTERP_HIDDEN mil_status interp_nomem(mil_infer_ctx *c);
+/* Number of elements; -1 on overflow. */
+INTERP_HIDDEN int64_t interp_numel(int32_t rank, const int64_t *shape);
+
+/* ---- blas (linear.c) ---- */
+/* C[m,n] = alpha * op(A) op(B) + beta * C, row-major, through cblas_sgemm. */
+INTERP_HIDDEN void interp_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                                int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
+#endif

@@ -1,0 +1,134 @@
+/* Kernels of the "pool" family: max_pool, avg_pool and l2_pool over 1, 2
+ * or 3 spatial dimensions, in fp32 (fp16 widened, output rounded).
+ *
+ * Windows follow coremltools ops/defs/iOS15/pool.py: kernel_sizes,
+ * strides, pad_type ("valid", "same", "same_lower", "custom" with pad
+ * [before, after] per axis; case-insensitive), ceil_mode. Padding never
+ * contributes to max_pool / l2_pool. avg_pool divides by the number of
+ * window elements inside the input when exclude_padding_from_average is
+ * true, else by the number inside the padded input (a window that ceil_mode
+ * lets run past the padding does not count the part beyond it, as
+ * PyTorch's avg_pool does). */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/interp_internal.h"
+#include "ops/conv_internal.h"
+
+typedef enum pool_kind { P_MAX, P_AVG, P_L2 } pool_kind;
+
+typedef struct pgeom {
+  int64_t in[3], out[3], k[3], s[3], pb[3], pa[3];
+} pgeom;
+
+static mil_status read_pool(mil_infer_ctx *c, const int64_t *xs, const int64_t *os, int k, pgeom *g) {
+  int64_t kernel[3], strides[3], pad[6] = {0};
+  mil_status st;
+  if ((st = op_window_ints(c, "kernel_sizes", k, 1, kernel)) != MIL_OK) return st;
+  if ((st = op_window_ints(c, "strides", k, 1, strides)) != MIL_OK) return st;
+  char pt[32] = "valid";
+  const char *s = op_str(c, "pad_type", "valid");
+  size_t l = strlen(s);
+  if (l < sizeof pt)
+    for (size_t i = 0; i <= l; i++) pt[i] = (char)tolower((unsigned char)s[i]);
+  bool custom = strcmp(pt, "custom") == 0, same = strcmp(pt, "same") == 0, lower = strcmp(pt, "same_lower") == 0;
+  if (custom && op_has(c, "pad") && (st = op_window_ints(c, "pad", 2 * k, 0, pad)) != MIL_OK) return st;
+  for (int i = 0; i < 3; i++) {
+    g->in[i] = g->out[i] = g->k[i] = g->s[i] = 1;
+    g->pb[i] = g->pa[i] = 0;
+  }
+  for (int r = 0; r < k; r++) {
+    int a = 3 - k + r;
+    g->in[a] = xs[2 + r];
+    g->out[a] = os[2 + r];
+    g->k[a] = kernel[r];
+    g->s[a] = strides[r];
+    if (custom) {
+      g->pb[a] = pad[2 * r];
+      g->pa[a] = pad[2 * r + 1];
+    } else if (same || lower) {
+      int64_t total = g->s[a] * ((g->in[a] + g->s[a] - 1) / g->s[a]) - g->in[a] + g->k[a] - g->s[a];
+      if (total < 0) total = 0;
+      g->pb[a] = lower ? total - total / 2 : total / 2;
+      g->pa[a] = total - g->pb[a];
+    }
+  }
+  return MIL_OK;
+}
+
+static void pool_plane(pool_kind kind, bool exclude, const pgeom *g, const float *src, float *dst) {
+  for (int64_t od = 0; od < g->out[0]; od++) {
+    int64_t d0 = od * g->s[0] - g->pb[0], d1 = d0 + g->k[0];
+    int64_t dp = d1 < g->in[0] + g->pa[0] ? d1 : g->in[0] + g->pa[0];
+    int64_t dl = d0 < 0 ? 0 : d0, dh = d1 > g->in[0] ? g->in[0] : d1;
+    for (int64_t oh = 0; oh < g->out[1]; oh++) {
+      int64_t h0 = oh * g->s[1] - g->pb[1], h1 = h0 + g->k[1];
+      int64_t hp = h1 < g->in[1] + g->pa[1] ? h1 : g->in[1] + g->pa[1];
+      int64_t hl = h0 < 0 ? 0 : h0, hh = h1 > g->in[1] ? g->in[1] : h1;
+      for (int64_t ow = 0; ow < g->out[2]; ow++) {
+        int64_t w0 = ow * g->s[2] - g->pb[2], w1 = w0 + g->k[2];
+        int64_t wp = w1 < g->in[2] + g->pa[2] ? w1 : g->in[2] + g->pa[2];
+        int64_t wl = w0 < 0 ? 0 : w0, wh = w1 > g->in[2] ? g->in[2] : w1;
+        float acc = kind == P_MAX ? -INFINITY : 0.0f;
+        int64_t cnt = 0;
+        for (int64_t d = dl; d < dh; d++)
+          for (int64_t h = hl; h < hh; h++) {
+            const float *row = src + (d * g->in[1] + h) * g->in[2];
+            for (int64_t w = wl; w < wh; w++) {
+              float v = row[w];
+              if (kind == P_MAX) acc = v > acc || isnan(v) ? v : acc;
+              else if (kind == P_AVG) acc += v;
+              else acc += v * v;
+              cnt++;
+            }
+          }
+        float res = acc;
+        if (kind == P_AVG) {
+          int64_t n = exclude ? cnt : (dp - d0) * (hp - h0) * (wp - w0);
+          res = n > 0 ? acc / (float)n : 0.0f;
+        } else if (kind == P_L2) {
+          res = sqrtf(acc);
+        }
+        dst[(od * g->out[1] + oh) * g->out[2] + ow] = res;
+      }
+    }
+  }
+}
+
+static mil_status run_pool(interp_run *r, mil_infer_ctx *c, pool_kind kind) {
+  const mil_value *x = interp_fin(c, "x");
+  if (!x) return INTERP_DECLINE;
+  int64_t xs[MIL_INTERP_MAX_RANK], os[MIL_INTERP_MAX_RANK];
+  int32_t rank = interp_vshape(x, xs), orank;
+  if (rank < 3 || rank > 5 || !interp_shape(c->out[0], os, &orank) || orank != rank) return INTERP_DECLINE;
+  pgeom g;
+  mil_status st = read_pool(c, xs, os, rank - 2, &g);
+  if (st != MIL_OK) return st;
+  bool exclude = op_bool(c, "exclude_padding_from_average", false);
+  float *tx;
+  const float *xf = interp_f32(r, x, &tx);
+  interp_fout o;
+  float *out = xf ? interp_fout_begin(r, c, 0, &o) : NULL;
+  if (!out) {
+    free(tx);
+    return interp_nomem(c);
+  }
+  int64_t planes = xs[0] * xs[1], ip = g.in[0] * g.in[1] * g.in[2], opl = g.out[0] * g.out[1] * g.out[2];
+  for (int64_t p = 0; p < planes; p++) pool_plane(kind, exclude, &g, xf + p * ip, out + p * opl);
+  free(tx);
+  c->val[0] = interp_fout_end(&o);
+  return MIL_OK;
+}
+
+static mil_status k_max_pool(interp_run *r, mil_infer_ctx *c) { return run_pool(r, c, P_MAX); }
+static mil_status k_avg_pool(interp_run *r, mil_infer_ctx *c) { return run_pool(r, c, P_AVG); }
+static mil_status k_l2_pool(interp_run *r, mil_infer_ctx *c) { return run_pool(r, c, P_L2); }
+
+const interp_kernel interp_kernels_pool[] = {
+    {"avg_pool", k_avg_pool, 0},
+    {"l2_pool", k_l2_pool, 0},
+    {"max_pool", k_max_pool, 0},
+};
+INTERP_FAMILY_COUNT(pool);

@@ -1,0 +1,211 @@
+/* Value helpers shared by the interpreter kernels: fp32 views of float
+ * tensors, output values, shapes and error messages. */
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/interp_internal.h"
+
+static float g_h2f[65536];
+static pthread_once_t g_h2f_once = PTHREAD_ONCE_INIT;
+
+static void build_h2f(void) {
+  for (uint32_t i = 0; i < 65536; i++) g_h2f[i] = mil_fp16_to_fp32((uint16_t)i);
+}
+
+float interp_h2f(uint16_t h) {
+  pthread_once(&g_h2f_once, build_h2f);
+  return g_h2f[h];
+}
+
+uint16_t interp_f2h(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  uint32_t ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return sign | 0x7e00; /* NaN */
+  if (ax >= 0x477ff000u) return sign | 0x7c00; /* >= 65520 (and inf) round to inf */
+  if (ax < 0x38800000u) {                      /* below 2^-14: subnormal, units of 2^-24 */
+    float q = fabsf(f) * 16777216.0f;          /* exact */
+    return sign | (uint16_t)rintf(q);          /* ties to even in the default mode */
+  }
+  uint32_t h = ((ax >> 23) - 112) << 10 | ((ax >> 13) & 0x3ffu);
+  uint32_t rem = ax & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* may carry into the exponent: still right */
+  return sign | (uint16_t)h;
+}
+
+const float *interp_f32(interp_run *r, const mil_value *v, float **tmp) {
+  *tmp = NULL;
+  if (!v || v->kind != MIL_VAL_TENSOR || !v->type) return NULL;
+  mil_dtype dt = v->type->dtype;
+  if (dt == MIL_DT_FP32) {
+    static const float k_empty[1] = {0};
+    return v->numel ? (const float *)v->data : k_empty;
+  }
+  if (dt != MIL_DT_FP16 && dt != MIL_DT_BF16 && dt != MIL_DT_FP64) return NULL;
+  const float *cached = r ? interp_cache_f32(r->cache, v) : NULL;
+  if (cached) return cached;
+  float *b = malloc((size_t)(v->numel ? v->numel : 1) * sizeof *b);
+  if (!b) return NULL;
+  if (dt == MIL_DT_FP16) {
+    pthread_once(&g_h2f_once, build_h2f);
+    const uint16_t *s = v->data;
+    for (int64_t i = 0; i < v->numel; i++) b[i] = g_h2f[s[i]];
+  } else {
+    for (int64_t i = 0; i < v->numel; i++) b[i] = (float)mil_value_get_f64(v, i);
+  }
+  *tmp = b;
+  return b;
+}
+
+int64_t interp_numel(int32_t rank, const int64_t *shape) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < rank; i++) {
+    if (shape[i] < 0) return -1;
+    if (shape[i] && n > INT64_MAX / shape[i]) return -1;
+    n *= shape[i];
+  }
+  return n;
+}
+
+mil_value *interp_new_shape(interp_run *r, mil_dtype dt, int32_t rank, const int64_t *shape, bool scalar) {
+  if (rank < 0 || rank > MIL_INTERP_MAX_RANK) return NULL;
+  int64_t n = interp_numel(rank, shape);
+  if (n < 0 || (uint64_t)n > (UINT64_C(1) << 40)) return NULL;
+  return mil_value_new_tensor(r->prog, dt, rank, shape, scalar && rank == 0, NULL);
+}
+
+bool interp_shape(const mil_type *t, int64_t *shape, int32_t *rank) {
+  if (!t || t->kind != MIL_TYPE_TENSOR || t->rank < 0 || t->rank > MIL_INTERP_MAX_RANK) return false;
+  for (int32_t i = 0; i < t->rank; i++) {
+    if (t->dims[i].size < 0) return false;
+    shape[i] = t->dims[i].size;
+  }
+  *rank = t->rank;
+  return true;
+}
+
+int32_t interp_vshape(const mil_value *v, int64_t *shape) {
+  int32_t r = v->type ? v->type->rank : 0;
+  if (r > MIL_INTERP_MAX_RANK) r = MIL_INTERP_MAX_RANK;
+  for (int32_t i = 0; i < r; i++) shape[i] = v->type->dims[i].size;
+  return r;
+}
+
+mil_value *interp_new_value(interp_run *r, const mil_type *t) {
+  int64_t shape[MIL_INTERP_MAX_RANK];
+  int32_t rank;
+  if (!interp_shape(t, shape, &rank)) return NULL;
+  return interp_new_shape(r, t->dtype, rank, shape, t->is_scalar);
+}
+
+bool interp_is_f(const mil_value *v) {
+  return v && v->kind == MIL_VAL_TENSOR && v->type &&
+         (v->type->dtype == MIL_DT_FP32 || v->type->dtype == MIL_DT_FP16);
+}
+
+const mil_value *interp_fin(const mil_infer_ctx *c, const char *name) {
+  const mil_value *v = op_val(c, name);
+  return interp_is_f(v) ? v : NULL;
+}
+
+const mil_value *interp_in(mil_infer_ctx *c, const char *name) {
+  const mil_value *v = op_val(c, name);
+  if (!v || v->kind != MIL_VAL_TENSOR) {
+    interp_fail(c, MIL_ERR_INVALID, "input '%s' has no tensor value at run time", name);
+    return NULL;
+  }
+  return v;
+}
+
+void interp_store_f32(mil_value *v, const float *src, int64_t n) {
+  void *dst = mil_value_data_mut(v);
+  switch (v->type->dtype) {
+  case MIL_DT_FP32:
+    if (dst != (void *)src) memcpy(dst, src, (size_t)n * sizeof(float));
+    break;
+  case MIL_DT_FP16: {
+    uint16_t *h = dst;
+    for (int64_t i = 0; i < n; i++) h[i] = interp_f2h(src[i]);
+    break;
+  }
+  default:
+    for (int64_t i = 0; i < n; i++) mil_value_set_f64(v, i, src[i]);
+    break;
+  }
+}
+
+static float *fout_setup(mil_value *v, interp_fout *o) {
+  o->v = v;
+  o->owned = false;
+  o->buf = NULL;
+  if (!v) return NULL;
+  if (v->type->dtype == MIL_DT_FP32) {
+    static float k_empty[1];
+    o->buf = v->numel ? mil_value_data_mut(v) : k_empty;
+    return o->buf;
+  }
+  o->buf = calloc((size_t)(v->numel ? v->numel : 1), sizeof(float));
+  o->owned = o->buf != NULL;
+  return o->buf;
+}
+
+float *interp_fout_begin(interp_run *r, mil_infer_ctx *c, int i, interp_fout *o) {
+  const mil_type *t = c->out[i];
+  memset(o, 0, sizeof *o);
+  if (!t || t->kind != MIL_TYPE_TENSOR || !mil_dtype_is_float(t->dtype)) return NULL;
+  return fout_setup(interp_new_value(r, t), o);
+}
+
+float *interp_fout_shape(interp_run *r, mil_dtype dt, int32_t rank, const int64_t *shape, interp_fout *o) {
+  memset(o, 0, sizeof *o);
+  return fout_setup(interp_new_shape(r, dt, rank, shape, false), o);
+}
+
+mil_value *interp_fout_end(interp_fout *o) {
+  if (!o->v) return NULL;
+  if (o->owned) {
+    interp_store_f32(o->v, o->buf, o->v->numel);
+    free(o->buf);
+  }
+  o->buf = NULL;
+  o->owned = false;
+  return o->v;
+}
+
+void interp_fout_abort(interp_fout *o) {
+  if (o->owned) free(o->buf);
+  memset(o, 0, sizeof *o);
+}
+
+mil_status interp_fail(mil_infer_ctx *c, mil_status st, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return mil_diag_error(c->diag, st, "function '%s': op '%s' (%s): %s", c->func, c->op->name ? c->op->name : "?",
+                        c->op->type, msg);
+}
+
+mil_status interp_nomem(mil_infer_ctx *c) { return interp_fail(c, MIL_ERR_NOMEM, "out of memory"); }
+
+mil_value *interp_view(interp_run *r, const mil_type *t, const mil_value *src) {
+  int64_t shape[MIL_INTERP_MAX_RANK];
+  int32_t rank;
+  if (!interp_shape(t, shape, &rank) || t->dtype != src->type->dtype || interp_numel(rank, shape) != src->numel)
+    return NULL;
+  mil_value *v = mil_program_alloc(r->prog, sizeof *v);
+  if (!v) return NULL;
+  v->kind = MIL_VAL_TENSOR;
+  v->type = t;
+  v->data = src->data;
+  v->nbytes = src->nbytes;
+  v->numel = src->numel;
+  v->storage = MIL_STORE_VIEW;
+  return v;
+}

@@ -1,0 +1,113 @@
+/* mil run MODEL --input NAME=FILE.npy ... : runs a function of a model on
+ * the CPU reference interpreter (mil/interp.h) and writes its outputs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "load.h"
+#include "run_common.h"
+
+static void help(void) {
+  printf("usage: mil run MODEL [--input NAME=FILE.npy]... [--function NAME] [--output-dir DIR]\n"
+         "                    [--seed S] [--random-inputs]\n\n"
+         "Run MODEL (.mlpackage, .mlmodel or .mil) on the CPU reference interpreter.\n"
+         "Each output is written to DIR/<output name>.npy (DIR defaults to the current\n"
+         "directory; '/' in names becomes '_') and summarized on stdout: name, shape,\n"
+         "dtype, min, max and mean.\n\n"
+         "  --input NAME=FILE.npy  value of input NAME (FILE.npy alone when the function\n"
+         "                         has one input); a numeric array of another dtype is\n"
+         "                         converted to the input's dtype\n"
+         "  --function NAME        function to run (default: main, or the only one)\n"
+         "  --output-dir DIR       where to write the outputs\n"
+         "  --no-write             only print the summaries\n"
+         "  --random-inputs        fill inputs not given with random values\n"
+         "  --seed S               seed of --random-inputs and of random ops (default 0)\n");
+}
+
+/* DIR/NAME.npy with '/' in NAME replaced. */
+static char *out_path(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 8;
+  char *p = malloc(n);
+  if (!p) return NULL;
+  snprintf(p, n, "%s/%s.npy", dir, name);
+  for (char *q = p + strlen(dir) + 1; *q; q++)
+    if (*q == '/') *q = '_';
+  return p;
+}
+
+int cmd_run(int argc, char **argv) {
+  const char *model = NULL, *function = NULL, *outdir = ".";
+  bool write = true, random_inputs = false;
+  uint64_t seed = 0;
+  cli_input_arg *ins = calloc((size_t)argc + 1, sizeof *ins);
+  int n_ins = 0;
+  if (!ins) return CLI_FAIL;
+  int rc = CLI_OK;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (cli_is_help(a)) {
+      help();
+      goto done;
+    }
+    bool more = i + 1 < argc;
+    if (!strcmp(a, "--input") && more) cli_parse_input_arg(argv[++i], &ins[n_ins++]);
+    else if (!strcmp(a, "--function") && more) function = argv[++i];
+    else if (!strcmp(a, "--output-dir") && more) outdir = argv[++i];
+    else if (!strcmp(a, "--seed") && more) seed = strtoull(argv[++i], NULL, 0);
+    else if (!strcmp(a, "--no-write")) write = false;
+    else if (!strcmp(a, "--random-inputs")) random_inputs = true;
+    else if (a[0] == '-' && a[1]) {
+      rc = cli_usage_error("run", "unknown or incomplete option '%s'", a);
+      goto done;
+    } else if (!model) model = a;
+    else {
+      rc = cli_usage_error("run", "unexpected argument '%s'", a);
+      goto done;
+    }
+  }
+  if (!model) {
+    rc = cli_usage_error("run", "missing MODEL");
+    goto done;
+  }
+  mil_diag d;
+  mil_diag_init(&d);
+  cli_loaded m;
+  mil_interp *ip = NULL;
+  cli_tensor *kept = NULL;
+  mil_status st = cli_load(model, &m, &d);
+  if (st == MIL_OK) {
+    st = mil_interp_new(m.program, function, &ip, &d);
+    if (st == MIL_OK) {
+      mil_interp_set_seed(ip, seed);
+      kept = calloc((size_t)mil_interp_n_inputs(ip) + 1, sizeof *kept);
+      uint64_t rs = seed;
+      st = kept ? cli_set_inputs(ip, ins, n_ins, random_inputs ? &rs : NULL, kept, &d) : MIL_ERR_NOMEM;
+    }
+    if (st == MIL_OK) st = mil_interp_run(ip, NULL, &d);
+    if (st == MIL_OK && write && mkdir(outdir, 0777) != 0 && errno != EEXIST)
+      st = mil_diag_error(&d, MIL_ERR_IO, "%s: cannot create the output directory: %s", outdir, strerror(errno));
+    for (int32_t i = 0; st == MIL_OK && i < mil_interp_n_outputs(ip); i++) {
+      const char *name = mil_interp_output_name(ip, i);
+      const mil_tensor *t = mil_interp_output_at(ip, i);
+      cli_print_summary(name, t);
+      if (!write) continue;
+      char *p = out_path(outdir, name);
+      st = p ? mil_npy_write(p, t->dtype, t->rank, t->shape, t->data, &d) : MIL_ERR_NOMEM;
+      free(p);
+    }
+    for (int32_t i = 0; kept && i < mil_interp_n_inputs(ip); i++) cli_tensor_free(&kept[i]);
+    free(kept);
+    mil_interp_free(ip);
+    cli_unload(&m);
+  }
+  cli_print_diag(&d);
+  mil_diag_clear(&d);
+  rc = st == MIL_OK ? CLI_OK : CLI_FAIL;
+done:
+  for (int i = 0; i < n_ins; i++) free((void *)ins[i].name);
+  free(ins);
+  return rc;
+}

@@ -1,0 +1,198 @@
+/* Helpers shared by `mil run` and `mil verify`. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run_common.h"
+
+void cli_parse_input_arg(const char *s, cli_input_arg *a) {
+  const char *eq = strchr(s, '=');
+  a->name = NULL;
+  a->file = s;
+  if (eq && eq != s) {
+    /* NAME=FILE: the name is copied into a static-lifetime buffer per arg */
+    size_t n = (size_t)(eq - s);
+    char *name = malloc(n + 1);
+    if (name) {
+      memcpy(name, s, n);
+      name[n] = 0;
+      a->name = name;
+      a->file = eq + 1;
+    }
+  }
+}
+
+void cli_tensor_free(cli_tensor *t) {
+  if (!t) return;
+  free(t->buf);
+  memset(t, 0, sizeof *t);
+}
+
+double cli_tensor_get(const mil_tensor *t, int64_t i) {
+  const void *p = t->data;
+  switch (t->dtype) {
+  case MIL_DT_FP32: return ((const float *)p)[i];
+  case MIL_DT_FP16: return mil_fp16_to_fp32(((const uint16_t *)p)[i]);
+  case MIL_DT_BF16: return mil_bf16_to_fp32(((const uint16_t *)p)[i]);
+  case MIL_DT_FP64: return ((const double *)p)[i];
+  case MIL_DT_INT8: return ((const int8_t *)p)[i];
+  case MIL_DT_INT16: return ((const int16_t *)p)[i];
+  case MIL_DT_INT32: return ((const int32_t *)p)[i];
+  case MIL_DT_INT64: return (double)((const int64_t *)p)[i];
+  case MIL_DT_UINT8: case MIL_DT_BOOL: return ((const uint8_t *)p)[i];
+  case MIL_DT_UINT16: return ((const uint16_t *)p)[i];
+  case MIL_DT_UINT32: return ((const uint32_t *)p)[i];
+  case MIL_DT_UINT64: return (double)((const uint64_t *)p)[i];
+  default: return NAN;
+  }
+}
+
+static void put_elem(mil_dtype dt, void *p, int64_t i, double v) {
+  switch (dt) {
+  case MIL_DT_FP32: ((float *)p)[i] = (float)v; break;
+  case MIL_DT_FP16: ((uint16_t *)p)[i] = mil_fp64_to_fp16(v); break;
+  case MIL_DT_BF16: ((uint16_t *)p)[i] = mil_fp32_to_bf16((float)v); break;
+  case MIL_DT_FP64: ((double *)p)[i] = v; break;
+  case MIL_DT_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
+  case MIL_DT_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
+  case MIL_DT_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+  case MIL_DT_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
+  case MIL_DT_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+  case MIL_DT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+  case MIL_DT_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+  case MIL_DT_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+  case MIL_DT_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+  default: break;
+  }
+}
+
+static mil_status alloc_tensor(mil_dtype dt, int32_t rank, const int64_t *shape, cli_tensor *out, mil_diag *d) {
+  memset(out, 0, sizeof *out);
+  int64_t n = 1;
+  for (int32_t i = 0; i < rank; i++) {
+    out->shape[i] = shape[i];
+    if (shape[i] < 0 || (shape[i] && n > INT64_MAX / shape[i] / 16)) return mil_diag_error(d, MIL_ERR_INVALID, "shape too large");
+    n *= shape[i];
+  }
+  size_t es = mil_dtype_size(dt);
+  out->buf = calloc((size_t)(n ? n : 1), es ? es : 1);
+  if (!out->buf) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
+  out->t = (mil_tensor){dt, rank, out->shape, out->buf, (size_t)n * es, n};
+  return MIL_OK;
+}
+
+mil_status cli_tensor_from_npy(const char *path, const char *input, const mil_type *want, cli_tensor *out,
+                               mil_diag *d) {
+  memset(out, 0, sizeof *out);
+  mil_npy *a = NULL;
+  mil_status st = mil_npy_read(path, &a, d);
+  if (st != MIL_OK) return st;
+  if (a->rank > MIL_INTERP_MAX_RANK) {
+    mil_npy_free(a);
+    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: rank %d is above the interpreter's limit", path, a->rank);
+  }
+  mil_dtype dt = want && want->kind == MIL_TYPE_TENSOR ? want->dtype : a->dtype;
+  if (mil_dtype_size(dt) == 0) dt = a->dtype;
+  st = alloc_tensor(dt, a->rank, a->shape, out, d);
+  if (st == MIL_OK) {
+    if (dt == a->dtype) {
+      if (a->nbytes) memcpy(out->buf, a->data, a->nbytes);
+    } else {
+      fprintf(stderr, "mil: note: input '%s': converting %s from %s to %s\n", input, path,
+              mil_dtype_name(a->dtype), mil_dtype_name(dt));
+      mil_tensor src = {a->dtype, a->rank, a->shape, a->data, a->nbytes, a->numel};
+      for (int64_t i = 0; i < a->numel; i++) put_elem(dt, out->buf, i, cli_tensor_get(&src, i));
+    }
+  }
+  mil_npy_free(a);
+  return st;
+}
+
+static uint64_t mix(uint64_t *x) {
+  uint64_t z = (*x += UINT64_C(0x9E3779B97F4A7C15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+  return z ^ (z >> 31);
+}
+
+mil_status cli_tensor_random(const char *input, const mil_type *want, uint64_t *state, cli_tensor *out,
+                             mil_diag *d) {
+  if (!want || want->kind != MIL_TYPE_TENSOR || want->rank < 0 || want->rank > MIL_INTERP_MAX_RANK)
+    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "input '%s': cannot make random values for this type", input);
+  int64_t shape[MIL_INTERP_MAX_RANK];
+  for (int32_t i = 0; i < want->rank; i++) shape[i] = want->dims[i].size >= 0 ? want->dims[i].size : 1;
+  mil_status st = alloc_tensor(want->dtype, want->rank, shape, out, d);
+  if (st != MIL_OK) return st;
+  bool fl = mil_dtype_is_float(want->dtype);
+  for (int64_t i = 0; i < out->t.numel; i++) {
+    uint64_t r = mix(state);
+    double v = fl ? (double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0
+                  : want->dtype == MIL_DT_BOOL ? (double)(r & 1) : (double)(r % 10);
+    put_elem(want->dtype, out->buf, i, v);
+  }
+  return MIL_OK;
+}
+
+mil_status cli_set_inputs(mil_interp *ip, const cli_input_arg *args, int n_args, uint64_t *random_state,
+                          cli_tensor *kept, mil_diag *d) {
+  int32_t n = mil_interp_n_inputs(ip);
+  for (int k = 0; k < n_args; k++) {
+    const char *name = args[k].name;
+    if (!name) {
+      int32_t tensors = 0, only = -1;
+      for (int32_t i = 0; i < n; i++)
+        if (mil_interp_input_type(ip, i)->kind != MIL_TYPE_STATE) tensors++, only = i;
+      if (tensors != 1)
+        return mil_diag_error(d, MIL_ERR_INVALID, "--input %s: give it as NAME=FILE (the function has %d inputs)",
+                              args[k].file, tensors);
+      name = mil_interp_input_name(ip, only);
+    }
+    int32_t i = 0;
+    while (i < n && strcmp(mil_interp_input_name(ip, i), name) != 0) i++;
+    const mil_type *want = i < n ? mil_interp_input_type(ip, i) : NULL;
+    cli_tensor t;
+    mil_status st = cli_tensor_from_npy(args[k].file, name, want, &t, d);
+    if (st == MIL_OK) st = mil_interp_set_input(ip, name, &t.t, d);
+    if (st != MIL_OK) {
+      cli_tensor_free(&t);
+      return st;
+    }
+    if (i < n) {
+      cli_tensor_free(&kept[i]);
+      kept[i] = t;
+    } else {
+      cli_tensor_free(&t);
+    }
+  }
+  for (int32_t i = 0; i < n && random_state; i++) {
+    if (kept[i].buf || mil_interp_input_type(ip, i)->kind == MIL_TYPE_STATE) continue;
+    mil_status st = cli_tensor_random(mil_interp_input_name(ip, i), mil_interp_input_type(ip, i), random_state,
+                                      &kept[i], d);
+    if (st == MIL_OK) st = mil_interp_set_input(ip, mil_interp_input_name(ip, i), &kept[i].t, d);
+    if (st != MIL_OK) return st;
+  }
+  return MIL_OK;
+}
+
+void cli_print_summary(const char *name, const mil_tensor *t) {
+  double mn = INFINITY, mx = -INFINITY, sum = 0;
+  int64_t nan = 0;
+  for (int64_t i = 0; i < t->numel; i++) {
+    double v = cli_tensor_get(t, i);
+    if (isnan(v)) {
+      nan++;
+      continue;
+    }
+    mn = v < mn ? v : mn;
+    mx = v > mx ? v : mx;
+    sum += v;
+  }
+  printf("%s: (", name);
+  for (int32_t i = 0; i < t->rank; i++) printf("%s%lld", i ? ", " : "", (long long)t->shape[i]);
+  printf(") %s", mil_dtype_name(t->dtype));
+  if (t->numel - nan > 0)
+    printf("  min %.6g  max %.6g  mean %.6g", mn, mx, sum / (double)(t->numel - nan));
+  if (nan) printf("  (%lld NaN)", (long long)nan);
+  printf("\n");
+}

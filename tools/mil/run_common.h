@@ -1,0 +1,54 @@
+/* Helpers shared by `mil run` and `mil verify` (run_common.c): feeding
+ * .npy files or random tensors to an interpreter and summarizing outputs. */
+#ifndef MIL_CLI_RUN_COMMON_H
+#define MIL_CLI_RUN_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mil/interp.h"
+#include "mil/npy.h"
+
+/* One --input NAME=FILE.npy argument (FILE alone names the only input). */
+typedef struct cli_input_arg {
+  const char *name; /* NULL when the argument had no NAME= */
+  const char *file;
+} cli_input_arg;
+
+/* Splits "NAME=FILE" (or "FILE") into a. */
+void cli_parse_input_arg(const char *s, cli_input_arg *a);
+
+/* A tensor owned by the caller (free with cli_tensor_free). */
+typedef struct cli_tensor {
+  mil_tensor t;
+  int64_t shape[MIL_INTERP_MAX_RANK];
+  void *buf;
+} cli_tensor;
+void cli_tensor_free(cli_tensor *t);
+
+/* Reads FILE.npy as a tensor for an input declared `want`: a numeric array
+ * of another dtype is converted to the declared dtype (noted on stderr).
+ * Errors name the file and the input. */
+mil_status cli_tensor_from_npy(const char *path, const char *input, const mil_type *want, cli_tensor *out,
+                               mil_diag *d);
+
+/* A random tensor for an input declared `want` (symbolic dims become 1):
+ * floats uniform in [-1, 1), ints uniform in [0, 10) (bool 0/1), drawn from
+ * a splitmix64 stream started at *state. */
+mil_status cli_tensor_random(const char *input, const mil_type *want, uint64_t *state, cli_tensor *out, mil_diag *d);
+
+/* Sets the interpreter's inputs: each input named in args (or the only
+ * input for an argument without NAME=) from its .npy file, and, when
+ * random_state is non-NULL, every other non-state input with random
+ * values. Errors name the argument. `kept` receives the tensors set (array
+ * of n_inputs entries, freed by the caller with cli_tensor_free). */
+mil_status cli_set_inputs(mil_interp *ip, const cli_input_arg *args, int n_args, uint64_t *random_state,
+                          cli_tensor *kept, mil_diag *d);
+
+/* Element i of t as double (any numeric dtype). */
+double cli_tensor_get(const mil_tensor *t, int64_t i);
+
+/* Prints "name: shape dtype min max mean" for t. */
+void cli_print_summary(const char *name, const mil_tensor *t);
+
+#endif
