@@ -30,7 +30,9 @@ static void test_golden_corpus(void **state) {
   golden_known_load(MIL_TEST_DATA "/golden_known_failures.txt", &known);
   const char *filter = getenv("MIL_GOLDEN_FILTER");
   golden_totals t;
-  golden_run_tree(root, filter, &known, 200, &t);
+  /* MIL_GOLDEN_MAX_PRINT: how many failures to list (default 200) */
+  const char *mp = getenv("MIL_GOLDEN_MAX_PRINT");
+  golden_run_tree(root, filter, &known, mp ? atoi(mp) : 200, &t);
   golden_print_table(&t);
   int failed = t.failed, rows = t.n_rows;
   golden_totals_free(&t);

@@ -1,0 +1,381 @@
+/* common::cast_optimization — drop casts to the dtype a tensor already has,
+ * and fuse two consecutive casts when the pair keeps the range and the
+ * resolution of the single second cast.
+ *
+ *   main(%x: (4,int8)(Tensor)) {
+ *     block0() {
+ *       %d16: (string)*(Scalar) = const(val="fp16", name="d16")
+ *       %a: (4,fp16)(Tensor) = cast(x=%x, dtype=%d16, name="a")
+ *       %d32: (string)*(Scalar) = const(val="fp32", name="d32")
+ *       %b: (4,fp32)(Tensor) = cast(x=%a, dtype=%d32, name="b")
+ *       %r: (4,fp32)(Tensor) = relu(x=%b, name="r")
+ *     } -> (%r)
+ *   }
+ *
+ * becomes (int8 -> fp16 -> fp32 loses nothing that int8 -> fp32 keeps; the
+ * first cast is left for dead_code_elimination)
+ *
+ *   main(%x: (4,int8)(Tensor)) {
+ *     block0() {
+ *       %d16: (string)*(Scalar) = const(val="fp16", name="d16")
+ *       %a: (4,fp16)(Tensor) = cast(x=%x, dtype=%d16, name="a")
+ *       %d32: (string)*(Scalar) = const(val="fp32", name="d32")
+ *       %x_to_fp32: (4,fp32)(Tensor) = cast(x=%x, dtype=%d32, name="x_to_fp32")
+ *       %r: (4,fp32)(Tensor) = relu(x=%x_to_fp32, name="r")
+ *     } -> (%r)
+ *   }
+ *
+ * Rules, as coremltools applies them:
+ *  - a cast whose input already has the target dtype is removed; its uses
+ *    read the input;
+ *  - for a cast c1 and each cast c2 reading c1's output: the pair is fusable
+ *    when the range (intersection of the dtype ranges along the chain) and
+ *    the resolution (coarsest along the chain) of x -> c1 -> c2 equal those
+ *    of x -> c2. Then, when x already has c2's dtype, c2's uses read x;
+ *    otherwise a new cast "<x>_to_<dtype>" (reusing c2's dtype const) is
+ *    inserted before c2 and replaces it. c2 is removed, c1 is left;
+ *  - when a function output would be replaced by a function input, an
+ *    identity op in front of c1 stands in for the input;
+ *  - nested blocks are optimized first; a fusable c2 inside a nested block
+ *    of c1's block (not cancelling c1) is fused after c1's block settles.
+ * Each block is swept until nothing changes.
+ *
+ * Mirrors coremltools/converters/mil/mil/passes/defs/optimize_repeat_ops.py
+ * (cast_optimization) and types/type_mapping.py (ranges, resolutions).
+ */
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/pass_internal.h"
+
+/* ---------- dtype ranges and resolutions (type_mapping.py) ---------- */
+
+typedef struct dt_info {
+  const char *name;
+  double lo, hi, res;
+} dt_info;
+
+static const dt_info k_dtypes[] = {
+    {"bool", 0, 1, 1},
+    {"int4", -8, 7, 1},
+    {"int8", -128, 127, 1},
+    {"uint1", 0, 1, 1},
+    {"uint2", 0, 3, 1},
+    {"uint3", 0, 7, 1},
+    {"uint4", 0, 15, 1},
+    {"uint6", 0, 63, 1},
+    {"uint8", 0, 255, 1},
+    {"int16", -32768, 32767, 1},
+    {"uint16", 0, 65535, 1},
+    {"int32", -2147483648.0, 2147483647.0, 1},
+    {"int64", -9223372036854775808.0, 9223372036854775807.0, 1},
+    {"fp16", -65504.0, 65504.0, 1e-3},
+    {"fp32", -FLT_MAX, FLT_MAX, 1e-6},
+    {"fp64", -DBL_MAX, DBL_MAX, 1e-15},
+};
+
+/* The entry for a dtype name, or NULL (uint32 / uint64 / bf16 / strings have
+ * no range in coremltools: such chains are never fused). */
+static const dt_info *dt_find(const char *name) {
+  if (!name) return NULL;
+  for (size_t i = 0; i < sizeof k_dtypes / sizeof k_dtypes[0]; i++)
+    if (strcmp(k_dtypes[i].name, name) == 0) return &k_dtypes[i];
+  return NULL;
+}
+
+typedef struct range_res {
+  double lo, hi, res;
+} range_res;
+
+static range_res chain(const dt_info *in, const dt_info *const *steps, int n) {
+  range_res r = {in->lo, in->hi, in->res};
+  for (int i = 0; i < n; i++) {
+    if (steps[i]->lo > r.lo) r.lo = steps[i]->lo;
+    if (steps[i]->hi < r.hi) r.hi = steps[i]->hi;
+    if (steps[i]->res > r.res) r.res = steps[i]->res;
+  }
+  return r;
+}
+
+/* ---------- the pass ---------- */
+
+typedef struct pair {
+  mil_op *c1, *c2;
+} pair;
+
+/* Pairs whose second cast sits in a nested block, fused once the block of
+ * the first settles; grouped by the block of the second, in the order those
+ * blocks were first seen. */
+typedef struct across {
+  pair *v;
+  int32_t n, cap;
+} across;
+
+typedef struct ctx {
+  mil_program *p;
+  pass_names *names;
+  mil_diag *d;
+  int64_t changes;
+} ctx;
+
+static int oom(ctx *c) {
+  mil_diag_error(c->d, MIL_ERR_NOMEM, "cast_optimization: out of memory");
+  return -(int)MIL_ERR_NOMEM;
+}
+
+static mil_var *cast_x(const mil_op *op) { return mil_op_input_var(op, "x"); }
+
+/* The dtype string of a cast, or NULL. */
+static const char *cast_dtype(const mil_op *op) {
+  const mil_value *v = pass_input_value(op, "dtype");
+  if (!v || v->kind != MIL_VAL_TENSOR || !v->type || v->type->dtype != MIL_DT_STRING || v->numel != 1) return NULL;
+  return mil_value_get_str(v, 0);
+}
+
+/* The dtype name of a tensor or scalar var, or NULL. */
+static const char *var_dtype(const mil_var *v) {
+  if (!v || !mil_type_is_tensor(v->type)) return NULL;
+  return mil_dtype_name(v->type->dtype);
+}
+
+/* coremltools' Var.is_tensor_or_scalar_of. */
+static bool var_is_of(const mil_var *v, const char *dtype) {
+  const char *n = var_dtype(v);
+  return n && dtype && strcmp(n, dtype) == 0;
+}
+
+static bool fusable(const mil_op *c1, const mil_op *c2) {
+  const dt_info *in = dt_find(var_dtype(cast_x(c1)));
+  const dt_info *s1 = dt_find(cast_dtype(c1)), *s2 = dt_find(cast_dtype(c2));
+  if (!in || !s1 || !s2) return false;
+  const dt_info *both[2] = {s1, s2};
+  range_res ref = chain(in, both, 2), out = chain(in, &s2, 1);
+  return ref.lo == out.lo && ref.hi == out.hi && ref.res == out.res;
+}
+
+static bool is_function_input(const mil_var *v) { return v->func_input_of != NULL; }
+
+static bool is_function_output(const mil_var *v) {
+  for (const mil_use *u = v->uses; u; u = u->next_use)
+    if (u->block && !u->block->parent && u->block->func) return true;
+  return false;
+}
+
+/* coremltools' _dup_if_affect_io: an identity of new_var before `before`
+ * when old_var is a function output and new_var a function input. */
+static mil_var *dup_if_affects_io(ctx *c, mil_var *new_var, mil_var *old_var, mil_op *before, int *err) {
+  bool top = before->block && !before->block->parent;
+  bool old_top = old_var->op && old_var->op->block && !old_var->op->block->parent;
+  if (!(top && is_function_input(new_var) && old_top && is_function_output(old_var))) return new_var;
+  if (!c->names && !(c->names = pass_names_new(c->p))) return (*err = oom(c)), NULL;
+  const char *name = pass_names_fresh(c->names, c->p, "identity");
+  mil_op *id = name ? mil_op_new(c->p, "identity", name) : NULL;
+  if (!id) return (*err = oom(c)), NULL;
+  mil_block_insert_before(before, id);
+  mil_op_add_input(id, "x", new_var);
+  mil_status st = pass_finish_op(id, c->d);
+  if (st != MIL_OK) return (*err = -(int)st), NULL;
+  return id->outputs[0];
+}
+
+static int replace(ctx *c, mil_op *anchor, mil_var *old_var, mil_var *new_var) {
+  if (!pass_replace_uses_after(anchor, old_var, new_var)) {
+    mil_diag_error(c->d, MIL_ERR_INVALID, "cast_optimization: cannot replace %%%s by %%%s after op '%s'",
+                   old_var->name, new_var->name, anchor->name);
+    return -(int)MIL_ERR_INVALID;
+  }
+  return 0;
+}
+
+/* coremltools' _fuse_cast_ops for one pair, without removing c2. */
+static int fuse_pair(ctx *c, mil_op *c1, mil_op *c2, bool reuse_input) {
+  mil_var *x = cast_x(c1), *old_var = c2->outputs[0], *new_var;
+  if (reuse_input) {
+    int err = 0;
+    new_var = dup_if_affects_io(c, x, old_var, c1, &err);
+    if (!new_var) return err;
+  } else {
+    const char *dt = cast_dtype(c2);
+    size_t len = strlen(x->name) + strlen(dt) + 5;
+    char *name = malloc(len);
+    if (!name) return oom(c);
+    snprintf(name, len, "%s_to_%s", x->name, dt);
+    mil_op *nc = mil_op_new(c->p, "cast", name);
+    free(name);
+    if (!nc) return oom(c);
+    mil_block_insert_before(c2, nc);
+    mil_op_add_input(nc, "x", x);
+    mil_op_add_input(nc, "dtype", mil_op_input_var(c2, "dtype"));
+    mil_status st = pass_finish_op(nc, c->d);
+    if (st != MIL_OK) return -(int)st;
+    if (c->names && !pass_names_add(c->names, nc->name)) return oom(c);
+    new_var = nc->outputs[0];
+  }
+  return replace(c, c2, old_var, new_var);
+}
+
+static int remove_op(ctx *c, mil_op *op) {
+  mil_status st = pass_remove_ops(&op, 1, c->d);
+  return st == MIL_OK ? 0 : -(int)st;
+}
+
+static int push_across(ctx *c, across *a, mil_op *c1, mil_op *c2) {
+  for (int32_t i = 0; i < a->n; i++)
+    if (a->v[i].c1 == c1 && a->v[i].c2 == c2) return 0;
+  if (a->n == a->cap) {
+    int32_t cap = a->cap ? a->cap * 2 : 8;
+    pair *v = realloc(a->v, (size_t)cap * sizeof *v);
+    if (!v) return oom(c);
+    a->v = v;
+    a->cap = cap;
+  }
+  a->v[a->n++] = (pair){c1, c2};
+  return 0;
+}
+
+/* coremltools' _try_to_transform: 1 when something changed, 0, or -(status). */
+static int try_transform(ctx *c, mil_op *root, across *a) {
+  mil_block *b = root->block;
+  mil_var *x = cast_x(root);
+  if (!x || root->n_outputs != 1) return 0;
+  const char *dt = cast_dtype(root);
+  if (dt && var_is_of(x, dt)) {
+    int err = 0;
+    mil_var *nv = dup_if_affects_io(c, x, root->outputs[0], root, &err);
+    if (!nv) return err;
+    int r = replace(c, root, root->outputs[0], nv);
+    if (r < 0) return r;
+    if ((r = remove_op(c, root)) < 0) return r;
+    c->changes++;
+    return 1;
+  }
+  int32_t n = pass_child_ops(root->outputs[0], NULL, 0);
+  if (n == 0) return 0;
+  mil_op **kids = malloc((size_t)n * sizeof *kids);
+  if (!kids) return oom(c);
+  pass_child_ops(root->outputs[0], kids, n);
+  int changed = 0;
+  for (int32_t i = 0; i < n && changed >= 0; i++) {
+    mil_op *k = kids[i];
+    if (strcmp(k->type, "cast") != 0 || k->n_outputs != 1 || cast_x(k) != root->outputs[0]) continue;
+    if (!fusable(root, k)) continue;
+    int r;
+    if (var_is_of(x, cast_dtype(k))) {
+      r = fuse_pair(c, root, k, true);
+      if (r >= 0) r = remove_op(c, k);
+    } else if (k->block != b) {
+      r = push_across(c, a, root, k);
+      if (r >= 0) continue;
+    } else {
+      r = fuse_pair(c, root, k, false);
+      if (r >= 0) r = remove_op(c, k);
+    }
+    if (r < 0) {
+      changed = r;
+    } else {
+      c->changes++;
+      changed = 1;
+    }
+  }
+  free(kids);
+  return changed;
+}
+
+static int optimize_block(ctx *c, mil_block *b, int depth);
+
+/* One sweep of b; 1 when it changed, 0, or -(status). */
+static int sweep(ctx *c, mil_block *b, across *a, int depth) {
+  for (mil_op *op = b->first; op; op = op->next)
+    for (int32_t i = 0; i < op->n_blocks; i++) {
+      int r = optimize_block(c, op->blocks[i], depth + 1);
+      if (r < 0) return r;
+    }
+  mil_op **ops = malloc(((size_t)b->n_ops + 1) * sizeof *ops);
+  if (!ops) return oom(c);
+  int32_t n = 0;
+  for (mil_op *op = b->first; op; op = op->next) ops[n++] = op;
+  int changed = 0;
+  for (int32_t i = 0; i < n; i++) {
+    mil_op *op = ops[i];
+    if (op->block != b || strcmp(op->type, "cast") != 0) continue;
+    int r = try_transform(c, op, a);
+    if (r < 0) {
+      changed = r;
+      break;
+    }
+    if (r > 0) changed = 1;
+  }
+  free(ops);
+  return changed;
+}
+
+/* The fusions deferred across a block boundary (_fuse_casts_ops_across_blocks),
+ * grouped by the block of the second cast; stale pairs (a cast removed or
+ * rebound since) are skipped. */
+static int fuse_across(ctx *c, across *a) {
+  bool *done = calloc((size_t)a->n + 1, sizeof *done);
+  if (!done) return oom(c);
+  int r = 0;
+  for (int32_t i = 0; i < a->n && r >= 0; i++) {
+    if (done[i]) continue;
+    mil_block *kb = a->v[i].c2->block;
+    mil_op **rm = malloc((size_t)a->n * sizeof *rm);
+    if (!rm) {
+      r = oom(c);
+      break;
+    }
+    int32_t nrm = 0;
+    for (int32_t j = i; j < a->n && r >= 0; j++) {
+      if (done[j] || a->v[j].c2->block != kb) continue;
+      done[j] = true;
+      mil_op *c1 = a->v[j].c1, *c2 = a->v[j].c2;
+      if (!c1->block || !c2->block || c1->n_outputs != 1 || cast_x(c2) != c1->outputs[0]) continue;
+      r = fuse_pair(c, c1, c2, false);
+      if (r >= 0) {
+        rm[nrm++] = c2;
+        c->changes++;
+      }
+    }
+    if (r >= 0 && nrm) {
+      mil_status st = pass_remove_ops(rm, nrm, c->d);
+      if (st != MIL_OK) r = -(int)st;
+    }
+    free(rm);
+  }
+  free(done);
+  return r;
+}
+
+/* coremltools' _fuse_or_cancel_consecutive_casts_block_wrapper. */
+static int optimize_block(ctx *c, mil_block *b, int depth) {
+  if (depth > PASS_MAX_DEPTH) {
+    mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "cast_optimization: blocks nested deeper than %d levels",
+                   PASS_MAX_DEPTH);
+    return -(int)MIL_ERR_UNSUPPORTED;
+  }
+  across a = {0};
+  int r;
+  while ((r = sweep(c, b, &a, depth)) > 0) {
+  }
+  if (r >= 0) r = fuse_across(c, &a);
+  free(a.v);
+  return r;
+}
+
+static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
+  (void)o;
+  ctx c = {p, NULL, d, 0};
+  int r = 0;
+  for (int32_t fi = 0; fi < p->n_functions && r >= 0; fi++) {
+    mil_function *f = p->functions[fi];
+    for (int32_t s = 0; s < f->n_specs && r >= 0; s++) r = optimize_block(&c, f->specs[s].block, 0);
+  }
+  pass_names_free(c.names);
+  if (st) st->changes += c.changes;
+  return r < 0 ? (mil_status)(-r) : MIL_OK;
+}
+
+const mil_pass_def pass_def_cast_optimization = {
+    "common::cast_optimization", "remove redundant casts and fuse consecutive casts that keep range and resolution",
+    NULL, 0, run};

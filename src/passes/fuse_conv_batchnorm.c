@@ -1,0 +1,164 @@
+/* common::fuse_conv_batchnorm — fold a batch_norm that follows conv or
+ * conv_transpose into the convolution's weight and bias.
+ *
+ *   %c: (1, 2, 6, 6, fp32)(Tensor) = conv(x=%x, weight=%w, strides=%s, pad_type=%pt, pad=%p, dilations=%dl, groups=%g, name="c")
+ *   %y: (1, 2, 6, 6, fp32)(Tensor) = batch_norm(x=%c, mean=%m, variance=%v, gamma=%ga, beta=%be, epsilon=%eps, name="y")
+ *   } -> (%y)
+ *
+ * becomes
+ *
+ *   %const_0: (2, 3, 3, 3, fp32)*(Tensor) = const(val=<w * scale>, name="const_0")
+ *   %const_1: (2,fp32)*(Tensor) = const(val=<scale * (b - m) + be>, name="const_1")
+ *   %y: (1, 2, 6, 6, fp32)(Tensor) = conv(x=%x, weight=%const_0, bias=%const_1, strides=%s, ..., name="y")
+ *   } -> (%y)
+ *
+ * with, per output channel i, scale = gamma[i] / sqrt(variance[i] + epsilon)
+ * and b the conv bias (zeros when absent), computed element by element in
+ * numpy's dtypes (fp32 for fp32 parameters) and cast to the weight's dtype.
+ * For conv_transpose the channel rows are those of coremltools' transpose +
+ * reshape of the weight (see pass_fuse_conv_rows).
+ *
+ * Conditions: the conv output is not an output of its block and is read by
+ * exactly one op, a batch_norm; the weight, the bias (when present) and all
+ * batch_norm parameters are known; the weight has rank 3 to 5; the bias has
+ * Cout elements in a (Cout,) shape; the result replaces the batch_norm
+ * output only when constexpr inputs allow it (Var.can_be_replaced_by_var).
+ * The consts are inserted before the conv, then the new conv (named after
+ * the batch_norm output); conv and batch_norm are removed.
+ *
+ * Mirrors coremltools/converters/mil/mil/passes/defs/optimize_conv.py
+ * (fuse_conv_batchnorm).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/fuse_util_internal.h"
+
+static int oom(pass_fuse_ctx *c) {
+  mil_diag_error(c->d, MIL_ERR_NOMEM, "%s: out of memory", c->pass);
+  return -(int)MIL_ERR_NOMEM;
+}
+
+/* Reads input `name` of op as a numpy array; false when unknown. */
+static bool param(const mil_op *op, const char *name, pass_np *a, bool *nomem) {
+  return pass_np_from_value(a, pass_input_value(op, name), nomem);
+}
+
+/* Element i of a numpy array as the numpy scalar a[i] (a 1-D array). */
+static double at(const pass_np *a, int64_t i) { return a->v[a->n == 1 && a->rank == 0 ? 0 : i]; }
+
+static int try_fuse(pass_fuse_ctx *c, mil_op *conv, mil_op *bn) {
+  bool nomem = false, deconv = strcmp(conv->type, "conv_transpose") == 0;
+  pass_np g = {0}, be = {0}, m = {0}, v = {0}, eps = {0}, w = {0}, b = {0}, nw = {0}, nb = {0};
+  int64_t *rows = NULL;
+  int r = 0;
+  mil_var *weight = mil_op_input_var(conv, "weight");
+  if (!param(bn, "gamma", &g, &nomem) || !param(bn, "beta", &be, &nomem) || !param(bn, "mean", &m, &nomem) ||
+      !param(bn, "variance", &v, &nomem) || !param(bn, "epsilon", &eps, &nomem) || eps.n != 1)
+    goto done;
+  if (!weight || !weight->val || !pass_np_from_value(&w, weight->val, &nomem)) goto done;
+  if (w.rank < 3 || w.rank > 5) goto done;
+  const mil_value *gv = pass_input_value(conv, "groups");
+  int64_t groups = gv && gv->kind == MIL_VAL_TENSOR && gv->numel == 1 ? mil_value_get_i64(gv, 0) : 1;
+  int64_t cout;
+  rows = pass_fuse_conv_rows(&w, deconv, groups, &cout);
+  if (!rows) goto done;
+  if (g.n < cout || be.n < cout || m.n < cout || v.n < cout || g.rank == 0 || be.rank == 0 || m.rank == 0 ||
+      v.rank == 0)
+    goto done;
+  if (!mil_op_find_input(conv, "bias")) {
+    if (!pass_np_full(&b, w.dt, 1, &cout, 0)) {
+      nomem = true;
+      goto done;
+    }
+  } else {
+    if (!param(conv, "bias", &b, &nomem)) goto done;
+    if (b.rank != 1 || b.n != cout) goto done;
+    for (int64_t i = 0; i < b.n; i++) b.v[i] = pass_np_round(b.v[i], w.dt); /* astype(weight dtype) */
+    b.dt = w.dt;
+  }
+  if (!pass_np_full(&nw, w.dt, w.rank, w.shape, 0) || !pass_np_full(&nb, w.dt, 1, &cout, 0)) {
+    nomem = true;
+    goto done;
+  }
+  double *scale = malloc(((size_t)cout + 1) * sizeof *scale);
+  if (!scale) {
+    nomem = true;
+    goto done;
+  }
+  /* numpy scalar arithmetic, channel by channel */
+  mil_dtype dve = pass_np_promote(v.dt, eps.dt);
+  mil_dtype dsc = pass_np_promote(g.dt, dve);
+  mil_dtype dw = pass_np_promote(w.dt, dsc);
+  mil_dtype dbm = pass_np_promote(b.dt, m.dt);
+  mil_dtype dbs = pass_np_promote(dsc, dbm);
+  mil_dtype dbb = pass_np_promote(dbs, be.dt);
+  for (int64_t i = 0; i < cout; i++) {
+    double ve = pass_np_round(at(&v, i) + eps.v[0], dve);
+    double sq = pass_np_round(sqrt(ve), dve);
+    scale[i] = pass_np_round(at(&g, i) / sq, dsc);
+    double d = pass_np_round(b.v[i] - at(&m, i), dbm);
+    double s = pass_np_round(scale[i] * d, dbs);
+    nb.v[i] = pass_np_round(pass_np_round(s + at(&be, i), dbb), w.dt);
+  }
+  for (int64_t e = 0; e < w.n; e++) nw.v[e] = pass_np_round(pass_np_round(w.v[e] * scale[rows[e]], dw), w.dt);
+  free(scale);
+
+  mil_dtype out_dt = w.dt == MIL_DT_FP64 ? MIL_DT_FP32 : w.dt; /* mb.const stores fp64 as fp32 */
+  mil_value *wv = pass_np_to_value(c->p, &nw, out_dt), *bv = wv ? pass_np_to_value(c->p, &nb, out_dt) : NULL;
+  if (!bv) {
+    nomem = true;
+    goto done;
+  }
+  mil_op *mark = conv->prev;
+  mil_var *wc = pass_fuse_const(c, conv, NULL, NULL, wv);
+  mil_var *bc = wc ? pass_fuse_const(c, conv, NULL, NULL, bv) : NULL;
+  mil_op *nc = bc ? pass_fuse_new_op(c, conv, conv->type, bn->outputs[0]->name) : NULL;
+  if (!nc) {
+    r = -(int)MIL_ERR_NOMEM;
+    goto done;
+  }
+  static const char *const skip[] = {"weight", "bias"};
+  mil_op_add_input(nc, "weight", wc);
+  mil_op_add_input(nc, "bias", bc);
+  pass_fuse_copy_inputs(nc, conv, skip, 2);
+  mil_status st = pass_fuse_finish(c, nc);
+  if (st == MIL_ERR_NOMEM) {
+    r = -(int)st;
+    goto done;
+  }
+  if (st == MIL_OK && mil_type_equal(nc->outputs[0]->type, bn->outputs[0]->type)) {
+    mil_op *rm[2] = {conv, bn};
+    r = pass_fuse_replace_and_remove(c, bn, bn->outputs[0], nc->outputs[0], rm, 2);
+  }
+  if (r == 0) pass_fuse_rollback(conv, mark);
+done:
+  free(rows);
+  pass_np *all[] = {&g, &be, &m, &v, &eps, &w, &b, &nw, &nb};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) pass_np_free(all[i]);
+  return nomem ? oom(c) : r;
+}
+
+static int fuse(pass_fuse_ctx *c, mil_op *op) {
+  if ((strcmp(op->type, "conv") != 0 && strcmp(op->type, "conv_transpose") != 0) || op->n_outputs < 1) return 0;
+  mil_var *out = op->outputs[0];
+  if (pass_fuse_is_output_of(out, op->block)) return 0;
+  mil_op *bn = pass_only_child_op(out);
+  if (!bn || strcmp(bn->type, "batch_norm") != 0 || bn->n_outputs != 1) return 0;
+  return try_fuse(c, op, bn);
+}
+
+static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
+  (void)o;
+  mil_status s = pass_infer_marked_values(p, d);
+  if (s != MIL_OK) return s;
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_conv_batchnorm"};
+  s = pass_fuse_run(&c, fuse, true, false, st);
+  pass_fuse_ctx_free(&c);
+  return s;
+}
+
+const mil_pass_def pass_def_fuse_conv_batchnorm = {
+    "common::fuse_conv_batchnorm", "fold a batch_norm after conv or conv_transpose into its weight and bias", NULL, 0,
+    run};

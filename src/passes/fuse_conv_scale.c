@@ -1,0 +1,191 @@
+/* common::fuse_conv_scale — fold a constant mul / real_div after conv or
+ * conv_transpose into the convolution's weight and bias.
+ *
+ *   %c: (1, 2, 6, 6, fp32)(Tensor) = conv(x=%x, weight=%w, bias=%b, strides=%s, pad_type=%pt, pad=%p, dilations=%dl, groups=%g, name="c")
+ *   %k: (2, 1, 1, fp32)*(Tensor) = const(val=[[[2.0]], [[0.5]]], name="k")
+ *   %y: (1, 2, 6, 6, fp32)(Tensor) = mul(x=%c, y=%k, name="y")
+ *
+ * becomes
+ *
+ *   %y_weight_0: (2, 3, 3, 3, fp32)*(Tensor) = const(val=<w scaled per channel>, name="y_weight_0")
+ *   %y_bias_0: (2,fp32)*(Tensor) = const(val=<b * k>, name="y_bias_0")
+ *   %y: (1, 2, 6, 6, fp32)(Tensor) = conv(x=%x, weight=%y_weight_0, bias=%y_bias_0, strides=%s, ..., name="y")
+ *   %k: ... (left in place, dead)
+ *
+ * The scale is a scalar (a scalar var, a 0-d tensor, or a (1,) tensor) or
+ * a tensor of Cout elements shaped (Cout, 1, ..) with rank(weight) - 1 dims
+ * or (1, Cout, 1, ..) with rank(weight) dims. real_div divides by it
+ * (scale = 1 / scale first). The products are computed in numpy's dtypes
+ * and cast to the weight's dtype; a missing bias counts as zeros.
+ *
+ * Conditions: the conv output is not an output of its block and is read by
+ * exactly one op, a mul or real_div with a known other operand; the weight
+ * (and the bias when present) is known. For conv_transpose with a vector
+ * scale only 1-D and 2-D kernels are handled, as in coremltools.
+ * Difference from coremltools: real_div(x=<const>, y=<conv>) is left
+ * alone; coremltools folds it as if it were real_div(x=<conv>, y=<const>),
+ * which changes the result.
+ *
+ * Mirrors coremltools/converters/mil/mil/passes/defs/optimize_conv.py
+ * (fuse_conv_scale).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/fuse_util_internal.h"
+
+static int oom(pass_fuse_ctx *c) {
+  mil_diag_error(c->d, MIL_ERR_NOMEM, "%s: out of memory", c->pass);
+  return -(int)MIL_ERR_NOMEM;
+}
+
+static int try_fuse(pass_fuse_ctx *c, mil_op *conv, mil_op *sop) {
+  bool is_div = strcmp(sop->type, "real_div") == 0;
+  bool deconv = strcmp(conv->type, "conv_transpose") == 0;
+  mil_var *sx = mil_op_input_var(sop, "x"), *sy = mil_op_input_var(sop, "y");
+  if (!sx || !sy || (!sx->val && !sy->val)) return 0;
+  mil_var *svar = sx->val ? sx : sy;
+  if (is_div && svar != sy) return 0; /* const / conv is not a scale */
+  bool nomem = false;
+  pass_np s = {0}, w = {0}, b = {0}, nw = {0}, nb = {0}, one = {0};
+  int64_t *rows = NULL;
+  int r = 0;
+  if (!pass_np_from_value(&s, svar->val, &nomem)) goto done;
+  bool scalar = true;
+  if (!s.is_scalar) {
+    if (s.rank == 0) s.weak = true;          /* .tolist(): a Python number */
+    else if (s.rank == 1 && s.shape[0] == 1) { /* scale[0]: a numpy scalar */
+      s.rank = 0;
+      s.is_scalar = true;
+    } else scalar = false;
+  }
+  mil_var *weight = mil_op_input_var(conv, "weight");
+  if (!weight || !weight->val || !pass_np_from_value(&w, weight->val, &nomem)) goto done;
+  const mil_value *gv = pass_input_value(conv, "groups");
+  int64_t groups = gv && gv->kind == MIL_VAL_TENSOR && gv->numel == 1 ? mil_value_get_i64(gv, 0) : 1;
+  int64_t cout;
+  rows = pass_fuse_conv_rows(&w, deconv, groups, &cout);
+  if (!rows) goto done;
+  if (!scalar) {
+    if (s.n != cout) goto done;
+    if (s.rank == w.rank) {
+      if (s.shape[1] != cout) goto done;
+    } else if (s.rank == w.rank - 1) {
+      if (s.shape[0] != cout) goto done;
+    } else {
+      goto done;
+    }
+    if (deconv && w.rank > 4) goto done;
+  }
+  if (is_div) {
+    /* 1.0 / scale: a Python float divided by the scale */
+    int k = 0;
+    if (pass_np_full(&one, s.dt, 0, NULL, 1.0)) {
+      one.weak = true;
+      pass_np q;
+      k = pass_np_binary(&q, &one, &s, '/');
+      if (k > 0) {
+        q.is_scalar = s.is_scalar;
+        q.weak = s.weak;
+        pass_np_free(&s);
+        s = q;
+      }
+    }
+    if (k <= 0) {
+      nomem = true;
+      goto done;
+    }
+  }
+  if (!mil_op_find_input(conv, "bias")) {
+    if (!pass_np_full(&b, w.dt, 1, &cout, 0)) {
+      nomem = true;
+      goto done;
+    }
+  } else {
+    if (!pass_np_from_value(&b, pass_input_value(conv, "bias"), &nomem)) goto done;
+    for (int64_t i = 0; i < b.n; i++) b.v[i] = pass_np_round(b.v[i], w.dt);
+    b.dt = w.dt;
+  }
+  if (!scalar) {
+    s.rank = 1; /* np.reshape(scale, (Cout)) */
+    s.shape[0] = cout;
+  }
+  int k = pass_np_binary(&nb, &b, &s, '*');
+  if (k <= 0) {
+    nomem = k < 0;
+    goto done;
+  }
+  if (!pass_np_same_shape(&nb, &b)) goto done; /* coremltools asserts the bias keeps its shape */
+  for (int64_t i = 0; i < nb.n; i++) nb.v[i] = pass_np_round(nb.v[i], w.dt);
+  if (!pass_np_full(&nw, w.dt, w.rank, w.shape, 0)) {
+    nomem = true;
+    goto done;
+  }
+  {
+    pass_np e = {.dt = w.dt}; /* dtype of w's elements against the scale */
+    mil_dtype dt = pass_np_result_dtype(&e, &s);
+    for (int64_t i = 0; i < w.n; i++) {
+      double x = s.v[scalar ? 0 : rows[i]];
+      if (s.weak) x = pass_np_round(x, dt);
+      nw.v[i] = pass_np_round(pass_np_round(w.v[i] * x, dt), w.dt);
+    }
+  }
+  mil_dtype out_dt = w.dt == MIL_DT_FP64 ? MIL_DT_FP32 : w.dt;
+  mil_value *wv = pass_np_to_value(c->p, &nw, out_dt), *bv = wv ? pass_np_to_value(c->p, &nb, out_dt) : NULL;
+  if (!bv) {
+    nomem = true;
+    goto done;
+  }
+  const char *name = sop->outputs[0]->name;
+  mil_op *mark = conv->prev;
+  mil_var *wc = pass_fuse_const(c, conv, name, "weight", wv);
+  mil_var *bc = wc ? pass_fuse_const(c, conv, name, "bias", bv) : NULL;
+  mil_op *nc = bc ? pass_fuse_new_op(c, conv, conv->type, name) : NULL;
+  if (!nc) {
+    r = -(int)MIL_ERR_NOMEM;
+    goto done;
+  }
+  static const char *const skip[] = {"weight", "bias"};
+  mil_op_add_input(nc, "weight", wc);
+  mil_op_add_input(nc, "bias", bc);
+  pass_fuse_copy_inputs(nc, conv, skip, 2);
+  mil_status st = pass_fuse_finish(c, nc);
+  if (st == MIL_ERR_NOMEM) {
+    r = -(int)st;
+    goto done;
+  }
+  if (st == MIL_OK && mil_type_equal(nc->outputs[0]->type, sop->outputs[0]->type)) {
+    mil_op *rm[2] = {conv, sop};
+    r = pass_fuse_replace_and_remove(c, sop, sop->outputs[0], nc->outputs[0], rm, 2);
+  }
+  if (r == 0) pass_fuse_rollback(conv, mark);
+done:
+  free(rows);
+  pass_np *all[] = {&s, &w, &b, &nw, &nb, &one};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) pass_np_free(all[i]);
+  return nomem ? oom(c) : r;
+}
+
+static int fuse(pass_fuse_ctx *c, mil_op *op) {
+  if ((strcmp(op->type, "conv") != 0 && strcmp(op->type, "conv_transpose") != 0) || op->n_outputs < 1) return 0;
+  mil_var *out = op->outputs[0];
+  if (pass_fuse_is_output_of(out, op->block)) return 0;
+  mil_op *child = pass_only_child_op(out);
+  if (!child || child->n_outputs != 1 || (strcmp(child->type, "mul") != 0 && strcmp(child->type, "real_div") != 0))
+    return 0;
+  return try_fuse(c, op, child);
+}
+
+static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
+  (void)o;
+  mil_status s = pass_infer_marked_values(p, d);
+  if (s != MIL_OK) return s;
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_conv_scale"};
+  s = pass_fuse_run(&c, fuse, true, false, st);
+  pass_fuse_ctx_free(&c);
+  return s;
+}
+
+const mil_pass_def pass_def_fuse_conv_scale = {
+    "common::fuse_conv_scale", "fold a constant mul/real_div after conv or conv_transpose into its weight and bias",
+    NULL, 0, run};

@@ -1,0 +1,331 @@
+/* common::reduce_transposes — move transposes through the ops that commute
+ * with them and cancel them against their inverses, materializing them
+ * only where an op needs the transposed layout, when that removes more
+ * transposes than it adds.
+ *
+ *   main(%x: (1, 2, 3, 4, fp32)(Tensor)) {
+ *     block0() {
+ *       %p: (4,int32)*(Tensor) = const(val=[0, 2, 3, 1], name="p")
+ *       %t: (1, 3, 4, 2, fp32)(Tensor) = transpose(x=%x, perm=%p, name="t")
+ *       %r: (1, 3, 4, 2, fp32)(Tensor) = relu(x=%t, name="r")
+ *       %q: (4,int32)*(Tensor) = const(val=[0, 3, 1, 2], name="q")
+ *       %u: (1, 2, 3, 4, fp32)(Tensor) = transpose(x=%r, perm=%q, name="u")
+ *       %l: (1, 2, 3, 4, fp32)(Tensor) = log(x=%u, name="l")
+ *     } -> (%l)
+ *   }
+ *
+ * becomes
+ *
+ *   main(%x: (1, 2, 3, 4, fp32)(Tensor)) {
+ *     block0() {
+ *       %p: (4,int32)*(Tensor) = const(val=[0, 2, 3, 1], name="p")
+ *       %r: (1, 2, 3, 4, fp32)(Tensor) = relu(x=%x, name="r")
+ *       %q: (4,int32)*(Tensor) = const(val=[0, 3, 1, 2], name="q")
+ *       %l: (1, 2, 3, 4, fp32)(Tensor) = log(x=%r, name="l")
+ *     } -> (%l)
+ *   }
+ *
+ * The three phases of coremltools' _TransposeOptimization:
+ *  1. every output gets an identity "sink"; the block is walked in order
+ *     and every var gets a hypothetical value: a transpose of a plain value
+ *     starts a lazy transpose; unary-like ops pass it on; axis-update ops
+ *     (concat, split, pad, reduce_*, add/mul/sub/real_div/maximum/minimum)
+ *     pass it on when they can be rewritten for the untransposed input; a
+ *     transpose with the inverse perm cancels it; every other op (and a
+ *     sink) materializes it.
+ *  2. starting transposes, their cancelling transposes and the
+ *     materializing ops form a bipartite graph; a connected component is
+ *     kept for removal only when it has fewer distinct materializing ops
+ *     than starting plus cancelling transposes.
+ *  3. for each kept starting transpose: its axis-update ops are rewritten,
+ *     it and its cancelling transposes are bypassed and removed (an output
+ *     keeps its name: the bypassing var takes it, or an identity carries it),
+ *     and a copy of it is inserted before each materializing op (before a
+ *     sink: named as the output, the var it reads renamed
+ *     "_before_transpose_op_<name>"). The sinks go, and the types of all
+ *     ops are inferred again.
+ * Only function bodies without nested blocks are optimized.
+ *
+ * Mirrors coremltools/converters/mil/mil/passes/defs/optimize_repeat_ops.py
+ * (reduce_transposes, _TransposeOptimization).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/reduce_transposes_internal.h"
+
+/* ---------- containers ---------- */
+
+static bool grow(rt_ctx *t, void **v, int32_t *cap, int32_t n, size_t elem) {
+  if (n < *cap) return true;
+  int32_t nc = *cap ? *cap * 2 : 4;
+  void *nv = realloc(*v, (size_t)nc * elem);
+  if (!nv) {
+    t->oom = true;
+    return false;
+  }
+  *v = nv;
+  *cap = nc;
+  return true;
+}
+
+bool rt_ops_add(rt_ctx *t, rt_ops *s, mil_op *op) {
+  if (!grow(t, (void **)&s->v, &s->cap, s->n, sizeof *s->v)) return false;
+  s->v[s->n++] = op;
+  return true;
+}
+
+bool rt_ops_has(const rt_ops *s, const mil_op *op) {
+  for (int32_t i = 0; i < s->n; i++)
+    if (s->v[i] == op) return true;
+  return false;
+}
+
+bool rt_ops_add_unique(rt_ctx *t, rt_ops *s, mil_op *op) { return rt_ops_has(s, op) || rt_ops_add(t, s, op); }
+
+bool rt_edges_add(rt_ctx *t, rt_edges *s, mil_op *op, mil_var *var) {
+  if (!grow(t, (void **)&s->v, &s->cap, s->n, sizeof *s->v)) return false;
+  s->v[s->n++] = (rt_edge){op, var};
+  return true;
+}
+
+bool rt_nodes_add(rt_ctx *t, rt_nodes *s, rt_node *n) {
+  if (!grow(t, (void **)&s->v, &s->cap, s->n, sizeof *s->v)) return false;
+  s->v[s->n++] = n;
+  return true;
+}
+
+rt_node *rt_node_find(const rt_ctx *t, const mil_op *op) { return pass_ptrmap_get(&t->node_of, op); }
+
+rt_node *rt_node_of(rt_ctx *t, mil_op *op) {
+  rt_node *n = rt_node_find(t, op);
+  if (n) return n;
+  n = calloc(1, sizeof *n);
+  if (!n || !pass_ptrmap_put(&t->node_of, op, n)) {
+    free(n);
+    t->oom = true;
+    return NULL;
+  }
+  n->op = op;
+  n->next_alloc = t->nodes;
+  t->nodes = n;
+  return n;
+}
+
+rt_hv *rt_hv_new(rt_ctx *t, bool lazy) {
+  rt_hv *h = calloc(1, sizeof *h);
+  if (!h) {
+    t->oom = true;
+    return NULL;
+  }
+  h->lazy = lazy;
+  h->next_alloc = t->hvs;
+  t->hvs = h;
+  return h;
+}
+
+rt_ops *rt_set_new(rt_ctx *t) {
+  if (!grow(t, (void **)&t->sets, &t->cap_sets, t->n_sets, sizeof *t->sets)) return NULL;
+  rt_ops *s = calloc(1, sizeof *s);
+  if (!s) {
+    t->oom = true;
+    return NULL;
+  }
+  t->sets[t->n_sets++] = s;
+  return s;
+}
+
+rt_hv *rt_hv_get(rt_ctx *t, mil_var *v) {
+  rt_hv *h = pass_ptrmap_get(&t->hv_of, v);
+  if (h) return h;
+  h = rt_hv_new(t, false);
+  if (h && !pass_ptrmap_put(&t->hv_of, v, h)) t->oom = true;
+  return h;
+}
+
+bool rt_hv_set(rt_ctx *t, mil_var *v, rt_hv *h) {
+  if (!h || !pass_ptrmap_put(&t->hv_of, v, h)) {
+    t->oom = true;
+    return false;
+  }
+  return true;
+}
+
+bool rt_is_old_output(const rt_ctx *t, const mil_var *v, const char **name) {
+  uintptr_t k = (uintptr_t)pass_ptrmap_get(&t->old_index, v);
+  if (!k) return false;
+  if (name) *name = t->old_names[k - 1];
+  return true;
+}
+
+bool rt_is_sink(const rt_ctx *t, const mil_op *op) { return pass_ptrset_has(&t->sink_set, op); }
+
+bool rt_perm(const mil_op *op, int64_t *perm, int32_t *rank) {
+  int64_t n;
+  if (!pass_t_ints(op, "perm", perm, RT_MAX_RANK, &n)) return false;
+  *rank = (int32_t)n;
+  return true;
+}
+
+int64_t rt_pyindex(int64_t i, int32_t n) {
+  if (i < 0) i += n;
+  return i >= 0 && i < n ? i : -1;
+}
+
+int32_t rt_input_vars(const mil_op *op, bool nonconst_only, mil_var **out, int32_t max) {
+  int32_t n = 0;
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    for (int32_t a = 0; a < op->inputs[i].n_args; a++) {
+      mil_var *v = op->inputs[i].args[a].use.var;
+      if (!v) continue;
+      if (nonconst_only && v->op && mil_op_is_const(v->op)) continue;
+      if (n < max) out[n] = v;
+      n++;
+    }
+  return n;
+}
+
+/* ---------- the pass ---------- */
+
+static void ctx_free(rt_ctx *t) {
+  while (t->hvs) {
+    rt_hv *h = t->hvs;
+    t->hvs = h->next_alloc;
+    free(h);
+  }
+  while (t->nodes) {
+    rt_node *n = t->nodes;
+    t->nodes = n->next_alloc;
+    free(n->cancel.v);
+    free(n->mat.v);
+    free(n->axis.v);
+    free(n->starts.v);
+    free(n->handled);
+    free(n);
+  }
+  /* lazy values share transposes sets: freed through the owner list */
+  for (int32_t i = 0; i < t->n_sets; i++) {
+    free(t->sets[i]->v);
+    free(t->sets[i]);
+  }
+  free(t->sets);
+  pass_ptrmap_free(&t->hv_of);
+  pass_ptrmap_free(&t->node_of);
+  free(t->cancel_keys.v);
+  free(t->mat_keys.v);
+  free(t->old_outputs);
+  free(t->old_names);
+  free(t->sinks);
+  pass_ptrset_free(&t->sink_set);
+  pass_ptrmap_free(&t->old_index);
+}
+
+/* _add_output_sinks: an identity at the end of the block per distinct
+ * output var; the block then outputs the identities. */
+static int add_sinks(rt_ctx *t) {
+  mil_block *b = t->b;
+  int32_t n = b->n_outputs;
+  t->n_outputs = n;
+  t->old_outputs = calloc((size_t)n + 1, sizeof *t->old_outputs);
+  t->old_names = calloc((size_t)n + 1, sizeof *t->old_names);
+  t->sinks = calloc((size_t)n + 1, sizeof *t->sinks);
+  mil_var **outs = calloc((size_t)n + 1, sizeof *outs);
+  if (!t->old_outputs || !t->old_names || !t->sinks || !outs) {
+    free(outs);
+    return pass_t_oom(t->c);
+  }
+  for (int32_t i = 0; i < n; i++) {
+    mil_var *v = b->outputs[i].var;
+    t->old_outputs[i] = v;
+    t->old_names[i] = v->name;
+    uintptr_t first = (uintptr_t)pass_ptrmap_get(&t->old_index, v);
+    mil_op *sink = first ? outs[first - 1]->op : NULL;
+    if (!first && !pass_ptrmap_put(&t->old_index, v, (void *)(uintptr_t)(i + 1))) {
+      free(outs);
+      return pass_t_oom(t->c);
+    }
+    if (!sink) {
+      const char *name = pass_t_fresh(t->c, "identity");
+      sink = name ? mil_op_new(t->c->p, "identity", name) : NULL;
+      if (!sink) {
+        free(outs);
+        return pass_t_oom(t->c);
+      }
+      mil_block_append(b, sink);
+      pass_t_var(sink, "x", v);
+      mil_status st = pass_t_finish(t->c, sink);
+      if (st != MIL_OK) {
+        free(outs);
+        return -(int)st;
+      }
+      t->sinks[t->n_sinks++] = sink;
+      if (!pass_ptrset_add(&t->sink_set, sink)) {
+        free(outs);
+        return pass_t_oom(t->c);
+      }
+    }
+    outs[i] = sink->outputs[0];
+  }
+  mil_status st = mil_block_set_outputs(b, n, outs);
+  free(outs);
+  return st == MIL_OK ? 0 : -(int)st;
+}
+
+/* Restores the outputs (the sinks' current inputs) and removes the sinks. */
+static int drop_sinks(rt_ctx *t) {
+  mil_block *b = t->b;
+  int32_t n = b->n_outputs;
+  mil_var **outs = calloc((size_t)n + 1, sizeof *outs);
+  if (!outs) return pass_t_oom(t->c);
+  for (int32_t i = 0; i < n; i++) {
+    mil_op *sink = b->outputs[i].var->op;
+    outs[i] = sink && rt_is_sink(t, sink) ? mil_op_input_var(sink, "x") : b->outputs[i].var;
+  }
+  mil_status st = mil_block_set_outputs(b, n, outs);
+  free(outs);
+  if (st != MIL_OK) return -(int)st;
+  return pass_t_remove(t->c, t->sinks, t->n_sinks);
+}
+
+/* type_value_inference(overwrite_output=True) of every op, in order. */
+static int reinfer(rt_ctx *t) {
+  for (mil_op *op = t->b->first; op; op = op->next) {
+    if (mil_op_is_const(op)) continue;
+    mil_status st = mil_op_infer(op, t->c->d);
+    if (st != MIL_OK) return -(int)st;
+  }
+  return 0;
+}
+
+static int optimize_block(pass_t_ctx *c, mil_block *b) {
+  for (mil_op *op = b->first; op; op = op->next)
+    if (op->n_blocks > 0) return 0;
+  rt_ctx t = {.c = c, .b = b};
+  int r = add_sinks(&t);
+  if (r >= 0 && !rt_traverse(&t)) r = pass_t_oom(c);
+  if (r >= 0 && !rt_verify(&t)) r = pass_t_oom(c);
+  int64_t before = c->changes;
+  if (r >= 0) r = rt_apply(&t);
+  if (r >= 0) r = drop_sinks(&t);
+  if (r >= 0 && c->changes != before) r = reinfer(&t);
+  if (r >= 0 && t.oom) r = pass_t_oom(c);
+  ctx_free(&t);
+  return r;
+}
+
+static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
+  (void)o;
+  pass_t_ctx c = {.p = p, .d = d, .pass = "reduce_transposes"};
+  int r = 0;
+  for (int32_t fi = 0; fi < p->n_functions && r >= 0; fi++) {
+    mil_function *f = p->functions[fi];
+    for (int32_t s = 0; s < f->n_specs && r >= 0; s++) r = optimize_block(&c, f->specs[s].block);
+  }
+  if (st) st->changes += c.changes;
+  pass_t_free(&c);
+  return r < 0 ? (mil_status)(-r) : MIL_OK;
+}
+
+const mil_pass_def pass_def_reduce_transposes = {
+    "common::reduce_transposes", "cancel transposes against their inverses through ops that commute with them",
+    NULL, 0, run};

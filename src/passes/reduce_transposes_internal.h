@@ -1,0 +1,156 @@
+/* Internal interface of common::reduce_transposes, which is split over
+ * reduce_transposes.c (the pass, the three phases in order),
+ * reduce_transposes_visit.c (phase 1: the traversal assigning hypothetical
+ * values), reduce_transposes_axis.c (the axis-update ops: whether a
+ * transpose can pass them and how they change when it does) and
+ * reduce_transposes_apply.c (phases 2 and 3: choosing the transposes to
+ * remove and rewriting the block).
+ *
+ * Mirrors coremltools/converters/mil/mil/passes/defs/optimize_repeat_ops.py
+ * (_TransposeOptimization, TransformAxisUpdateOps and its subclasses,
+ * reduce_transposes). Python sets become insertion-ordered arrays, so the
+ * rewrite is deterministic.
+ */
+#ifndef MIL_REDUCE_TRANSPOSES_INTERNAL_H
+#define MIL_REDUCE_TRANSPOSES_INTERNAL_H
+
+#include "passes/tensor_pass_internal.h"
+
+#define RT_MAX_RANK 64
+
+/* A growable array of ops (insertion-ordered; rt_ops_add_unique for sets). */
+typedef struct rt_ops {
+  mil_op **v;
+  int32_t n, cap;
+} rt_ops;
+
+/* A materialization edge: op reads var, which carries a lazy transpose. */
+typedef struct rt_edge {
+  mil_op *op;
+  mil_var *var;
+} rt_edge;
+
+typedef struct rt_edges {
+  rt_edge *v;
+  int32_t n, cap;
+} rt_edges;
+
+/* coremltools' _HypotheticalValue (lazy == false) and
+ * _LazyTransposeHypotheticalValue (lazy == true: the transposes in
+ * `transposes`, all with perm `perm`, applied to `wrapped`). */
+typedef struct rt_hv rt_hv;
+struct rt_hv {
+  bool lazy;
+  rt_hv *wrapped;
+  int64_t perm[RT_MAX_RANK];
+  int32_t rank;
+  rt_ops *transposes; /* shared by the outputs of one op */
+  rt_hv *next_alloc;  /* allocation list */
+};
+
+/* What the pass knows about one op, in every role it can play. */
+typedef struct rt_node {
+  mil_op *op;
+  /* as a starting transpose */
+  bool in_cancel_map;   /* key of transpose_op_to_cancel_ops */
+  bool in_mat_map;      /* key of transpose_op_to_materialize_ops */
+  rt_ops cancel;        /* transposes it cancels with */
+  rt_edges mat;         /* where it must materialize */
+  rt_ops axis;          /* axis-update ops it passes through */
+  /* inverse maps of phase 2 */
+  bool is_cancel_op, is_mat_op;
+  rt_ops starts; /* starting transposes of a cancel / materialize op */
+  /* book keeping */
+  bool visited, updated, removed;
+  mil_var **handled; /* as a materialize op: input vars already materialized */
+  int32_t n_handled, cap_handled;
+  struct rt_node *next_alloc;
+} rt_node;
+
+typedef struct rt_nodes {
+  rt_node **v;
+  int32_t n, cap;
+} rt_nodes;
+
+typedef struct rt_ctx {
+  pass_t_ctx *c;
+  mil_block *b;
+  pass_ptrmap hv_of;   /* var -> rt_hv */
+  pass_ptrmap node_of; /* op -> rt_node */
+  rt_hv *hvs;
+  rt_node *nodes;
+  rt_ops **sets; /* every transposes set, for freeing */
+  int32_t n_sets, cap_sets;
+  rt_nodes cancel_keys; /* insertion order of transpose_op_to_cancel_ops */
+  rt_nodes mat_keys;    /* insertion order of transpose_op_to_materialize_ops */
+  /* output sinks */
+  int32_t n_outputs;
+  mil_var **old_outputs;   /* the block's outputs before the sinks */
+  const char **old_names;  /* their names then */
+  mil_op **sinks;          /* one per distinct output var */
+  int32_t n_sinks;
+  pass_ptrset sink_set;    /* the sinks, for O(1) lookups */
+  pass_ptrmap old_index;   /* old output var -> 1 + its first output index */
+  bool oom;
+} rt_ctx;
+
+/* ---------- small containers (reduce_transposes.c) ---------- */
+
+bool rt_ops_add(rt_ctx *t, rt_ops *s, mil_op *op);
+bool rt_ops_add_unique(rt_ctx *t, rt_ops *s, mil_op *op);
+bool rt_ops_has(const rt_ops *s, const mil_op *op);
+bool rt_edges_add(rt_ctx *t, rt_edges *s, mil_op *op, mil_var *var);
+bool rt_nodes_add(rt_ctx *t, rt_nodes *s, rt_node *n);
+/* The node of op, created on first use (NULL on out of memory). */
+rt_node *rt_node_of(rt_ctx *t, mil_op *op);
+/* The node of op if it exists. */
+rt_node *rt_node_find(const rt_ctx *t, const mil_op *op);
+/* A new hypothetical value (NULL on out of memory). */
+rt_hv *rt_hv_new(rt_ctx *t, bool lazy);
+/* A new empty transposes set owned by t (NULL on out of memory). */
+rt_ops *rt_set_new(rt_ctx *t);
+/* The hypothetical value of v; vars never seen read as a fresh plain value
+ * (coremltools only looks up vars it visited). */
+rt_hv *rt_hv_get(rt_ctx *t, mil_var *v);
+bool rt_hv_set(rt_ctx *t, mil_var *v, rt_hv *h);
+/* True when v is one of the block's outputs before the sinks; *name gets
+ * the name it had then. */
+bool rt_is_old_output(const rt_ctx *t, const mil_var *v, const char **name);
+bool rt_is_sink(const rt_ctx *t, const mil_op *op);
+/* The perm of a transpose, as written (false when unknown). */
+bool rt_perm(const mil_op *op, int64_t *perm, int32_t *rank);
+/* Python-style index into a list of n entries (negative from the end);
+ * -1 when out of range. */
+int64_t rt_pyindex(int64_t i, int32_t n);
+/* The vars bound to op's inputs, in input order (tuples expanded), without
+ * const outputs when nonconst_only. Literal bindings are skipped. Returns
+ * the count (writes at most max). */
+int32_t rt_input_vars(const mil_op *op, bool nonconst_only, mil_var **out, int32_t max);
+
+/* ---------- phase 1 (reduce_transposes_visit.c) ---------- */
+
+/* coremltools' block_traversal. false on out of memory. */
+bool rt_traverse(rt_ctx *t);
+
+/* ---------- axis-update ops (reduce_transposes_axis.c) ---------- */
+
+/* True for the op types coremltools registers as axis-update ops. */
+bool rt_is_axis_op(const mil_op *op);
+/* can_transpose_pass of the op's class, for a transpose with `perm`. */
+bool rt_axis_can_pass(rt_ctx *t, mil_op *op, const int64_t *perm, int32_t rank);
+/* update(): rewrites op so that op(x) == transpose(op'(x')). 0 or -(status). */
+int rt_axis_update(rt_ctx *t, mil_op *op, const int64_t *perm, int32_t rank);
+/* Rebinds every binding of old in op's inputs to new_var (coremltools'
+ * replace_uses_of_var_after_op with end_op = op and the anchor just
+ * before it). */
+void rt_rebind(mil_op *op, mil_var *old, mil_var *new_var);
+
+/* ---------- phases 2 and 3 (reduce_transposes_apply.c) ---------- */
+
+/* _verify_cancellable_transposes. false on out of memory. */
+bool rt_verify(rt_ctx *t);
+/* _remove_transpose_ops for every remaining starting transpose, in order.
+ * 0 or -(status). */
+int rt_apply(rt_ctx *t);
+
+#endif

@@ -1,0 +1,191 @@
+/* common::reduce_transposes, phase 1: the traversal that gives every var
+ * of the block a hypothetical value (plain, or a lazy transpose) and
+ * records, for every starting transpose, the transposes that cancel it,
+ * the ops where it must materialize and the axis-update ops it passes.
+ * See reduce_transposes.c.
+ *
+ * Mirrors coremltools/converters/mil/mil/passes/defs/optimize_repeat_ops.py
+ * (_TransposeOptimization._visit_*, block_traversal).
+ */
+#include <string.h>
+
+#include "passes/reduce_transposes_internal.h"
+
+#define MAX_IN 1024
+
+/* coremltools' _UNARY_LIKE_OP_TYPES: one non-const input, one output,
+ * rank kept, and transpose(op(x)) == op(transpose(x)). */
+static const char *const k_unary_like[] = {
+    "relu",      "log",          "relu6",         "abs",        "acos",
+    "asin",      "atan",         "atanh",         "ceil",       "clip",
+    "cos",       "cosh",         "erf",           "exp",        "exp2",
+    "floor",     "identity",     "logical_not",   "round",      "rsqrt",
+    "sign",      "sin",          "sinh",          "sqrt",       "square",
+    "pow",       "tan",          "tanh",          "threshold",  "clamped_relu",
+    "elu",       "gelu",         "leaky_relu",    "linear_activation", "scaled_tanh",
+    "sigmoid",   "sigmoid_hard", "softplus",      "softplus_parametric", "softsign",
+    "thresholded_relu",
+};
+
+static bool is_unary_like(const mil_op *op) {
+  for (size_t i = 0; i < sizeof k_unary_like / sizeof k_unary_like[0]; i++)
+    if (strcmp(op->type, k_unary_like[i]) == 0) return true;
+  return false;
+}
+
+static bool set_plain_outputs(rt_ctx *t, mil_op *op) {
+  for (int32_t i = 0; i < op->n_outputs; i++)
+    if (!rt_hv_set(t, op->outputs[i], rt_hv_new(t, false))) return false;
+  return true;
+}
+
+static bool note_materialize(rt_ctx *t, mil_op *start, mil_op *op, mil_var *var) {
+  rt_node *n = rt_node_of(t, start);
+  if (!n || !rt_edges_add(t, &n->mat, op, var)) return false;
+  if (!n->in_mat_map) {
+    n->in_mat_map = true;
+    if (!rt_nodes_add(t, &t->mat_keys, n)) return false;
+  }
+  return true;
+}
+
+static bool note_cancel(rt_ctx *t, mil_op *start, mil_op *op) {
+  rt_node *n = rt_node_of(t, start);
+  if (!n || !rt_ops_add(t, &n->cancel, op)) return false;
+  if (!n->in_cancel_map) {
+    n->in_cancel_map = true;
+    if (!rt_nodes_add(t, &t->cancel_keys, n)) return false;
+  }
+  return true;
+}
+
+/* _visit_materialize_op */
+static bool visit_materialize(rt_ctx *t, mil_op *op) {
+  if (!set_plain_outputs(t, op)) return false;
+  mil_var *ins[MAX_IN];
+  int32_t n = rt_input_vars(op, false, ins, MAX_IN);
+  if (n > MAX_IN) n = MAX_IN;
+  for (int32_t i = 0; i < n; i++) {
+    rt_hv *h = rt_hv_get(t, ins[i]);
+    if (!h) return false;
+    if (!h->lazy) continue;
+    for (int32_t k = 0; k < h->transposes->n; k++)
+      if (!note_materialize(t, h->transposes->v[k], op, ins[i])) return false;
+  }
+  return true;
+}
+
+static bool same_perm(const rt_hv *h, const int64_t *perm, int32_t rank) {
+  if (h->rank != rank) return false;
+  for (int32_t i = 0; i < rank; i++)
+    if (h->perm[i] != perm[i]) return false;
+  return true;
+}
+
+static rt_hv *lazy_value(rt_ctx *t, rt_hv *wrapped, rt_ops *set, const int64_t *perm, int32_t rank) {
+  rt_hv *h = rt_hv_new(t, true);
+  if (!h) return NULL;
+  h->wrapped = wrapped;
+  h->transposes = set;
+  h->rank = rank;
+  memcpy(h->perm, perm, (size_t)rank * sizeof *perm);
+  return h;
+}
+
+/* _visit_axis_update_op */
+static bool visit_axis_update(rt_ctx *t, mil_op *op) {
+  mil_var *ins[MAX_IN];
+  int32_t n = rt_input_vars(op, true, ins, MAX_IN);
+  if (n > MAX_IN) return visit_materialize(t, op);
+  const rt_hv *first = NULL;
+  int32_t n_lazy = 0;
+  for (int32_t i = 0; i < n; i++) {
+    rt_hv *h = rt_hv_get(t, ins[i]);
+    if (!h) return false;
+    if (!h->lazy) continue;
+    n_lazy++;
+    if (!first) first = h;
+    else if (!same_perm(h, first->perm, first->rank)) return visit_materialize(t, op);
+  }
+  if (n_lazy == 0) return visit_materialize(t, op);
+  int64_t perm[RT_MAX_RANK];
+  int32_t rank = first->rank;
+  memcpy(perm, first->perm, (size_t)rank * sizeof *perm);
+  if (!rt_axis_can_pass(t, op, perm, rank)) return t->oom ? false : visit_materialize(t, op);
+  rt_ops *set = rt_set_new(t);
+  if (!set) return false;
+  rt_hv *wrapped = NULL;
+  for (int32_t i = 0; i < n; i++) {
+    rt_hv *h = rt_hv_get(t, ins[i]);
+    if (!h->lazy) continue;
+    for (int32_t k = 0; k < h->transposes->n; k++)
+      if (!rt_ops_add_unique(t, set, h->transposes->v[k])) return false;
+    wrapped = h->wrapped;
+  }
+  for (int32_t k = 0; k < set->n; k++) {
+    rt_node *nd = rt_node_of(t, set->v[k]);
+    if (!nd || !rt_ops_add(t, &nd->axis, op)) return false;
+  }
+  for (int32_t i = 0; i < op->n_outputs; i++)
+    if (!rt_hv_set(t, op->outputs[i], lazy_value(t, wrapped, set, perm, rank))) return false;
+  return true;
+}
+
+/* _do_transposes_cancel, with Python's indexing of negative entries */
+static bool cancels(const int64_t *p1, int32_t n1, const int64_t *p2, int32_t n2) {
+  if (n1 != n2) return false;
+  int64_t x1[RT_MAX_RANK];
+  for (int32_t i = 0; i < n1; i++) {
+    int64_t k = rt_pyindex(p1[i], n1);
+    if (k < 0) return false;
+    x1[i] = k;
+  }
+  for (int32_t i = 0; i < n2; i++) {
+    int64_t k = rt_pyindex(p2[i], n2);
+    if (k < 0 || x1[k] != i) return false;
+  }
+  return true;
+}
+
+/* _visit_transpose_op */
+static bool visit_transpose(rt_ctx *t, mil_op *op) {
+  int64_t perm[RT_MAX_RANK];
+  int32_t rank;
+  mil_var *x = mil_op_input_var(op, "x");
+  if (!x || op->n_outputs != 1 || !rt_perm(op, perm, &rank)) return visit_materialize(t, op);
+  rt_hv *in = rt_hv_get(t, x);
+  if (!in) return false;
+  if (!in->lazy) {
+    if (rt_is_old_output(t, op->outputs[0], NULL)) return visit_materialize(t, op);
+    rt_ops *set = rt_set_new(t);
+    if (!set || !rt_ops_add(t, set, op)) return false;
+    return rt_hv_set(t, op->outputs[0], lazy_value(t, in, set, perm, rank));
+  }
+  if (!cancels(in->perm, in->rank, perm, rank)) return visit_materialize(t, op);
+  if (!rt_hv_set(t, op->outputs[0], in->wrapped)) return false;
+  for (int32_t k = 0; k < in->transposes->n; k++)
+    if (!note_cancel(t, in->transposes->v[k], op)) return false;
+  return true;
+}
+
+/* _visit_op */
+static bool visit(rt_ctx *t, mil_op *op) {
+  if (rt_is_sink(t, op)) return visit_materialize(t, op);
+  if (is_unary_like(op)) {
+    mil_var *x = mil_op_input_var(op, "x");
+    if (!x || op->n_outputs != 1) return visit_materialize(t, op);
+    return rt_hv_set(t, op->outputs[0], rt_hv_get(t, x));
+  }
+  if (rt_is_axis_op(op)) return visit_axis_update(t, op);
+  if (strcmp(op->type, "transpose") == 0) return visit_transpose(t, op);
+  if (mil_op_is_const(op)) return set_plain_outputs(t, op);
+  return visit_materialize(t, op);
+}
+
+bool rt_traverse(rt_ctx *t) {
+  for (int32_t i = 0; i < t->b->n_inputs; i++)
+    if (!rt_hv_set(t, t->b->inputs[i], rt_hv_new(t, false))) return false;
+  for (mil_op *op = t->b->first; op; op = op->next)
+    if (!visit(t, op) || t->oom) return false;
+  return true;
+}
