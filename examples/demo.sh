@@ -14,8 +14,17 @@ echo "== mil validate examples/classifier.mil"
 "$MIL" validate "$EX"
 if has opt; then
   echo
-  echo "== mil opt examples/classifier.mil -o classifier.opt.mlpackage   (DEFAULT pipeline)"
-  "$MIL" opt "$EX" -o "$OUT/classifier.opt.mlpackage" --stats
+  echo "== mil opt examples/classifier.mil -o classifier.opt.mlpackage --stats   (DEFAULT pipeline)"
+  # the DEFAULT pipeline as coremltools runs it; while some of its passes are
+  # still missing, run it without them and say so
+  skip=""
+  missing=$("$MIL" passes default | sed -n 's/^default: [0-9]* passes, \([0-9]*\) not implemented.*/\1/p')
+  if [ -n "$missing" ] && [ "$missing" -gt 0 ]; then
+    echo "note: $missing pass runs of the DEFAULT pipeline are not implemented yet;"
+    echo "      running DEFAULT without them (--skip-missing)"
+    skip=--skip-missing
+  fi
+  "$MIL" opt "$EX" -o "$OUT/classifier.opt.mlpackage" $skip --stats
   echo
   echo "== mil print classifier.opt.mlpackage"
   "$MIL" print "$OUT/classifier.opt.mlpackage"

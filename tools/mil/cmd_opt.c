@@ -10,6 +10,7 @@
 #include "load.h"
 #include "mil/model.h"
 #include "mil/passes.h"
+#include "opt_summary.h"
 
 /* .mil text is parsed directly: the golden corpus holds programs of opsets
  * older than ML Programs (CoreML3), which the model loader refuses; other
@@ -45,8 +46,12 @@ static void help(void) {
          "  --print-after-all        print the program to stderr after every pass\n"
          "  --print-after=P1,P2      print it after the named passes\n"
          "  --timing                 print a table of per-pass times, slowest first\n"
-         "  --stats                  print op counts and the passes that changed the program\n"
-         "  --quiet                  print nothing but errors\n");
+         "  --stats                  print the passes that changed the program and the summary\n"
+         "  --quiet                  print nothing but errors\n\n"
+         "On a terminal, standard error shows the pass being run (n/N) while the\n"
+         "pipeline works, and the run ends with a summary: ops before/after by op type,\n"
+         "weight bytes, load / pipeline / save times and peak memory (also printed with\n"
+         "--stats when standard error is not a terminal; --quiet silences both).\n");
 }
 
 typedef struct opt_args {
@@ -111,8 +116,8 @@ static void print_timing(const mil_pipeline_report *rep) {
   free(r);
 }
 
+/* The op counts come with the summary, which --stats always prints. */
 static void print_stats(const mil_pipeline_report *rep) {
-  fprintf(stderr, "ops: %lld before, %lld after\n", (long long)rep->ops_before, (long long)rep->ops_after);
   fprintf(stderr, "%d of %d pass runs changed the program:\n", (int)rep->n_changed, (int)rep->n_records);
   for (int32_t i = 0; i < rep->n_records; i++) {
     const mil_pass_record *r = &rep->records[i];
@@ -246,7 +251,126 @@ static int parse_args(int argc, char **argv, opt_args *a) {
   return CLI_OK;
 }
 
+
+/* True when `given` (with or without a namespace) names the pass `full`. */
+static bool pass_named(const char *given, const char *full) {
+  if (strcmp(given, full) == 0) return true;
+  return !strstr(given, "::") && strncmp(full, "common::", 8) == 0 && strcmp(full + 8, given) == 0;
+}
+
+/* True when `name` is an item of the comma-separated list. */
+static bool in_list(const char *list, const char *name) {
+  for (const char *p = list; p && *p;) {
+    const char *c = strchr(p, ',');
+    size_t n = c ? (size_t)(c - p) : strlen(p);
+    while (n && *p == ' ') p++, n--;
+    while (n && p[n - 1] == ' ') n--;
+    char item[256];
+    if (n > 0 && n < sizeof item) {
+      memcpy(item, p, n);
+      item[n] = 0;
+      if (pass_named(item, name)) return true;
+    }
+    p = c ? c + 1 : p + strlen(p);
+  }
+  return false;
+}
+
+/* Removes the passes that are not implemented; returns how many distinct
+ * passes were removed and warns once, listing them. */
+static int32_t skip_missing(mil_pipeline *pl, bool quiet) {
+  int32_t n = 0;
+  size_t len = 0;
+  char *names = NULL;
+  for (int32_t i = 0; i < mil_pipeline_n_passes(pl); i++) {
+    const char *p = mil_pipeline_pass_at(pl, i);
+    if (mil_pass_is_implemented(p)) continue;
+    size_t add = strlen(p) + 2;
+    char *nn = realloc(names, len + add + 1);
+    if (nn) {
+      names = nn;
+      len += (size_t)snprintf(names + len, add + 1, "%s%s", n ? ", " : "", p);
+    }
+    n++;
+    mil_pipeline_remove_pass(pl, p); /* every occurrence */
+    i--;
+  }
+  if (n && !quiet)
+    fprintf(stderr, "mil: warning: skipping %d passes that are not implemented: %s\n", (int)n, names ? names : "");
+  free(names);
+  return n;
+}
+
+/* Runs the pipeline pass by pass, exactly as mil_pipeline_run does (same
+ * verification, printing and messages), showing the pass being run on the
+ * progress line. */
+static mil_status run_pipeline(mil_pipeline *pl, mil_program *p, const opt_args *a, opt_progress *pg,
+                               mil_pipeline_report *rep, mil_diag *d) {
+  mil_status st = mil_pipeline_validate(pl, d);
+  if (st != MIL_OK) return st;
+  mil_pipeline_report_free(rep);
+  int64_t ops = mil_program_count_ops(p);
+  rep->ops_before = rep->ops_after = ops;
+  /* validating after a pass only means something when the input validates */
+  bool validate_each = false;
+  if (a->verify_each) {
+    mil_diag tmp;
+    mil_diag_init(&tmp);
+    validate_each = mil_program_validate(p, &tmp) == MIL_OK;
+    mil_diag_clear(&tmp);
+  }
+  mil_print_options popt = {MIL_PRINT_COMPLETE, true};
+  int32_t n = mil_pipeline_n_passes(pl);
+  double t_start = opt_now();
+  for (int32_t i = 0; i < n; i++) {
+    const char *name = mil_pipeline_pass_at(pl, i);
+    const mil_pass_def *pass = mil_pass_find(name);
+    const mil_pass_options *opts = mil_pipeline_options(pl, name);
+    if (!pass || !opts) return MIL_ERR_NOMEM; /* validated above: the pass exists */
+    opt_progress_show(pg, "[%d/%d] %s  (%lld ops, %.1f s)", (int)(i + 1), (int)n, pass->name, (long long)ops,
+                      opt_now() - t_start);
+    mil_pass_record r = {pass->name, i, 0, 0, ops, ops};
+    double t0 = opt_now();
+    st = mil_pass_run(pass, p, opts, &r.changes, d);
+    r.seconds = opt_now() - t0;
+    r.ops_after = ops = mil_program_count_ops(p);
+    rep->seconds += r.seconds;
+    rep->ops_after = ops;
+    if (r.changes > 0) rep->n_changed++;
+    mil_pass_record *nr = realloc(rep->records, (size_t)(rep->n_records + 1) * sizeof *nr);
+    if (!nr) return MIL_ERR_NOMEM;
+    rep->records = nr;
+    rep->records[rep->n_records++] = r;
+    if (st != MIL_OK) {
+      opt_progress_clear(pg);
+      return mil_diag_error(d, st, "pass '%s' (#%d of pipeline '%s') failed: %s", pass->name, (int)i,
+                            mil_pipeline_name(pl), mil_status_str(st));
+    }
+    if (a->verify_each) {
+      double v0 = opt_now();
+      mil_status vs = mil_program_verify(p, d);
+      if (vs == MIL_OK && validate_each) vs = mil_program_validate(p, d);
+      rep->verify_seconds += opt_now() - v0;
+      if (vs != MIL_OK) {
+        opt_progress_clear(pg);
+        return mil_diag_error(d, MIL_ERR_INVALID, "the program is invalid after pass '%s' (#%d of pipeline '%s')",
+                              pass->name, (int)i, mil_pipeline_name(pl));
+      }
+    }
+    if (a->print_all || in_list(a->print_after, pass->name)) {
+      opt_progress_clear(pg);
+      if (fprintf(stderr, "# after pass #%d %s (%lld changes, %lld ops)\n", (int)i, pass->name,
+                  (long long)r.changes, (long long)ops) < 0 ||
+          mil_print_program_file(p, &popt, stderr) != MIL_OK)
+        return mil_diag_error(d, MIL_ERR_IO, "printing the program after pass '%s' failed", pass->name);
+    }
+  }
+  opt_progress_clear(pg);
+  return MIL_OK;
+}
+
 int cmd_opt(int argc, char **argv) {
+  double t_begin = opt_now();
   opt_args a;
   memset(&a, 0, sizeof a);
   a.popts = calloc((size_t)argc + 1, sizeof *a.popts);
@@ -263,8 +387,20 @@ int cmd_opt(int argc, char **argv) {
   memset(&m, 0, sizeof m);
   mil_pipeline_report rep;
   memset(&rep, 0, sizeof rep);
+  opt_census before, after;
+  memset(&before, 0, sizeof before);
+  memset(&after, 0, sizeof after);
+  opt_progress pg;
+  opt_progress_init(&pg, stderr, !a.quiet);
+  /* the summary: on a terminal, or asked for with --stats; never with --quiet */
+  bool summary = !a.quiet && (pg.active || a.stats);
+  opt_summary sum;
+  memset(&sum, 0, sizeof sum);
+  sum.in = a.in;
+  sum.out = strcmp(a.out, "-") == 0 ? "standard output" : a.out;
   rc = CLI_FAIL;
   if (build_pipeline(&a, &pl, &d) != MIL_OK) goto out;
+  sum.pipeline = mil_pipeline_name(pl);
   if (a.precision && strcmp(a.precision, "fp32") == 0) {
     mil_pipeline_remove_pass(pl, "common::add_fp16_cast");
     mil_pipeline_remove_pass(pl, "common::add_int16_cast");
@@ -276,25 +412,46 @@ int cmd_opt(int argc, char **argv) {
       goto out;
     }
   }
-  if (a.skip_missing) {
-    for (int32_t i = 0; i < mil_pipeline_n_passes(pl); i++) {
-      const char *p = mil_pipeline_pass_at(pl, i);
-      if (mil_pass_is_implemented(p)) continue;
-      if (!a.quiet) fprintf(stderr, "mil: warning: skipping %s (not implemented)\n", p);
-      mil_pipeline_remove_pass(pl, p);
-      i--;
-    }
-  }
-  if (load_any(a.in, &m, &d) != MIL_OK) goto out;
-  mil_pipeline_run_options ro = {a.verify_each, a.print_all, a.print_after, stderr, false};
-  mil_status st = mil_pipeline_run(pl, m.program, &ro, &rep, &d);
+  if (a.skip_missing) sum.n_skipped = skip_missing(pl, a.quiet);
+
+  opt_progress_show(&pg, "loading %s ...", a.in);
+  double t0 = opt_now();
+  mil_status lst = load_any(a.in, &m, &d);
+  sum.load_s = opt_now() - t0;
+  opt_progress_clear(&pg);
+  if (lst != MIL_OK) goto out;
+  int spec = m.model ? mil_model_spec_version(m.model) : 0;
+  if (summary && opt_census_take(m.program, spec, &before)) sum.before = &before;
+
+  t0 = opt_now();
+  mil_status st = run_pipeline(pl, m.program, &a, &pg, &rep, &d);
+  sum.pipeline_s = opt_now() - t0 - rep.verify_seconds;
+  sum.verify_s = rep.verify_seconds;
+  sum.rep = &rep;
+  sum.n_passes_run = rep.n_records;
   if (!a.quiet && a.timing) print_timing(&rep);
   if (!a.quiet && a.stats) print_stats(&rep);
+  if (st == MIL_OK && summary && sum.before && opt_census_take(m.program, spec, &after)) sum.after = &after;
   if (st != MIL_OK) goto out;
-  if (write_output(a.out, &m, &d) != MIL_OK) goto out;
+
+  /* program text on a terminal's stdout must not share a line with the progress line */
+  if (strcmp(a.out, "-") != 0) opt_progress_show(&pg, "writing %s ...", sum.out);
+  t0 = opt_now();
+  mil_status wst = write_output(a.out, &m, &d);
+  sum.save_s = opt_now() - t0;
+  opt_progress_clear(&pg);
+  if (wst != MIL_OK) goto out;
+  sum.saved = true;
   rc = CLI_OK;
 out:
+  opt_progress_clear(&pg);
   if (rc != CLI_OK || (!a.quiet && d.n_warnings)) cli_print_diag(&d);
+  if (summary && sum.pipeline && (sum.before || rc == CLI_OK)) {
+    sum.total_s = opt_now() - t_begin;
+    opt_summary_print(stderr, &sum);
+  }
+  opt_census_free(&before);
+  opt_census_free(&after);
   mil_pipeline_report_free(&rep);
   mil_pipeline_free(pl);
   cli_unload(&m);

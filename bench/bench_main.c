@@ -1,0 +1,192 @@
+/* Benchmark of the main job: load a model, run a pass pipeline (DEFAULT),
+ * save it. One model per process, so that the peak RSS (getrusage
+ * ru_maxrss) is this model's alone; bench/run.sh runs it once per model and
+ * writes bench/RESULTS.md.
+ *
+ *   bench_main IN.mlpackage OUT.mlpackage [--pipeline NAME] [--label NAME]
+ *              [--passes N]
+ *
+ * Passes of the pipeline that are not implemented are left out (and listed).
+ * Prints, on stdout, lines run.sh parses:
+ *   result <label> <ops_before> <ops_after> <in_bytes> <out_bytes>
+ *          <out_weight_bytes> <load_s> <pipeline_s> <save_s>
+ *          <rss_load_kb> <rss_pipeline_kb> <rss_peak_kb> <n_pass_runs>
+ *          <n_skipped> <pipeline_cpu_s> <passes_s>
+ *   (pipeline_cpu_s: user + system CPU time of the pipeline, less disturbed
+ *    by other processes than the wall time; passes_s: the summed time of the
+ *    pass run functions, the rest of pipeline_s is the pipeline driver)
+ *   skipped <pass> ...                 (passes left out)
+ *   pass <name> <runs> <seconds> <changes>
+ *                                      (the N slowest passes, default 8,
+ *                                       times summed over their runs)
+ * and a human-readable report on stderr. Exit status 1 on any failure. */
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "mil/mil.h"
+#include "mil/model.h"
+#include "mil/passes.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double cpu_s(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+         (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static long maxrss_kb(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return ru.ru_maxrss;
+}
+
+/* Total size of the regular files under a path (file or directory). */
+static uint64_t g_tree_bytes;
+static int tree_add(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)p, (void)ftw;
+  if (flag == FTW_F) g_tree_bytes += (uint64_t)sb->st_size;
+  return 0;
+}
+static uint64_t tree_bytes(const char *path) {
+  g_tree_bytes = 0;
+  nftw(path, tree_add, 16, FTW_PHYS);
+  return g_tree_bytes;
+}
+
+static uint64_t file_bytes(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+static int fail(const char *what, mil_diag *d, mil_status st) {
+  const char *m = mil_diag_first_error(d);
+  fprintf(stderr, "bench_main: %s: %s\n", what, m ? m : mil_status_str(st));
+  return 1;
+}
+
+typedef struct pass_total {
+  const char *name;
+  int runs;
+  double seconds;
+  int64_t changes;
+} pass_total;
+
+static int cmp_total(const void *x, const void *y) {
+  const pass_total *a = x, *b = y;
+  return a->seconds < b->seconds ? 1 : a->seconds > b->seconds ? -1 : 0;
+}
+
+int main(int argc, char **argv) {
+  const char *in = NULL, *out = NULL, *pipeline = "default", *label = NULL;
+  int n_show = 8;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--pipeline") == 0 && i + 1 < argc) pipeline = argv[++i];
+    else if (strcmp(argv[i], "--label") == 0 && i + 1 < argc) label = argv[++i];
+    else if (strcmp(argv[i], "--passes") == 0 && i + 1 < argc) n_show = atoi(argv[++i]);
+    else if (!in) in = argv[i];
+    else if (!out) out = argv[i];
+    else in = NULL, i = argc;
+  }
+  if (!in || !out) {
+    fprintf(stderr, "usage: bench_main IN.mlpackage OUT.mlpackage [--pipeline NAME] [--label NAME] [--passes N]\n");
+    return 2;
+  }
+  if (!label) label = in;
+  mil_diag d;
+  mil_diag_init(&d);
+
+  mil_pipeline *pl = NULL;
+  mil_status st = mil_pipeline_new(pipeline, &pl, &d);
+  if (st != MIL_OK) return fail("pipeline", &d, st);
+  char *skipped = calloc(1, 1);
+  size_t sk_len = 0;
+  int n_skipped = 0;
+  for (int32_t i = 0; i < mil_pipeline_n_passes(pl); i++) {
+    const char *p = mil_pipeline_pass_at(pl, i);
+    if (mil_pass_is_implemented(p)) continue;
+    size_t add = strlen(p) + 1;
+    char *ns = realloc(skipped, sk_len + add + 1);
+    if (ns) {
+      skipped = ns;
+      sk_len += (size_t)snprintf(skipped + sk_len, add + 1, " %s", p);
+    }
+    n_skipped++;
+    mil_pipeline_remove_pass(pl, p);
+    i--;
+  }
+
+  double t0 = now();
+  mil_model *m = NULL;
+  st = mil_model_load(in, &m, &d);
+  double load_s = now() - t0;
+  if (st != MIL_OK) return fail("load", &d, st);
+  long rss_load = maxrss_kb();
+
+  mil_program *p = mil_model_program(m);
+  mil_pipeline_report rep = {0};
+  double c0 = cpu_s();
+  t0 = now();
+  st = mil_pipeline_run(pl, p, NULL, &rep, &d);
+  double pipe_s = now() - t0;
+  double pipe_cpu = cpu_s() - c0;
+  if (st != MIL_OK) return fail("pipeline", &d, st);
+  long rss_pipe = maxrss_kb();
+
+  t0 = now();
+  st = mil_model_save(m, out, &d);
+  double save_s = now() - t0;
+  if (st != MIL_OK) return fail("save", &d, st);
+  long rss_peak = maxrss_kb();
+
+  uint64_t in_bytes = tree_bytes(in), out_bytes = tree_bytes(out);
+  char wpath[4096];
+  snprintf(wpath, sizeof wpath, "%s/Data/com.apple.CoreML/weights/weight.bin", out);
+  uint64_t out_w = file_bytes(wpath);
+
+  printf("result %s %lld %lld %llu %llu %llu %.6f %.6f %.6f %ld %ld %ld %d %d %.6f %.6f\n", label,
+         (long long)rep.ops_before, (long long)rep.ops_after, (unsigned long long)in_bytes,
+         (unsigned long long)out_bytes, (unsigned long long)out_w, load_s, pipe_s, save_s, rss_load, rss_pipe,
+         rss_peak, (int)rep.n_records, n_skipped, pipe_cpu, rep.seconds);
+  if (n_skipped) printf("skipped%s\n", skipped);
+
+  /* per pass name: summed time of its runs */
+  pass_total *tot = calloc((size_t)rep.n_records + 1, sizeof *tot);
+  int n_tot = 0;
+  for (int32_t i = 0; tot && i < rep.n_records; i++) {
+    int j = 0;
+    while (j < n_tot && strcmp(tot[j].name, rep.records[i].pass) != 0) j++;
+    if (j == n_tot) tot[n_tot++].name = rep.records[i].pass;
+    tot[j].runs++;
+    tot[j].seconds += rep.records[i].seconds;
+    tot[j].changes += rep.records[i].changes;
+  }
+  if (tot) qsort(tot, (size_t)n_tot, sizeof *tot, cmp_total);
+  for (int i = 0; tot && i < n_tot && i < n_show; i++)
+    printf("pass %s %d %.6f %lld\n", tot[i].name, tot[i].runs, tot[i].seconds, (long long)tot[i].changes);
+
+  fprintf(stderr,
+          "%s: %lld -> %lld ops; load %.3f s, pipeline %.3f s (%.0f ops/s, %d pass runs, %d passes skipped), "
+          "save %.3f s; peak RSS %.1f MB (load %.1f, pipeline %.1f); out %.1f MB (weight.bin %.1f MB)\n",
+          label, (long long)rep.ops_before, (long long)rep.ops_after, load_s, pipe_s,
+          pipe_s > 0 ? (double)rep.ops_before / pipe_s : 0.0, (int)rep.n_records, n_skipped, save_s,
+          (double)rss_peak / 1024.0, (double)rss_load / 1024.0, (double)rss_pipe / 1024.0, (double)out_bytes / 1e6,
+          (double)out_w / 1e6);
+  free(tot);
+  free(skipped);
+  mil_pipeline_report_free(&rep);
+  mil_pipeline_free(pl);
+  mil_model_free(m);
+  mil_diag_clear(&d);
+  return 0;
+}
