@@ -23,8 +23,10 @@
 #ifndef MIL_INTERP_INTERNAL_H
 #define MIL_INTERP_INTERNAL_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mil/interp.h"
 #include "ops/ops_internal.h"
@@ -118,7 +120,22 @@ INTERP_HIDDEN void interp_cache_put_value(interp_cache *c, const char *name, con
 /* ---- util.c ---- */
 /* fp32 -> fp16, round to nearest even (the same results as
  * mil_fp32_to_fp16, without going through double). */
-INTERP_HIDDEN uint16_t interp_f2h(float f);
+static inline uint16_t interp_f2h(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  uint32_t ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return sign | 0x7e00; /* NaN */
+  if (ax >= 0x477ff000u) return sign | 0x7c00; /* >= 65520 (and inf) round to inf */
+  if (ax < 0x38800000u) {                      /* below 2^-14: subnormal, units of 2^-24 */
+    float q = fabsf(f) * 16777216.0f;          /* exact */
+    return sign | (uint16_t)rintf(q);          /* ties to even in the default mode */
+  }
+  uint32_t h = ((ax >> 23) - 112) << 10 | ((ax >> 13) & 0x3ffu);
+  uint32_t rem = ax & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* may carry into the exponent: still right */
+  return sign | (uint16_t)h;
+}
 /* fp16 -> fp32 through a table (built once). */
 INTERP_HIDDEN float interp_h2f(uint16_t h);
 /* The elements of a float tensor value (fp32, fp16, bf16, fp64) as fp32:

@@ -21,23 +21,6 @@ float interp_h2f(uint16_t h) {
   return g_h2f[h];
 }
 
-uint16_t interp_f2h(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-  uint32_t ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) return sign | 0x7e00; /* NaN */
-  if (ax >= 0x477ff000u) return sign | 0x7c00; /* >= 65520 (and inf) round to inf */
-  if (ax < 0x38800000u) {                      /* below 2^-14: subnormal, units of 2^-24 */
-    float q = fabsf(f) * 16777216.0f;          /* exact */
-    return sign | (uint16_t)rintf(q);          /* ties to even in the default mode */
-  }
-  uint32_t h = ((ax >> 23) - 112) << 10 | ((ax >> 13) & 0x3ffu);
-  uint32_t rem = ax & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* may carry into the exponent: still right */
-  return sign | (uint16_t)h;
-}
-
 const float *interp_f32(interp_run *r, const mil_value *v, float **tmp) {
   *tmp = NULL;
   if (!v || v->kind != MIL_VAL_TENSOR || !v->type) return NULL;
