@@ -94,7 +94,8 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -
 mem=$(awk '/^MemTotal/ {printf "%.1f GB", $2 / 1048576}' /proc/meminfo 2>/dev/null || true)
 rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git -C "$ROOT" status --porcelain 2>/dev/null | head -1)" ]; then rev="$rev (with uncommitted changes)"; fi
-cc_ver=$(sed -n 's/^CMAKE_C_COMPILER_VERSION:[A-Z]*=//p;' "$BUILD/CMakeCache.txt" 2>/dev/null | head -1)
+cc_ver=$(cat "$BUILD"/CMakeFiles/*/CMakeCCompiler.cmake 2>/dev/null |
+  sed -n 's/^set(CMAKE_C_COMPILER_\(ID\|VERSION\) "\(.*\)")$/\2/p' | head -2 | tr '\n' ' ' | sed 's/ $//')
 btype=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null | head -1)
 ct_info() { # MODEL FIELD: a number from the corpus model's info.json
   sed -n "s/.*\"$2\": *\([0-9.]*\).*/\1/p" "$SHARED/corpus/models/$1/info.json" 2>/dev/null | head -1
