@@ -135,6 +135,11 @@ typedef struct io_write {
   struct io_seen_blob *seen;
 } io_write;
 
+/* Records an error for a write in progress (the first status sticks in
+ * w->st) and returns NULL so builders can `return io_wfail(...)`. */
+void *io_wfail(io_write *w, mil_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define OOM(w) io_wfail((w), MIL_ERR_NOMEM, "%s", "")
+
 IO_MODEL_HIDDEN Milproto__ValueType *io_type_to_proto(io_write *w, const mil_type *t, const char *where);
 /* allow_blob: the value may go to the weight file (const val, constexpr
  * params) when mil_blob_should_store says so. */

@@ -239,8 +239,7 @@ mil_status io_type_from_proto(io_read *r, const Milproto__ValueType *t, const ch
 /* types: IR -> proto                                                         */
 /* ------------------------------------------------------------------------ */
 
-static void *wfail(io_write *w, mil_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void *wfail(io_write *w, mil_status st, const char *fmt, ...) {
+void *io_wfail(io_write *w, mil_status st, const char *fmt, ...) {
   if (w->st == MIL_OK) w->st = st;
   if (st == MIL_ERR_NOMEM) {
     mil_diag_error(w->d, st, "%s: out of memory", w->file);
@@ -255,7 +254,6 @@ static void *wfail(io_write *w, mil_status st, const char *fmt, ...) {
   return NULL;
 }
 
-#define OOM(w) wfail((w), MIL_ERR_NOMEM, "%s", "")
 
 static Milproto__Dimension *dim_to_proto(io_write *w, const mil_dim *dm) {
   Milproto__Dimension *pd = io_pb_new(&milproto__dimension__descriptor);
@@ -278,14 +276,14 @@ oom:
 }
 
 Milproto__ValueType *io_type_to_proto(io_write *w, const mil_type *t, const char *where) {
-  if (!t) return wfail(w, MIL_ERR_INVALID, "%s: %s: var has no type", w->file, where);
+  if (!t) return io_wfail(w, MIL_ERR_INVALID, "%s: %s: var has no type", w->file, where);
   Milproto__ValueType *vt = io_pb_new(&milproto__value_type__descriptor);
   if (!vt) return OOM(w);
   switch (t->kind) {
   case MIL_TYPE_TENSOR: {
     if (!dtype_ok(t->dtype)) {
       io_pb_free(vt);
-      return wfail(w, MIL_ERR_UNSUPPORTED, "%s: %s: dtype %s has no MIL.proto DataType", w->file, where,
+      return io_wfail(w, MIL_ERR_UNSUPPORTED, "%s: %s: dtype %s has no MIL.proto DataType", w->file, where,
                    mil_dtype_name(t->dtype));
     }
     Milproto__TensorType *tt = io_pb_new(&milproto__tensor_type__descriptor);
@@ -336,7 +334,7 @@ Milproto__ValueType *io_type_to_proto(io_write *w, const mil_type *t, const char
   }
   default:
     io_pb_free(vt);
-    return wfail(w, MIL_ERR_UNSUPPORTED, "%s: %s: a type of unknown kind cannot be written", w->file, where);
+    return io_wfail(w, MIL_ERR_UNSUPPORTED, "%s: %s: a type of unknown kind cannot be written", w->file, where);
   }
   io_pb_free(vt);
   return OOM(w);

@@ -303,23 +303,6 @@ mil_status io_value_from_proto(io_read *r, const Milproto__Value *pv, const char
 /* types: IR -> proto                                                         */
 /* ------------------------------------------------------------------------ */
 
-static void *wfail(io_write *w, mil_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void *wfail(io_write *w, mil_status st, const char *fmt, ...) {
-  if (w->st == MIL_OK) w->st = st;
-  if (st == MIL_ERR_NOMEM) {
-    mil_diag_error(w->d, st, "%s: out of memory", w->file);
-    return NULL;
-  }
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  mil_diag_error(w->d, st, "%s", buf);
-  return NULL;
-}
-
-#define OOM(w) wfail((w), MIL_ERR_NOMEM, "%s", "")
 
 /* ------------------------------------------------------------------------ */
 /* values: IR -> proto                                                        */
@@ -415,7 +398,7 @@ static Milproto__TensorValue *tensor_to_proto(io_write *w, const mil_value *v, c
      * little-endian bytes, sub-byte types bit-packed (formats.md 3.1) */
     if (!dtype_ok(dt) || mil_dtype_bits(dt) > 32) {
       io_pb_free(tv);
-      return wfail(w, MIL_ERR_UNSUPPORTED, "%s: %s: %s values cannot be written", w->file, where, mil_dtype_name(dt));
+      return io_wfail(w, MIL_ERR_UNSUPPORTED, "%s: %s: %s values cannot be written", w->file, where, mil_dtype_name(dt));
     }
     Milproto__TensorValue__RepeatedBytes *f = io_pb_new(&milproto__tensor_value__repeated_bytes__descriptor);
     if (!f) goto oom;
@@ -448,7 +431,7 @@ static Milproto__Value *blob_value(io_write *w, const mil_value *v, const char *
     }
   if (!found) {
     mil_status st = mil_blob_writer_add(w->bw, v->type->dtype, v->data, v->nbytes, v->numel, &off, w->d);
-    if (st != MIL_OK) return wfail(w, st, "%s: %s: writing the weight blob failed", w->file, where);
+    if (st != MIL_OK) return io_wfail(w, st, "%s: %s: writing the weight blob failed", w->file, where);
     if (v->storage == MIL_STORE_VIEW) {
       if (w->n_seen == w->cap_seen) {
         size_t nc = w->cap_seen ? w->cap_seen * 2 : 64;
@@ -499,7 +482,7 @@ static mil_type *container_type(const mil_value *v, mil_type *tmp, const mil_typ
 }
 
 Milproto__Value *io_value_to_proto(io_write *w, const mil_value *v, bool allow_blob, const char *where) {
-  if (!v) return wfail(w, MIL_ERR_INVALID, "%s: %s: value missing", w->file, where);
+  if (!v) return io_wfail(w, MIL_ERR_INVALID, "%s: %s: value missing", w->file, where);
   if (v->kind == MIL_VAL_TENSOR && allow_blob && w->bw && mil_blob_should_store(v, w->spec_version))
     return blob_value(w, v, where);
   Milproto__Value *pv = io_pb_new(&milproto__value__descriptor);
