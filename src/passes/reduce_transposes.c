@@ -287,7 +287,11 @@ static int drop_sinks(rt_ctx *t) {
   return pass_t_remove(t->c, t->sinks, t->n_sinks);
 }
 
-/* type_value_inference(overwrite_output=True) of every op, in order. */
+/* type_value_inference(overwrite_output=True) of every op, in order. Like
+ * coremltools this runs for every flat block, even when nothing was
+ * cancelled: it refreshes types left stale by earlier passes (e.g. after
+ * remove_redundant_ops merged two range_1d ops, the consumers of the
+ * dropped one still carry its symbolic length until inferred again). */
 static int reinfer(rt_ctx *t) {
   for (mil_op *op = t->b->first; op; op = op->next) {
     if (mil_op_is_const(op)) continue;
@@ -304,10 +308,9 @@ static int optimize_block(pass_t_ctx *c, mil_block *b) {
   int r = add_sinks(&t);
   if (r >= 0 && !rt_traverse(&t)) r = pass_t_oom(c);
   if (r >= 0 && !rt_verify(&t)) r = pass_t_oom(c);
-  int64_t before = c->changes;
   if (r >= 0) r = rt_apply(&t);
   if (r >= 0) r = drop_sinks(&t);
-  if (r >= 0 && c->changes != before) r = reinfer(&t);
+  if (r >= 0) r = reinfer(&t);
   if (r >= 0 && t.oom) r = pass_t_oom(c);
   ctx_free(&t);
   return r;
