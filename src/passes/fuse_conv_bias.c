@@ -68,36 +68,6 @@ static mil_op *rebuild_conv(pass_fuse_ctx *c, mil_op *conv, mil_op *anchor, cons
   return s == MIL_OK ? nc : NULL;
 }
 
-/* coremltools negates a sub's tensor constant through a squeezed view of
- * the const's own array (in place), before the remaining checks: the const
- * (left dead after a fusion, or kept when the fusion is then refused) ends
- * up holding the negated values, which is what a saved model would hold.
- * Done here to the const's value; scalars (numpy scalars there, copied
- * first) are left alone, and so are dtypes numpy cannot negate in place
- * (unsigned, bool). */
-static int negate_const_in_place(pass_fuse_ctx *c, mil_var *v) {
-  const mil_value *old = v->val;
-  if (!v->op || !mil_op_is_const(v->op) || !old || old->kind != MIL_VAL_TENSOR || !old->type || old->type->rank < 1)
-    return 0;
-  mil_dtype dt = old->type->dtype;
-  bool fl = mil_dtype_is_float(dt);
-  if (!fl && !(mil_dtype_is_int(dt) && !mil_dtype_is_unsigned(dt))) return 0;
-  int64_t *dims = malloc((size_t)old->type->rank * sizeof *dims);
-  if (!dims) return oom(c);
-  for (int32_t i = 0; i < old->type->rank; i++) dims[i] = old->type->dims[i].size;
-  mil_value *nv = mil_value_new_tensor(c->p, dt, old->type->rank, dims, false, NULL);
-  free(dims);
-  if (!nv) return oom(c);
-  for (int64_t i = 0; i < old->numel; i++) {
-    if (fl)
-      mil_value_set_f64(nv, i, -mil_value_get_f64(old, i));
-    else
-      mil_value_set_i64(nv, i, -mil_value_get_i64(old, i));
-  }
-  mil_var_set_value(v, nv);
-  return 0;
-}
-
 /* Pattern 1: conv -> add/sub(const). */
 static int fuse_plain(pass_fuse_ctx *c, mil_op *conv, mil_op *add) {
   bool is_sub = strcmp(add->type, "sub") == 0;
@@ -110,7 +80,6 @@ static int fuse_plain(pass_fuse_ctx *c, mil_op *conv, mil_op *add) {
   if (!pass_np_from_value(&b, bias_var->val, &nomem)) return nomem ? oom(c) : 0;
   int r = 0;
   if (rank < 3 || rank > 5) goto done;
-  bool was_scalar = b.is_scalar;
   if (b.is_scalar) {
     b.is_scalar = false; /* np.array([bias]) */
     b.rank = 1;
@@ -125,10 +94,8 @@ static int fuse_plain(pass_fuse_ctx *c, mil_op *conv, mil_op *add) {
     if (prod != 1) goto done;
     pass_np_squeeze(&b);
   }
-  if (is_sub) {
+  if (is_sub)
     for (int64_t i = 0; i < b.n; i++) b.v[i] = -b.v[i];
-    if (!was_scalar && (r = negate_const_in_place(c, bias_var)) < 0) goto done;
-  }
 
   mil_var *weight = mil_op_input_var(conv, "weight");
   if (!mil_op_find_input(conv, "bias")) {
