@@ -143,21 +143,24 @@ ct_info() { # MODEL FIELD: a number from the corpus model's info.json
   echo "| target | model | measured | met |"
   echo "|---|---|---|---|"
   awk '$2 == "result" && $1 == "transformer" {
-      r = $10 > 0 ? $4 / $10 : 0
-      printf "| DEFAULT ≥ 200,000 ops/s | %s | %.0f ops/s | %s |\n", $3, r, (r >= 200000 ? "yes" : "**no**")
+      r = $17 > 0 ? $4 / $17 : 0
+      printf "| DEFAULT ≥ 200,000 ops/s | %s | %.0f ops/CPU-s (%.0f ops/s wall) | %s |\n", $3, r, ($10 > 0 ? $4 / $10 : 0), (r >= 200000 ? "yes" : "**no**")
     }' "$RAW"
   awk '$2 == "result" && $1 == "transformer" {
       lim = $8 * 1.2 / 1024
       printf "| peak RSS < out weights + 20%% | %s | %.0f MB vs %.0f MB | %s |\n", $3, $14 / 1024, lim / 1024, ($14 < lim ? "yes" : "**no**")
     }' "$RAW"
-  awk '$1 == "scaling" && $2 == "result" { n++; label[n] = $3; ops[n] = $4; t[n] = $10 }
+  awk '$1 == "scaling" && $2 == "result" { n++; label[n] = $3; ops[n] = $4; t[n] = $17 }
     END {
       if (n < 2) exit
       line = ""
-      for (i = 1; i <= n; i++) line = line sprintf("%s%s %.0f ns/op", (i > 1 ? ", " : ""), label[i], t[i] * 1e9 / ops[i])
+      for (i = 1; i <= n; i++) line = line sprintf("%s%s %.0f CPU-ns/op", (i > 1 ? ", " : ""), label[i], t[i] * 1e9 / ops[i])
       g = (t[n] / ops[n]) / (t[1] / ops[1])
       printf "| time linear in ops | %s | ns/op x%.2f from %d to %d ops | %s |\n", line, g, ops[1], ops[n], (g <= 1.5 ? "yes" : "**no**")
     }' "$RAW"
+  echo
+  echo "Speed targets use the pipeline's CPU time (user + system), which equals its wall time on an idle machine"
+  echo "and is much less disturbed by other processes on a busy one."
   echo
   echo "Linearity is judged on the scaling series (small_*): the same layer (hidden 64) repeated 11, 112 and"
   echo "1120 times, so the weights stay small and ns/op is the per-op cost alone (\"yes\" when ns/op grows by at"
