@@ -145,10 +145,13 @@ struct mil_program {
   int32_t n_attrs;
   mil_attr *attrs; /* e.g. "buildInfo" */
   struct ir_arena *arena;  /* private */
+  struct ir_arena *nodes;  /* private: op, var and block records, kept together for walks */
   struct ir_intern *strs;  /* private */
   const mil_allocator *alloc;
   uint64_t next_block_id;  /* for fresh "block<N>" names */
   uint64_t next_symbol_id; /* for fresh "is<N>" symbols */
+  int64_t n_ops;           /* private: ops reachable from the functions (mil_program_count_ops) */
+  struct ir_typecount *typecounts; /* private: the same by op type */
   void *user;              /* free for embedders */
 };
 
@@ -172,8 +175,17 @@ MIL_API const char *mil_program_intern(mil_program *p, const char *s, size_t len
 MIL_API const char *mil_program_find_string(const mil_program *p, const char *s, size_t len);
 /* Sets (or replaces) a program attribute. */
 MIL_API mil_status mil_program_set_attr(mil_program *p, const char *name, const mil_value *v);
-/* Total number of ops in all functions, nested blocks included. */
+/* Total number of ops in all functions, nested blocks included. O(1): the
+ * program keeps the count as ops are placed in and detached from blocks
+ * that belong to a function. */
 MIL_API int64_t mil_program_count_ops(const mil_program *p);
+/* Number of ops of the given type (e.g. "conv") in all functions, nested
+ * blocks included; O(1), kept like mil_program_count_ops. -1 when the
+ * per-type table could not be allocated (treat as "maybe present"). */
+MIL_API int64_t mil_program_count_op_type(const mil_program *p, const char *type);
+/* Recounts the ops by walking every function (O(ops)); needed only after
+ * editing p->functions directly (dropping or replacing a function). */
+MIL_API void mil_program_recount_ops(mil_program *p);
 
 /* ---------- types (arena-owned, immutable) ---------- */
 

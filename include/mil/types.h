@@ -139,6 +139,12 @@ MIL_API float mil_fp8e5m2_to_fp32(uint8_t v);
 MIL_API uint8_t mil_fp32_to_fp8e5m2(float f);
 /* Nearest fp16 of a double, rounded once (not via float). */
 MIL_API uint16_t mil_fp64_to_fp16(double d);
+/* Array forms of mil_fp32_to_fp16 / mil_fp16_to_fp32: convert n elements
+ * from src to dst (the ranges must not overlap), bit for bit what the
+ * scalar functions give, NaN payloads included (numpy's astype). Use the
+ * CPU's F16C instructions when present. (src/core/convert.c) */
+MIL_API void mil_fp32_to_fp16_array(const float *src, uint16_t *dst, size_t n);
+MIL_API void mil_fp16_to_fp32_array(const uint16_t *src, float *dst, size_t n);
 
 #ifdef __cplusplus
 }

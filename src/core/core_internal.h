@@ -17,6 +17,7 @@
 
 /* ---- arena.c: bump allocator owned by a program ---- */
 typedef struct ir_arena ir_arena;
+typedef struct ir_typecount ir_typecount;
 IR_HIDDEN ir_arena *ir_arena_new(const mil_allocator *a);
 IR_HIDDEN void ir_arena_free(ir_arena *ar);
 /* n zeroed bytes aligned to 16; NULL on out of memory. */
@@ -33,6 +34,16 @@ IR_HIDDEN void ir_intern_free(ir_intern *t);
 IR_HIDDEN const char *ir_intern_str(ir_intern *t, const char *s, size_t len);
 /* The interned copy of s, or NULL when s was never interned (no insertion). */
 IR_HIDDEN const char *ir_intern_find(const ir_intern *t, const char *s, size_t len);
+
+/* ---- ir.c ---- */
+/* Ops reachable from p's functions, counted by walking them (the check of
+ * the kept count p->n_ops). */
+IR_HIDDEN int64_t ir_count_ops_walk(const mil_program *p);
+
+/* ---- op_count.c: the program's op counts ---- */
+/* Adds delta to the total and to the count of ops of `type` (interned). */
+IR_HIDDEN void ir_count_op(mil_program *p, const char *type, int64_t delta);
+IR_HIDDEN void ir_typecount_free(mil_program *p);
 
 /* raw allocation through a mil_allocator */
 IR_HIDDEN void *ir_raw_alloc(const mil_allocator *a, size_t n);

@@ -142,8 +142,6 @@ uint16_t mil_fp64_to_fp16(double d) {
   return sign | (uint16_t)((exp << 10) | ((int)r - 1024));
 }
 
-uint16_t mil_fp32_to_fp16(float f) { return mil_fp64_to_fp16((double)f); }
-
 float mil_bf16_to_fp32(uint16_t h) { return u2f((uint32_t)h << 16); }
 
 uint16_t mil_fp32_to_bf16(float f) {

@@ -12,11 +12,14 @@ mil_program *mil_program_new(const mil_allocator *alloc) {
   if (!ar) return NULL;
   mil_program *p = ir_arena_alloc(ar, sizeof *p);
   ir_intern *strs = p ? ir_intern_new(alloc, ar) : NULL;
-  if (!strs) {
+  ir_arena *nodes = strs ? ir_arena_new(alloc) : NULL;
+  if (!nodes) {
+    if (strs) ir_intern_free(strs);
     ir_arena_free(ar);
     return NULL;
   }
   p->arena = ar;
+  p->nodes = nodes;
   p->strs = strs;
   p->alloc = alloc;
   p->version = 1;
@@ -25,7 +28,9 @@ mil_program *mil_program_new(const mil_allocator *alloc) {
 
 void mil_program_free(mil_program *p) {
   if (!p) return;
+  ir_typecount_free(p);
   ir_intern_free(p->strs);
+  ir_arena_free(p->nodes);
   ir_arena_free(p->arena); /* p itself lives in the arena */
 }
 
@@ -81,16 +86,18 @@ static int count_ops(mil_op *op, void *ud) {
   return 0;
 }
 
-int64_t mil_program_count_ops(const mil_program *p) {
+int64_t ir_count_ops_walk(const mil_program *p) {
   int64_t n = 0;
   mil_program_walk((mil_program *)p, count_ops, &n);
   return n;
 }
 
+int64_t mil_program_count_ops(const mil_program *p) { return p->n_ops; }
+
 /* ---------- functions ---------- */
 
 mil_block *mil_block_new(mil_program *p, const char *name) {
-  mil_block *b = ir_arena_alloc(p->arena, sizeof *b);
+  mil_block *b = ir_arena_alloc(p->nodes, sizeof *b);
   if (!b) return NULL;
   b->program = p;
   if (name) {
@@ -138,7 +145,7 @@ mil_block *mil_function_body(const mil_function *f) {
 }
 
 static mil_var *var_new(mil_program *p, const char *name, const mil_type *type) {
-  mil_var *v = ir_arena_alloc(p->arena, sizeof *v);
+  mil_var *v = ir_arena_alloc(p->nodes, sizeof *v);
   if (!v) return NULL;
   v->name = mil_program_intern(p, name, (size_t)-1);
   if (!v->name) return NULL;
@@ -219,6 +226,29 @@ bool mil_block_is_inside(const mil_block *b, const mil_block *outer) {
   return false;
 }
 
+/* ---------- the program's op count ---------- */
+
+/* True when b hangs, through placed ops, from a function's body block. */
+static bool attached(const mil_block *b) {
+  while (b->parent) {
+    if (!b->parent->block) return false;
+    b = b->parent->block;
+  }
+  return b->func != NULL;
+}
+
+static void count_block(mil_program *p, const mil_block *b, int64_t sign);
+
+/* counts op and the ops of its nested blocks, recursively, with sign +1/-1 */
+static void count_op_rec(mil_program *p, const mil_op *op, int64_t sign) {
+  ir_count_op(p, op->type, sign);
+  for (int32_t i = 0; i < op->n_blocks; i++) count_block(p, op->blocks[i], sign);
+}
+
+static void count_block(mil_program *p, const mil_block *b, int64_t sign) {
+  for (const mil_op *o = b->first; o; o = o->next) count_op_rec(p, o, sign);
+}
+
 void mil_op_add_block(mil_op *op, mil_block *b) {
   mil_program *p = op->program;
   mil_block **nb = ir_arena_grow(p->arena, op->blocks, (size_t)op->n_blocks, (size_t)op->n_blocks + 1, sizeof *nb);
@@ -227,6 +257,7 @@ void mil_op_add_block(mil_op *op, mil_block *b) {
   op->blocks = nb;
   b->parent = op;
   b->func = op->block ? op->block->func : NULL;
+  if (op->block && attached(op->block)) count_block(p, b, 1);
 }
 
 /* ---------- placement ---------- */
@@ -242,6 +273,7 @@ static void placed(mil_block *b, mil_op *op) {
   op->block = b;
   b->n_ops++;
   if (op->n_blocks) set_func_rec(op, b->func);
+  if (attached(b)) count_op_rec(b->program, op, 1);
 }
 
 void mil_block_append(mil_block *b, mil_op *op) {
@@ -327,6 +359,7 @@ void mil_block_insert_after(mil_op *anchor, mil_op *op) {
 void mil_op_detach(mil_op *op) {
   mil_block *b = op->block;
   if (!b) return;
+  if (attached(b)) count_op_rec(b->program, op, -1);
   if (op->prev) op->prev->next = op->next;
   else b->first = op->next;
   if (op->next) op->next->prev = op->prev;

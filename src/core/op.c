@@ -26,7 +26,7 @@ void ir_use_unlink(mil_use *u) {
 }
 
 mil_op *mil_op_new(mil_program *p, const char *type, const char *name) {
-  mil_op *op = ir_arena_alloc(p->arena, sizeof *op);
+  mil_op *op = ir_arena_alloc(p->nodes, sizeof *op);
   if (!op) return NULL;
   op->program = p;
   op->type = mil_program_intern(p, type, (size_t)-1);

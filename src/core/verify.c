@@ -175,6 +175,51 @@ static void check_block(vctx *c, const mil_block *b, const char *bname) {
   }
 }
 
+typedef struct type_tally {
+  ir_ptrmap counts; /* interned type -> count, stored in the pointer */
+  const char **types;
+  size_t n, cap;
+  bool oom;
+} type_tally;
+
+static int tally_visit(mil_op *op, void *ud) {
+  type_tally *t = ud;
+  intptr_t n = (intptr_t)ir_ptrmap_get(&t->counts, op->type);
+  if (n == 0) {
+    if (t->n == t->cap) {
+      size_t nc = t->cap ? t->cap * 2 : 32;
+      const char **nt = realloc(t->types, nc * sizeof *nt);
+      if (!nt) {
+        t->oom = true;
+        return 1;
+      }
+      t->types = nt;
+      t->cap = nc;
+    }
+    t->types[t->n++] = op->type;
+  }
+  if (!ir_ptrmap_put(&t->counts, op->type, (void *)(n + 1))) t->oom = true;
+  return t->oom;
+}
+
+/* The kept per-type counts against a walk of the functions. */
+static void walked_types_check(const mil_program *p, mil_diag *d, size_t *total) {
+  type_tally t = {0};
+  ir_ptrmap_init(&t.counts);
+  mil_program_walk((mil_program *)p, tally_visit, &t);
+  for (size_t i = 0; i < t.n && !t.oom; i++) {
+    int64_t n = (int64_t)(intptr_t)ir_ptrmap_get(&t.counts, t.types[i]);
+    int64_t kept = mil_program_count_op_type(p, t.types[i]);
+    if (kept >= 0 && kept != n) {
+      mil_diag_add(d, MIL_SEV_ERROR, "the program's count of '%s' ops is stale: it says %lld, its functions hold %lld",
+                   t.types[i], (long long)kept, (long long)n);
+      (*total)++;
+    }
+  }
+  free(t.types);
+  ir_ptrmap_free(&t.counts);
+}
+
 mil_status mil_program_verify(const mil_program *p, mil_diag *d) {
   size_t total = 0;
   for (int32_t fi = 0; fi < p->n_functions; fi++) {
@@ -220,6 +265,14 @@ mil_status mil_program_verify(const mil_program *p, mil_diag *d) {
     free(c.log);
     ir_ptrmap_free(&c.names);
     ir_ptrmap_free(&c.visible);
+  }
+  int64_t walked = ir_count_ops_walk(p);
+  /* the per-type counts must add up the same way */
+  walked_types_check(p, d, &total);
+  if (walked != p->n_ops) {
+    mil_diag_add(d, MIL_SEV_ERROR, "the program's op count is stale: it says %lld ops, its functions hold %lld",
+                 (long long)p->n_ops, (long long)walked);
+    total++;
   }
   return total ? MIL_ERR_INVALID : MIL_OK;
 }

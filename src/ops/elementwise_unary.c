@@ -318,7 +318,13 @@ static mil_status fold_cast(mil_infer_ctx *c) {
   }
   mil_value *out = fold_out(c, 0);
   if (!out) return MIL_OK;
-  for (int64_t i = 0; i < out->numel; i++) cast_store(out, i, x->type->dtype, x, i);
+  mil_dtype from = x->type->dtype, to = out->type->dtype;
+  if (from == MIL_DT_FP32 && to == MIL_DT_FP16 && x->numel == out->numel) /* weight casts: bulk kernel */
+    mil_fp32_to_fp16_array((const float *)x->data, (uint16_t *)mil_value_data_mut(out), (size_t)out->numel);
+  else if (from == MIL_DT_FP16 && to == MIL_DT_FP32 && x->numel == out->numel)
+    mil_fp16_to_fp32_array((const uint16_t *)x->data, (float *)mil_value_data_mut(out), (size_t)out->numel);
+  else
+    for (int64_t i = 0; i < out->numel; i++) cast_store(out, i, from, x, i);
   c->val[0] = out;
   return MIL_OK;
 }

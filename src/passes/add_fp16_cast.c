@@ -69,10 +69,15 @@ static bool fp16_overflow(const mil_op *op) {
     for (int32_t k = 0; k < op->inputs[i].n_args; k++) {
       const mil_var *v = op->inputs[i].args[k].use.var;
       if (!v || !pass_var_is_const(v) || !pass_castq_is_of(v, MIL_DT_FP32) || !v->val) continue;
+      if (v->val->kind != MIL_VAL_TENSOR || !v->val->type || v->val->type->dtype != MIL_DT_FP32) continue;
+      /* numpy compares the float32 array with float32(1e38) and 65504 */
+      const float *f = (const float *)v->val->data;
+      bool over = false;
       for (int64_t j = 0; j < v->val->numel; j++) {
-        double a = fabs(mil_value_get_f64(v->val, j));
-        if (a < 1e38 && a > 65504.0) return true;
+        float a = fabsf(f[j]);
+        over |= a < 1e38f && a > 65504.0f;
       }
+      if (over) return true;
     }
   return false;
 }
@@ -104,11 +109,19 @@ static bool fix_value(const pass_castq *q, mil_program *p, mil_var *x, const mil
   if (!nv->type || nv->type->dtype != MIL_DT_FP16) return true;
   int64_t n = nv->numel;
   bool overflow = false, tiny = false;
-  for (int64_t i = 0; i < n; i++) {
-    double o = mil_value_get_f64(ov, i), v = mil_value_get_f64(nv, i);
-    if (isfinite(o) && isinf(v)) overflow = true;
-    if (fabs(v) <= FP16_TINY) tiny = true;
-  }
+  if (ov->type && ov->type->dtype == MIL_DT_FP32) { /* the usual case, on raw bits: weights are large */
+    const uint32_t *o = (const uint32_t *)ov->data;
+    const uint16_t *h = (const uint16_t *)nv->data;
+    for (int64_t i = 0; i < n; i++) {
+      overflow |= (o[i] & 0x7f800000u) != 0x7f800000u && (h[i] & 0x7fffu) == 0x7c00u;
+      tiny |= (h[i] & 0x7fffu) <= 1u; /* |v| <= 2^-24 */
+    }
+  } else
+    for (int64_t i = 0; i < n; i++) {
+      double o = mil_value_get_f64(ov, i), v = mil_value_get_f64(nv, i);
+      if (isfinite(o) && isinf(v)) overflow = true;
+      if (fabs(v) <= FP16_TINY) tiny = true;
+    }
   bool underflow = false;
   if (n < 400 && tiny)
     for (int64_t i = 0; i < n && !underflow; i++) {

@@ -306,6 +306,7 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
           break;
         }
   }
+  mil_program_recount_ops(p); /* functions were replaced or dropped in place */
   for (int32_t k = 0; k < n; k++) pass_ptrmap_free(&maps[k].m);
   free(maps);
   free(built);

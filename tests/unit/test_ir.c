@@ -280,6 +280,22 @@ static void test_nested_scoping(void **state) {
   mil_block_set_outputs(body, 1, &out);
   mil_diag d = {0};
   assert_int_equal(mil_program_verify(p, &d), MIL_OK);
+  /* the kept counts see the op inside the loop's block, placed before the loop was */
+  assert_int_equal(mil_program_count_ops(p), 2);
+  assert_int_equal(mil_program_count_op_type(p, "less"), 1);
+  assert_int_equal(mil_program_count_op_type(p, "while_loop"), 1);
+  assert_int_equal(mil_program_count_op_type(p, "conv"), 0);
+  assert_int_equal(mil_program_count_op_type(p, "no such type ever interned"), 0);
+  /* an op placed into a block of a placed op counts at once */
+  mil_op *lt2 = mil_op_new(p, "less", "lt2");
+  mil_op_add_input(lt2, "x", cx);
+  mil_op_add_input(lt2, "y", x);
+  mil_op_add_output(lt2, "lt2", mil_type_scalar(p, MIL_DT_BOOL));
+  mil_block_append(cb, lt2);
+  assert_int_equal(mil_program_count_op_type(p, "less"), 2);
+  assert_int_equal(mil_op_remove(lt2), MIL_OK);
+  assert_int_equal(mil_program_count_op_type(p, "less"), 1);
+  assert_int_equal(mil_program_count_ops(p), 2);
   assert_ptr_equal(cb->func, f);
   assert_true(mil_block_is_inside(cb, body));
   mil_diag_clear(&d);
@@ -293,6 +309,10 @@ static void test_nested_scoping(void **state) {
   assert_int_equal(x->n_uses, 2);
   assert_int_equal(mil_op_remove(loop), MIL_OK);
   assert_int_equal(x->n_uses, 0);
+  /* detaching the loop takes the ops of its blocks with it */
+  assert_int_equal(mil_program_count_ops(p), 0);
+  assert_int_equal(mil_program_count_op_type(p, "less"), 0);
+  assert_int_equal(mil_program_verify(p, &d), MIL_OK);
   mil_program_free(p);
 }
 

@@ -1,0 +1,100 @@
+/* Bulk float conversions between fp32 and fp16, the work behind casting
+ * gigabytes of weights (add_fp16_cast then const_elimination).
+ *
+ * The scalar converters work on the bit patterns directly (one rounding,
+ * ties to even, like numpy's npy_floatbits_to_halfbits): no libm, no
+ * double. The array forms use the F16C instructions when the CPU has them
+ * (checked once at run time); F16C rounds the same way for every number,
+ * and differs from numpy only in the payload of NaNs, so a group of eight
+ * that holds a NaN is converted by the scalar code instead.
+ */
+#include <string.h>
+
+#include "mil/types.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define MIL_HAVE_F16C_PATH 1
+#include <immintrin.h>
+#endif
+
+uint16_t mil_fp32_to_fp16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+  uint32_t a = u & 0x7fffffffu;
+  if (a >= 0x7f800000u) { /* inf or NaN: keep the top payload bits, stay NaN */
+    if (a == 0x7f800000u) return sign | 0x7c00u;
+    uint16_t h = (uint16_t)(0x7c00u + ((a & 0x007fffffu) >> 13));
+    return sign | (h == 0x7c00u ? 0x7c01u : h);
+  }
+  if (a >= 0x477ff000u) return sign | 0x7c00u; /* >= 65520: rounds to inf */
+  if (a < 0x38800000u) {                       /* below 2^-14: subnormal or zero */
+    if (a < 0x33000000u) return sign;          /* below 2^-25: rounds to 0 */
+    uint32_t e = a >> 23;                      /* 102..112 */
+    uint32_t m = (a & 0x007fffffu) | 0x00800000u;
+    uint32_t shift = 126 - e; /* value = m * 2^(e-150); in units of 2^-24: m >> (126-e) */
+    uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1u))) q++;
+    return sign | (uint16_t)q;
+  }
+  /* normal: rebias the exponent, round the 13 dropped mantissa bits */
+  uint32_t h = ((a - 0x38000000u) >> 13);
+  uint32_t rem = a & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* a carry into the exponent is right */
+  return sign | (uint16_t)h;
+}
+
+#ifdef MIL_HAVE_F16C_PATH
+__attribute__((target("avx,f16c"))) static size_t f32_to_f16_f16c(const float *src, uint16_t *dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 x = _mm256_loadu_ps(src + i);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q))) {
+      for (size_t k = 0; k < 8; k++) dst[i + k] = mil_fp32_to_fp16(src[i + k]);
+      continue;
+    }
+    _mm_storeu_si128((__m128i *)(void *)(dst + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+  }
+  return i;
+}
+
+__attribute__((target("avx,f16c"))) static size_t f16_to_f32_f16c(const uint16_t *src, float *dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(src + i));
+    /* exponent all ones (inf/NaN): widen in scalar code to keep NaN payloads */
+    __m128i e = _mm_and_si128(h, _mm_set1_epi16(0x7c00));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi16(e, _mm_set1_epi16(0x7c00)))) {
+      for (size_t k = 0; k < 8; k++) dst[i + k] = mil_fp16_to_fp32(src[i + k]);
+      continue;
+    }
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+  return i;
+}
+
+static int have_f16c(void) {
+  static int known = -1;
+  if (known < 0) {
+    __builtin_cpu_init();
+    known = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  }
+  return known;
+}
+#endif
+
+void mil_fp32_to_fp16_array(const float *src, uint16_t *dst, size_t n) {
+  size_t i = 0;
+#ifdef MIL_HAVE_F16C_PATH
+  if (have_f16c()) i = f32_to_f16_f16c(src, dst, n);
+#endif
+  for (; i < n; i++) dst[i] = mil_fp32_to_fp16(src[i]);
+}
+
+void mil_fp16_to_fp32_array(const uint16_t *src, float *dst, size_t n) {
+  size_t i = 0;
+#ifdef MIL_HAVE_F16C_PATH
+  if (have_f16c()) i = f16_to_f32_f16c(src, dst, n);
+#endif
+  for (; i < n; i++) dst[i] = mil_fp16_to_fp32(src[i]);
+}
