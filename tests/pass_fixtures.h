@@ -43,12 +43,12 @@ static mil_status run_dce(mil_program *p, const mil_pass_options *o, mil_pass_st
     for (int32_t s = 0; s < p->functions[i]->n_specs; s++) st->changes += dce_block(p->functions[i]->specs[s].block, 0);
   return MIL_OK;
 }
-static const mil_pass_def k_fixture_dce = {"fixture::dead_code_elimination", "test DCE", NULL, 0, run_dce};
+static const mil_pass_def k_fixture_dce = {"fixture::dead_code_elimination", "test DCE", NULL, 0, run_dce, NULL};
 
 static mil_status run_noop(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   return MIL_OK;
 }
-static const mil_pass_def k_fixture_noop = {"fixture::noop", "does nothing", NULL, 0, run_noop};
+static const mil_pass_def k_fixture_noop = {"fixture::noop", "does nothing", NULL, 0, run_noop, NULL};
 
 /* Records the options it ran with. */
 static int64_t g_seen_threshold;
@@ -62,6 +62,6 @@ static mil_status run_mark(mil_program *p, const mil_pass_options *o, mil_pass_s
   g_seen_threshold = mil_pass_opt_int(o, "threshold");
   return MIL_OK;
 }
-static const mil_pass_def k_fixture_mark = {"fixture::mark", "records options", k_mark_opts, 2, run_mark};
+static const mil_pass_def k_fixture_mark = {"fixture::mark", "records options", k_mark_opts, 2, run_mark, NULL};
 
 #endif

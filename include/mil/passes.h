@@ -99,6 +99,11 @@ typedef struct mil_pass_def {
   const mil_pass_option_def *options;
   int32_t n_options;
   mil_pass_run_fn run; /* NULL in catalog entries of passes not implemented */
+  /* Op types the pass rewrites or starts its patterns from (NULL-terminated),
+   * or NULL. When set and the program holds no op of any of these types
+   * (mil_program_count_op_type), the pass cannot change anything:
+   * mil_pass_run and mil_pipeline_run return at once without calling run. */
+  const char *const *anchors;
 } mil_pass_def;
 
 /* Implemented (registered) passes: passes.def order, then the passes added

@@ -64,4 +64,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_add_conv_transpose_output_shape = {
     "common::add_conv_transpose_output_shape", "give conv_transpose an explicit output_shape when it is static", NULL,
-    0, run};
+    0, run, NULL};

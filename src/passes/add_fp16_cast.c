@@ -159,4 +159,4 @@ static const mil_pass_option_def k_options[] = {
 
 const mil_pass_def pass_def_add_fp16_cast = {"common::" PASS,
                                              "run fp32 ops in fp16: cast fp32 inputs to fp16 and results back",
-                                             k_options, 2, run};
+                                             k_options, 2, run, NULL};

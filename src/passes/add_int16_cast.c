@@ -99,4 +99,4 @@ static const mil_pass_option_def k_options[] = {
 };
 
 const mil_pass_def pass_def_add_int16_cast = {
-    "common::" PASS, "run int32 ops that accept it in int16/uint16, casting around them", k_options, 1, run};
+    "common::" PASS, "run int32 ops that accept it in int16/uint16, casting around them", k_options, 1, run, NULL};

@@ -129,4 +129,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_canonicalize_inplace_pattern = {
-    "common::" PASS, "reorder slice_update/state patterns into the canonical in-place form", NULL, 0, run};
+    "common::" PASS, "reorder slice_update/state patterns into the canonical in-place form", NULL, 0, run, NULL};

@@ -162,4 +162,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_canonicalize_quantized_lut_pattern = {
-    "common::" PASS, "rewrite dequantize-of-LUT patterns into the canonical order", NULL, 0, run};
+    "common::" PASS, "rewrite dequantize-of-LUT patterns into the canonical order", NULL, 0, run, NULL};

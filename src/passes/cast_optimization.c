@@ -378,4 +378,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_cast_optimization = {
     "common::cast_optimization", "remove redundant casts and fuse consecutive casts that keep range and resolution",
-    NULL, 0, run};
+    NULL, 0, run, NULL};

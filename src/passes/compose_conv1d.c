@@ -223,4 +223,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_compose_conv1d = {
-    "common::compose_conv1d", "recompose expand_dims -> conv2d -> squeeze into a rank-3 conv", NULL, 0, run};
+    "common::compose_conv1d", "recompose expand_dims -> conv2d -> squeeze into a rank-3 conv", NULL, 0, run, NULL};

@@ -112,4 +112,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_concat_to_pixel_shuffle = {
     "common::concat_to_pixel_shuffle", "replace nested interleaved concats with a concat and a pixel_shuffle", NULL,
-    0, run};
+    0, run, NULL};

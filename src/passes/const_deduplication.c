@@ -331,4 +331,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_const_deduplication = {"common::const_deduplication",
-                                                   "share one const (or constexpr) among equal ones", k_opts, 1, run};
+                                                   "share one const (or constexpr) among equal ones", k_opts, 1, run, NULL};

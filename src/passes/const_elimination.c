@@ -148,4 +148,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_const_elimination = {"common::const_elimination",
                                                  "replace ops whose outputs are known at compile time by consts",
-                                                 k_opts, 1, run};
+                                                 k_opts, 1, run, NULL};

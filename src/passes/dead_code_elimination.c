@@ -113,4 +113,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_dead_code_elimination = {
-    "common::dead_code_elimination", "remove ops whose results reach no function output", NULL, 0, run};
+    "common::dead_code_elimination", "remove ops whose results reach no function output", NULL, 0, run, NULL};

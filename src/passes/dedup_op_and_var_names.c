@@ -163,4 +163,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_dedup_op_and_var_names = {
-    "common::dedup_op_and_var_names", "make op and var names unique within each function", NULL, 0, run};
+    "common::dedup_op_and_var_names", "make op and var names unique within each function", NULL, 0, run, NULL};

@@ -116,4 +116,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_dequantize_quantize_pair_elimination = {
-    "common::" PASS, "remove dequantize -> quantize pairs that cancel", NULL, 0, run};
+    "common::" PASS, "remove dequantize -> quantize pairs that cancel", NULL, 0, run, NULL};

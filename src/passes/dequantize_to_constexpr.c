@@ -190,4 +190,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_dequantize_to_constexpr = {
-    "common::" PASS, "turn dequantize of a const into constexpr_affine_dequantize", NULL, 0, run};
+    "common::" PASS, "turn dequantize of a const into constexpr_affine_dequantize", NULL, 0, run, NULL};

@@ -124,4 +124,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_detect_concat_interleave = {
     "common::detect_concat_interleave", "turn concat -> reshape -> transpose -> reshape channel shuffles into an interleaved concat",
-    NULL, 0, run};
+    NULL, 0, run, NULL};

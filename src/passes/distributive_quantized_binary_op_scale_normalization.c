@@ -191,4 +191,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_distributive_quantized_binary_op_scale_normalization = {
-    "common::" PASS, "move a quantized binary op's scale to the other operand", NULL, 0, run};
+    "common::" PASS, "move a quantized binary op's scale to the other operand", NULL, 0, run, NULL};

@@ -80,4 +80,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_divide_to_multiply = {
     "common::divide_to_multiply", "replace a division by a const with a multiplication by its reciprocal", NULL, 0,
-    run};
+    run, NULL};

@@ -157,4 +157,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_expand_high_rank_reshape_and_transpose = {
     "common::expand_high_rank_reshape_and_transpose",
-    "rewrite reshape (rank >= 6) -> transpose -> reshape (rank <= 5) with tensors of rank <= 5", NULL, 0, run};
+    "rewrite reshape (rank >= 6) -> transpose -> reshape (rank <= 5) with tensors of rank <= 5", NULL, 0, run, NULL};

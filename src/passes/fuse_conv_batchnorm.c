@@ -161,4 +161,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_fuse_conv_batchnorm = {
     "common::fuse_conv_batchnorm", "fold a batch_norm after conv or conv_transpose into its weight and bias", NULL, 0,
-    run};
+    run, NULL};

@@ -281,4 +281,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_fuse_conv_bias = {"common::fuse_conv_bias",
                                               "fold a constant add/sub after conv or conv_transpose into its bias",
-                                              NULL, 0, run};
+                                              NULL, 0, run, NULL};

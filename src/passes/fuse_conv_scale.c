@@ -188,4 +188,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_fuse_conv_scale = {
     "common::fuse_conv_scale", "fold a constant mul/real_div after conv or conv_transpose into its weight and bias",
-    NULL, 0, run};
+    NULL, 0, run, NULL};

@@ -132,4 +132,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_fuse_dilated_conv = {"common::fuse_dilated_conv",
                                                  "fuse space_to_batch -> conv -> batch_to_space into a dilated conv",
-                                                 NULL, 0, run};
+                                                 NULL, 0, run, NULL};

@@ -105,4 +105,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_fuse_elementwise_to_batchnorm = {
     "common::fuse_elementwise_to_batchnorm", "replace a per-channel mul + add on a rank-4 tensor by batch_norm", NULL,
-    0, run};
+    0, run, NULL};

@@ -100,4 +100,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_fuse_gelu_exact = {"common::fuse_gelu_exact",
                                                "replace 0.5 * x * (1 + erf(x / sqrt(2))) by gelu(mode=EXACT)", NULL,
-                                               0, run};
+                                               0, run, NULL};

@@ -73,4 +73,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_fuse_gelu_sigmoid_approximation = {
     "common::fuse_gelu_sigmoid_approximation", "replace x * sigmoid(1.702 * x) by gelu(mode=SIGMOID_APPROXIMATION)",
-    NULL, 0, run};
+    NULL, 0, run, NULL};

@@ -93,4 +93,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_fuse_gelu_tanh_approximation = {
     "common::fuse_gelu_tanh_approximation", "replace the tanh approximation of GELU by gelu(mode=TANH_APPROXIMATION)",
-    NULL, 0, run};
+    NULL, 0, run, NULL};

@@ -633,4 +633,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_fuse_layernorm_or_instancenorm = {
     "common::fuse_layernorm_or_instancenorm", "fuse the op patterns of layer norm and instance norm into one op",
-    NULL, 0, run};
+    NULL, 0, run, NULL};

@@ -74,4 +74,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_fuse_leaky_relu = {"common::fuse_leaky_relu",
                                                "replace maximum(alpha * x, x) with 0 <= alpha <= 1 by leaky_relu",
-                                               NULL, 0, run};
+                                               NULL, 0, run, NULL};

@@ -132,4 +132,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_fuse_linear_bias = {"common::fuse_linear_bias",
                                                 "fold a constant add/sub after linear into its weight and bias", NULL,
-                                                0, run};
+                                                0, run, NULL};

@@ -136,4 +136,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_fuse_onehot_matmul_to_gather = {
     "common::fuse_onehot_matmul_to_gather", "replace one_hot followed by matmul with a constant by gather", NULL, 0,
-    run};
+    run, NULL};

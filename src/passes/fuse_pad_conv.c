@@ -161,4 +161,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_fuse_pad_conv = {"common::fuse_pad_conv",
                                              "move a pad past a transpose so that it sits right before a conv", NULL,
-                                             0, run};
+                                             0, run, NULL};

@@ -148,4 +148,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 const mil_pass_def pass_def_fuse_prelu = {"common::fuse_prelu",
                                           "replace a * relu(-x) + relu(x) (optionally after a channel-last "
                                           "transpose) by prelu",
-                                          NULL, 0, run};
+                                          NULL, 0, run, NULL};

@@ -165,4 +165,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_fuse_reduce_mean = {
-    "common::fuse_reduce_mean", "turn reduce_sum followed by division by the count into reduce_mean", NULL, 0, run};
+    "common::fuse_reduce_mean", "turn reduce_sum followed by division by the count into reduce_mean", NULL, 0, run, NULL};

@@ -62,4 +62,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_fuse_squeeze_expand_dims = {
-    "common::fuse_squeeze_expand_dims", "replace a squeeze undone by an expand_dims with an identity", NULL, 0, run};
+    "common::fuse_squeeze_expand_dims", "replace a squeeze undone by an expand_dims with an identity", NULL, 0, run, NULL};

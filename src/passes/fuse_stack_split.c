@@ -143,4 +143,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_fuse_stack_split = {
-    "common::fuse_stack_split", "replace stack -> split -> squeeze round trips with identities", NULL, 0, run};
+    "common::fuse_stack_split", "replace stack -> split -> squeeze round trips with identities", NULL, 0, run, NULL};

@@ -125,4 +125,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_fuse_transpose_matmul = {
     "common::fuse_transpose_matmul", "fold transposes of the last two axes into matmul's transpose flags", NULL, 0,
-    run};
+    run, NULL};

@@ -153,4 +153,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_guard_negative_gather_indices = {
-    "common::" PASS, "wrap possibly negative gather indices into range", NULL, 0, run};
+    "common::" PASS, "wrap possibly negative gather indices into range", NULL, 0, run, NULL};

@@ -104,4 +104,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_image_input_preprocess = {
-    "common::" PASS, "make image inputs channel-first with a transpose", NULL, 0, run};
+    "common::" PASS, "make image inputs channel-first with a transpose", NULL, 0, run, NULL};

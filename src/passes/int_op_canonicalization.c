@@ -70,4 +70,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_int_op_canonicalization = {
-    "common::" PASS, "drop dequantize -> op -> quantize around ops that accept ints", NULL, 0, run};
+    "common::" PASS, "drop dequantize -> op -> quantize around ops that accept ints", NULL, 0, run, NULL};

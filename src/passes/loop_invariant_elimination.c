@@ -230,4 +230,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_loop_invariant_elimination = {
-    "common::loop_invariant_elimination", "move loop-invariant loop vars out of while_loop", NULL, 0, run};
+    "common::loop_invariant_elimination", "move loop-invariant loop vars out of while_loop", NULL, 0, run, NULL};

@@ -610,4 +610,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_lower_complex_dialect_ops = {
-    "common::" PASS, "rewrite complex-number ops with real-valued ops", NULL, 0, run};
+    "common::" PASS, "rewrite complex-number ops with real-valued ops", NULL, 0, run, NULL};

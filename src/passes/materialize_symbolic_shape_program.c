@@ -322,4 +322,4 @@ static const mil_pass_option_def k_options[] = {
 };
 
 const mil_pass_def pass_def_materialize_symbolic_shape_program = {
-    "common::" PASS, "add functions with the symbolic input shapes fixed", k_options, 2, run};
+    "common::" PASS, "add functions with the symbolic input shapes fixed", k_options, 2, run, NULL};

@@ -165,4 +165,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_merge_affine_dequantize_with_consecutive_ops = {
-    "common::" PASS, "fold per-tensor ops on constexpr_affine_dequantize into its parameters", NULL, 0, run};
+    "common::" PASS, "fold per-tensor ops on constexpr_affine_dequantize into its parameters", NULL, 0, run, NULL};

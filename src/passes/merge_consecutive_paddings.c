@@ -102,4 +102,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_merge_consecutive_paddings = {
-    "common::merge_consecutive_paddings", "merge a pad feeding a single pad into one pad", NULL, 0, run};
+    "common::merge_consecutive_paddings", "merge a pad feeding a single pad into one pad", NULL, 0, run, NULL};

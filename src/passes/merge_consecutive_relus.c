@@ -50,4 +50,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_merge_consecutive_relus = {
-    "common::merge_consecutive_relus", "drop a relu applied to the output of a relu", NULL, 0, run};
+    "common::merge_consecutive_relus", "drop a relu applied to the output of a relu", NULL, 0, run, NULL};

@@ -95,4 +95,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_merge_consecutive_reshapes = {
-    "common::merge_consecutive_reshapes", "merge a chain of single-use reshapes into one reshape", NULL, 0, run};
+    "common::merge_consecutive_reshapes", "merge a chain of single-use reshapes into one reshape", NULL, 0, run, NULL};

@@ -77,4 +77,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_merge_consecutive_transposes = {
-    "common::merge_consecutive_transposes", "compose consecutive transposes into one", NULL, 0, run};
+    "common::merge_consecutive_transposes", "compose consecutive transposes into one", NULL, 0, run, NULL};

@@ -211,4 +211,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_noop_elimination = {"common::noop_elimination",
-                                                "remove ops that return their input unchanged", NULL, 0, run};
+                                                "remove ops that return their input unchanged", NULL, 0, run, NULL};

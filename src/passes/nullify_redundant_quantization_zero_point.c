@@ -154,4 +154,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_nullify_redundant_quantization_zero_point = {
-    "common::" PASS, "drop zero points that are 0 (or 128 for uint8)", NULL, 0, run};
+    "common::" PASS, "drop zero points that are 0 (or 128 for uint8)", NULL, 0, run, NULL};

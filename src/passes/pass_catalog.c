@@ -20,7 +20,7 @@
 
 #define NO_OPTS NULL, 0
 #define OPTS(a) a, (int32_t)(sizeof a / sizeof a[0])
-#define P(ns, n, doc, opts) {ns "::" #n, doc, opts, NULL}
+#define P(ns, n, doc, opts) {ns "::" #n, doc, opts, NULL, NULL}
 
 static const mil_pass_option_def o_const_elimination[] = {
     {"skip_const_by_size", MIL_POPT_DOUBLE, NULL, false, false, 0, 0,

@@ -5,7 +5,7 @@
  * Writing a pass (src/passes/<name>.c):
  *
  *   static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {...}
- *   const mil_pass_def pass_def_<name> = {"common::<name>", "one line", opts, n_opts, run};
+ *   const mil_pass_def pass_def_<name> = {"common::<name>", "one line", opts, n_opts, run, anchors};
  *
  * and one line PASS_X(<name>) in passes.def. Options are read with the
  * mil_pass_opt_* getters of mil/passes.h. Most passes are a per-op match +

@@ -486,6 +486,20 @@ double pass_now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* True when the pass declares anchor op types and the program has none. */
+static bool nothing_to_anchor(const mil_pass_def *pass, const mil_program *p) {
+  if (!pass->anchors) return false;
+  for (const char *const *a = pass->anchors; *a; a++)
+    if (mil_program_count_op_type(p, *a) != 0) return false;
+  return true;
+}
+
+static mil_status run_one(const mil_pass_def *pass, mil_program *p, const mil_pass_options *opts, mil_pass_stats *st,
+                          mil_diag *d) {
+  if (nothing_to_anchor(pass, p)) return MIL_OK;
+  return pass->run(p, opts, st, d);
+}
+
 mil_status mil_pass_run(const mil_pass_def *pass, mil_program *p, const mil_pass_options *opts, int64_t *changes,
                         mil_diag *d) {
   if (changes) *changes = 0;
@@ -500,7 +514,7 @@ mil_status mil_pass_run(const mil_pass_def *pass, mil_program *p, const mil_pass
                           pass->name);
   }
   mil_pass_stats st = {0};
-  mil_status s = pass->run(p, opts, &st, d);
+  mil_status s = run_one(pass, p, opts, &st, d);
   mil_pass_options_free(own);
   if (changes) *changes = st.changes;
   return s;
@@ -574,7 +588,7 @@ mil_status mil_pipeline_run(mil_pipeline *pl, mil_program *p, const mil_pipeline
     mil_pass_record r = {pass->name, i, 0, 0, ops, ops};
     mil_pass_stats ps = {0};
     double t0 = pass_now_seconds();
-    st = pass->run(p, opts, &ps, d);
+    st = run_one(pass, p, opts, &ps, d);
     r.seconds = pass_now_seconds() - t0;
     r.changes = ps.changes;
     r.ops_after = ops = mil_program_count_ops(p);

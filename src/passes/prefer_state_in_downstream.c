@@ -75,4 +75,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_prefer_state_in_downstream = {
-    "common::" PASS, "let downstream ops read the state instead of a copy", NULL, 0, run};
+    "common::" PASS, "let downstream ops read the state instead of a copy", NULL, 0, run, NULL};

@@ -66,4 +66,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_prelu_to_lrelu = {"common::prelu_to_lrelu",
                                               "replace a prelu whose alpha is the same for all channels by leaky_relu",
-                                              NULL, 0, run};
+                                              NULL, 0, run, NULL};

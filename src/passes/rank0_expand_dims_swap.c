@@ -188,4 +188,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_rank0_expand_dims_swap = {
     "common::rank0_expand_dims_swap", "move expand_dims(axes=[0]) before a rank-0 binary elementwise op", NULL, 0,
-    run};
+    run, NULL};

@@ -331,4 +331,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_reduce_transposes = {
     "common::reduce_transposes", "cancel transposes against their inverses through ops that commute with them",
-    NULL, 0, run};
+    NULL, 0, run, NULL};

@@ -385,4 +385,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_remove_redundant_ops = {
-    "common::remove_redundant_ops", "remove ops that compute the same thing as an earlier op", NULL, 0, run};
+    "common::remove_redundant_ops", "remove ops that compute the same thing as an earlier op", NULL, 0, run, NULL};

@@ -132,4 +132,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_remove_symbolic_reshape = {
     "common::remove_symbolic_reshape", "replace a symbolic reshape shape by a constant with at most one -1", NULL, 0,
-    run};
+    run, NULL};

@@ -250,4 +250,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_reorder_lut_per_channel_scale = {
-    "common::" PASS, "move a per-channel scale after a LUT dequantization", NULL, 0, run};
+    "common::" PASS, "move a per-channel scale after a LUT dequantization", NULL, 0, run, NULL};

@@ -89,4 +89,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_replace_stack_reshape = {
     "common::replace_stack_reshape", "replace a stack followed by a reshape that removes the new axis with a concat",
-    NULL, 0, run};
+    NULL, 0, run, NULL};

@@ -160,4 +160,4 @@ oom:
 }
 
 const mil_pass_def pass_def_sanitize_input_output_names = {
-    "common::" PASS, "make function input and output names valid identifiers", NULL, 0, run};
+    "common::" PASS, "make function input and output names valid identifiers", NULL, 0, run, NULL};

@@ -193,4 +193,4 @@ static const mil_pass_option_def k_options[] = {
 };
 
 const mil_pass_def pass_def_scaled_dot_product_attention_sliced_q = {
-    "common::" PASS, "compute long-sequence attention in slices of Q", k_options, 2, run};
+    "common::" PASS, "compute long-sequence attention in slices of Q", k_options, 2, run, NULL};

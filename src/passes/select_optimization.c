@@ -176,4 +176,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_select_optimization = {"common::select_optimization",
-                                                   "simplify select with a constant condition", NULL, 0, run};
+                                                   "simplify select with a constant condition", NULL, 0, run, NULL};

@@ -244,4 +244,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 
 const mil_pass_def pass_def_topological_reorder = {"common::topological_reorder",
                                                    "move casts and other ops to just before their first use", NULL, 0,
-                                                   run};
+                                                   run, NULL};

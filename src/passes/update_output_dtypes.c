@@ -112,4 +112,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_update_output_dtypes = {
-    "common::" PASS, "set the function output dtypes the model declares", NULL, 0, run};
+    "common::" PASS, "set the function output dtypes the model declares", NULL, 0, run, NULL};

@@ -159,4 +159,4 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
 }
 
 const mil_pass_def pass_def_use_reflection_padding = {
-    "common::use_reflection_padding", "replace a concat of mirrored size-1 slices with a reflect pad", NULL, 0, run};
+    "common::use_reflection_padding", "replace a concat of mirrored size-1 slices with a reflect pad", NULL, 0, run, NULL};

@@ -44,12 +44,12 @@ static mil_status run_break(mil_program *p, const mil_pass_options *o, mil_pass_
   st->changes++;
   return MIL_OK;
 }
-static const mil_pass_def k_fixture_break = {"fixture::break", "breaks SSA order", NULL, 0, run_break};
+static const mil_pass_def k_fixture_break = {"fixture::break", "breaks SSA order", NULL, 0, run_break, NULL};
 
 static mil_status run_fail(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   return mil_diag_error(d, MIL_ERR_TYPE, "fixture failure on purpose");
 }
-static const mil_pass_def k_fixture_fail = {"fixture::fail", "fails", NULL, 0, run_fail};
+static const mil_pass_def k_fixture_fail = {"fixture::fail", "fails", NULL, 0, run_fail, NULL};
 
 static int setup(void **state) {
   (void)state;
@@ -182,7 +182,7 @@ static void test_registered_options_match_coremltools(void **state) {
     if (!options_match(p, cat, why, sizeof why)) fail_msg("%s", why);
   }
   /* the checker itself sees a mismatch */
-  const mil_pass_def bad = {"common::const_deduplication", "x", k_mark_opts, 1, run_noop};
+  const mil_pass_def bad = {"common::const_deduplication", "x", k_mark_opts, 1, run_noop, NULL};
   assert_false(options_match(&bad, pass_catalog_find("const_deduplication"), why, sizeof why));
 }
 
@@ -457,11 +457,11 @@ static void test_register(void **state) {
   mil_diag d = {0};
   size_t n = mil_pass_count();
   assert_int_equal(mil_pass_register(&k_fixture_noop, &d), MIL_ERR_INVALID); /* taken */
-  const mil_pass_def nons = {"noop2", "x", NULL, 0, run_noop};
+  const mil_pass_def nons = {"noop2", "x", NULL, 0, run_noop, NULL};
   assert_int_equal(mil_pass_register(&nons, &d), MIL_ERR_INVALID); /* no namespace */
-  const mil_pass_def norun = {"x::y", "x", NULL, 0, NULL};
+  const mil_pass_def norun = {"x::y", "x", NULL, 0, NULL, NULL};
   assert_int_equal(mil_pass_register(&norun, &d), MIL_ERR_INVALID);
-  const mil_pass_def extra = {"x::extra", "x", NULL, 0, run_noop};
+  const mil_pass_def extra = {"x::extra", "x", NULL, 0, run_noop, NULL};
   assert_int_equal(mil_pass_register(&extra, &d), MIL_OK);
   assert_int_equal(mil_pass_count(), n + 1);
   assert_ptr_equal(mil_pass_find("x::extra"), &extra);
@@ -632,8 +632,45 @@ static void test_helpers(void **state) {
   mil_diag_clear(&d);
 }
 
+/* A pass that declares anchor op types is not called when none is present. */
+static int g_anchor_calls;
+static mil_status run_count_calls(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
+  g_anchor_calls++;
+  st->changes++;
+  return MIL_OK;
+}
+static const char *const k_relu_anchor[] = {"relu", "conv", NULL};
+
+static void test_anchor_skip(void **state) {
+  (void)state;
+  const mil_pass_def anchored = {"fixture::anchored", "x", NULL, 0, run_count_calls, k_relu_anchor};
+  mil_program *p = parse("main[CoreML7](%x: (2, fp32)(Tensor)) {\n"
+                         "  block0() {\n"
+                         "    %y: (2, fp32)(Tensor) = sigmoid(x=%x, name=\"y\")\n"
+                         "  } -> (%y)\n"
+                         "}\n");
+  mil_diag d = {0};
+  int64_t changes = -1;
+  g_anchor_calls = 0;
+  assert_int_equal(mil_pass_run(&anchored, p, NULL, &changes, &d), MIL_OK);
+  assert_int_equal(g_anchor_calls, 0);
+  assert_int_equal(changes, 0);
+  mil_program_free(p);
+  p = parse("main[CoreML7](%x: (2, fp32)(Tensor)) {\n"
+            "  block0() {\n"
+            "    %y: (2, fp32)(Tensor) = relu(x=%x, name=\"y\")\n"
+            "  } -> (%y)\n"
+            "}\n");
+  assert_int_equal(mil_pass_run(&anchored, p, NULL, &changes, &d), MIL_OK);
+  assert_int_equal(g_anchor_calls, 1);
+  assert_int_equal(changes, 1);
+  mil_program_free(p);
+  mil_diag_clear(&d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_anchor_skip),
       cmocka_unit_test(test_options),
       cmocka_unit_test(test_selector),
       cmocka_unit_test(test_registered_options_match_coremltools),
