@@ -152,6 +152,7 @@ struct mil_program {
   uint64_t next_symbol_id; /* for fresh "is<N>" symbols */
   int64_t n_ops;           /* private: ops reachable from the functions (mil_program_count_ops) */
   struct ir_typecount *typecounts; /* private: the same by op type */
+  struct ir_bigheap *big;  /* private: large value buffers (src/core/bigval.c) */
   void *user;              /* free for embedders */
 };
 
@@ -183,6 +184,15 @@ MIL_API int64_t mil_program_count_ops(const mil_program *p);
  * blocks included; O(1), kept like mil_program_count_ops. -1 when the
  * per-type table could not be allocated (treat as "maybe present"). */
 MIL_API int64_t mil_program_count_op_type(const mil_program *p, const char *type);
+/* Frees the bytes of large values (1 MiB and more) that nothing in the
+ * program refers to any more: no var's value, literal argument or
+ * attribute of an op, block, function or the program. Values the caller
+ * still holds that are not reachable from p must not be used afterwards.
+ * With only_if_worthwhile, does nothing unless at least 64 MiB and a
+ * quarter of the held bytes were allocated since the last collection
+ * (mil_pipeline_run calls it so after every pass). Returns the bytes freed.
+ * Walks the whole program: O(ops). */
+MIL_API size_t mil_program_collect_garbage(mil_program *p, bool only_if_worthwhile);
 /* Recounts the ops by walking every function (O(ops)); needed only after
  * editing p->functions directly (dropping or replacing a function). */
 MIL_API void mil_program_recount_ops(mil_program *p);

@@ -255,6 +255,8 @@ MIL_API const mil_pass_options *mil_pipeline_options(mil_pipeline *pl, const cha
  * Errors: MIL_ERR_UNSUPPORTED (missing passes), MIL_ERR_INVALID. */
 MIL_API mil_status mil_pipeline_validate(const mil_pipeline *pl, mil_diag *d);
 
+typedef struct mil_pass_record mil_pass_record;
+
 /* Observability settings for mil_pipeline_run. Zero-initialize. */
 typedef struct mil_pipeline_run_options {
   /* After every pass: mil_program_verify, plus mil_program_validate when the
@@ -266,16 +268,22 @@ typedef struct mil_pipeline_run_options {
   const char *print_after;
   FILE *print_file; /* NULL = stderr */
   bool print_coremltools_form; /* print coremltools' form instead of the complete form */
+  /* Progress hooks, either may be NULL: before_pass is called before pass
+   * `index` (from 0) of n with the current op count, after_pass after it
+   * (before any verification or printing) with its record. */
+  void (*before_pass)(void *ud, int32_t index, int32_t n, const char *pass, int64_t ops);
+  void (*after_pass)(void *ud, const mil_pass_record *r);
+  void *hook_ud;
 } mil_pipeline_run_options;
 
 /* One executed pass. */
-typedef struct mil_pass_record {
+struct mil_pass_record {
   const char *pass; /* full name (static storage) */
   int32_t index;    /* position in the pipeline */
   double seconds;   /* monotonic wall-clock time of the run function */
   int64_t changes;  /* rewrites the pass reported */
   int64_t ops_before, ops_after; /* mil_program_count_ops around the pass */
-} mil_pass_record;
+};
 
 /* What a pipeline run did. Zero-initialize; free with
  * mil_pipeline_report_free. */

@@ -54,6 +54,11 @@ struct mil_value {
    * the blob's metadata record). NULL when immediate. */
   const char *blob_file;
   uint64_t blob_offset;
+  /* The bytes lie in a read-only mapping of a weight file: their pages may
+   * be dropped from memory at any time (mil_value_release_pages) and are
+   * read back from the file on the next access. */
+  bool file_mapped;
+  struct ir_big *big; /* private: the program's large-buffer record holding the bytes, or NULL */
   /* LIST / TUPLE / DICT: n items (DICT: keys[i] -> items[i]) */
   int32_t n;
   const mil_value *const *items;
@@ -85,6 +90,12 @@ MIL_API mil_value *mil_value_new_dict(mil_program *p, const mil_type *type, int3
 
 /* Writable bytes of a value being built (ARENA storage only; NULL for views). */
 MIL_API void *mil_value_data_mut(mil_value *v);
+/* A hint after reading all of a large value that views a weight-file
+ * mapping (file_mapped): drops the value's whole pages from the process's
+ * resident memory, so that streaming through gigabytes of weights does not
+ * keep them all resident. The bytes stay valid (they are read back from the
+ * file when touched again). Does nothing for other values or below 64 KiB. */
+MIL_API void mil_value_release_pages(const mil_value *v);
 
 /* Element access for tensor values, any numeric/bool dtype (sub-byte
  * unpacked, fp16/bf16/fp8 widened). Index is the flat row-major index;

@@ -45,6 +45,14 @@ IR_HIDDEN int64_t ir_count_ops_walk(const mil_program *p);
 IR_HIDDEN void ir_count_op(mil_program *p, const char *type, int64_t delta);
 IR_HIDDEN void ir_typecount_free(mil_program *p);
 
+/* ---- bigval.c: large value buffers apart from the arena ---- */
+#define IR_BIG_MIN ((size_t)1 << 20)
+typedef struct ir_big ir_big;
+/* n bytes (zeroed when zero) listed on p; *out receives the record to store
+ * in the value's `big` field. NULL on out of memory. */
+IR_HIDDEN void *ir_big_alloc(mil_program *p, size_t n, bool zero, ir_big **out);
+IR_HIDDEN void ir_big_free_all(mil_program *p);
+
 /* raw allocation through a mil_allocator */
 IR_HIDDEN void *ir_raw_alloc(const mil_allocator *a, size_t n);
 IR_HIDDEN void *ir_raw_realloc(const mil_allocator *a, void *p, size_t old, size_t n);

@@ -29,6 +29,7 @@ mil_program *mil_program_new(const mil_allocator *alloc) {
 void mil_program_free(mil_program *p) {
   if (!p) return;
   ir_typecount_free(p);
+  ir_big_free_all(p);
   ir_intern_free(p->strs);
   ir_arena_free(p->nodes);
   ir_arena_free(p->arena); /* p itself lives in the arena */

@@ -44,6 +44,15 @@ static int64_t shape_numel(int32_t rank, const int64_t *shape) {
   return n;
 }
 
+/* Storage for a value's n bytes: the arena for small ones, a large buffer
+ * (recorded in v->big, freed by mil_program_collect_garbage once
+ * unreachable) from IR_BIG_MIN bytes on. Zeroed when zero (arena memory
+ * always is). */
+static void *ir_value_bytes(mil_program *p, mil_value *v, size_t n, bool zero) {
+  if (n < IR_BIG_MIN) return ir_arena_alloc(p->arena, n ? n : 1);
+  return ir_big_alloc(p, n, zero, &v->big);
+}
+
 mil_value *mil_value_new_tensor(mil_program *p, mil_dtype dt, int32_t rank, const int64_t *shape, bool is_scalar,
                                 const void *data) {
   if (!mil_dtype_is_valid(dt) || rank < 0) return NULL;
@@ -58,7 +67,7 @@ mil_value *mil_value_new_tensor(mil_program *p, mil_dtype dt, int32_t rank, cons
   v->numel = n;
   v->nbytes = mil_dtype_storage_bytes(dt, n);
   v->storage = MIL_STORE_ARENA;
-  void *buf = ir_arena_alloc(p->arena, v->nbytes ? v->nbytes : 1);
+  void *buf = ir_value_bytes(p, v, v->nbytes, !data);
   if (!buf) return NULL;
   if (dt == MIL_DT_STRING) {
     const char **dst = buf;
@@ -303,9 +312,11 @@ const mil_value *ir_value_import(mil_program *p, const mil_value *v) {
   r->type = mil_type_import(p, v->type);
   if (v->type && !r->type) return NULL;
   if (v->blob_file) r->blob_file = mil_program_intern(p, v->blob_file, (size_t)-1);
+  r->big = NULL;
   if (v->kind == MIL_VAL_TENSOR) {
     if (v->storage == MIL_STORE_VIEW) return r;
-    void *buf = ir_arena_alloc(p->arena, v->nbytes ? v->nbytes : 1);
+    r->file_mapped = false;
+    void *buf = ir_value_bytes(p, r, v->nbytes, false);
     if (!buf) return NULL;
     if (v->type->dtype == MIL_DT_STRING) {
       const char **dst = buf;

@@ -217,6 +217,7 @@ static mil_status blob_tensor(io_read *r, const Milproto__Value__BlobFileValue *
   if (!v) return MIL_ERR_NOMEM;
   v->blob_file = mil_program_intern(r->p, fname, (size_t)-1);
   v->blob_offset = bf->offset;
+  v->file_mapped = true;
   if (!v->blob_file) return MIL_ERR_NOMEM;
   *out = v;
   return MIL_OK;
@@ -321,6 +322,43 @@ void io_write_free(io_write *w) {
   w->n_seen = w->cap_seen = 0;
 }
 
+/* The blobs already written for viewed bytes: open addressing on the data
+ * pointer (cap_seen a power of two, empty slots have data NULL). */
+static size_t seen_slot(const void *data, size_t cap) {
+  uint64_t h = (uint64_t)(uintptr_t)data * 0x9e3779b97f4a7c15ull;
+  return (size_t)(h >> 20) & (cap - 1);
+}
+
+static const struct io_seen_blob *seen_find(const io_write *w, const mil_value *v) {
+  if (!w->cap_seen) return NULL;
+  for (size_t k = seen_slot(v->data, w->cap_seen); w->seen[k].data; k = (k + 1) & (w->cap_seen - 1))
+    if (w->seen[k].data == v->data && w->seen[k].nbytes == v->nbytes && w->seen[k].dt == v->type->dtype)
+      return &w->seen[k];
+  return NULL;
+}
+
+static bool seen_add(io_write *w, struct io_seen_blob e) {
+  if ((w->n_seen + 1) * 2 > w->cap_seen) {
+    size_t nc = w->cap_seen ? w->cap_seen * 2 : 64;
+    struct io_seen_blob *ns = calloc(nc, sizeof *ns);
+    if (!ns) return false;
+    for (size_t i = 0; i < w->cap_seen; i++) {
+      if (!w->seen[i].data) continue;
+      size_t k = seen_slot(w->seen[i].data, nc);
+      while (ns[k].data) k = (k + 1) & (nc - 1);
+      ns[k] = w->seen[i];
+    }
+    free(w->seen);
+    w->seen = ns;
+    w->cap_seen = nc;
+  }
+  size_t k = seen_slot(e.data, w->cap_seen);
+  while (w->seen[k].data) k = (k + 1) & (w->cap_seen - 1);
+  w->seen[k] = e;
+  w->n_seen++;
+  return true;
+}
+
 /* Immediate TensorValue for a tensor value, in the field formats.md 3.1
  * assigns to its dtype. */
 static Milproto__TensorValue *tensor_to_proto(io_write *w, const mil_value *v, const char *where) {
@@ -423,25 +461,18 @@ static Milproto__Value *blob_value(io_write *w, const mil_value *v, const char *
   bool found = false;
   /* one blob per weight: values viewing the same bytes (shared across
    * functions, or the same const printed twice) reuse the first record */
-  for (size_t i = 0; i < w->n_seen; i++)
-    if (w->seen[i].data == v->data && w->seen[i].nbytes == v->nbytes && w->seen[i].dt == v->type->dtype) {
-      off = w->seen[i].offset;
-      found = true;
-      break;
-    }
+  const struct io_seen_blob *prev = v->data ? seen_find(w, v) : NULL;
+  if (prev) {
+    off = prev->offset;
+    found = true;
+  }
   if (!found) {
     mil_status st = mil_blob_writer_add(w->bw, v->type->dtype, v->data, v->nbytes, v->numel, &off, w->d);
     if (st != MIL_OK) return io_wfail(w, st, "%s: %s: writing the weight blob failed", w->file, where);
-    if (v->storage == MIL_STORE_VIEW) {
-      if (w->n_seen == w->cap_seen) {
-        size_t nc = w->cap_seen ? w->cap_seen * 2 : 64;
-        struct io_seen_blob *ns = realloc(w->seen, nc * sizeof *ns);
-        if (!ns) return OOM(w);
-        w->seen = ns;
-        w->cap_seen = nc;
-      }
-      w->seen[w->n_seen++] = (struct io_seen_blob){v->data, v->nbytes, v->type->dtype, off};
-    }
+    mil_value_release_pages(v); /* written: a mapped source need not stay resident */
+    if (v->storage == MIL_STORE_VIEW && v->data &&
+        !seen_add(w, (struct io_seen_blob){v->data, v->nbytes, v->type->dtype, off}))
+      return OOM(w);
   }
   Milproto__Value *pv = io_pb_new(&milproto__value__descriptor);
   if (!pv) return OOM(w);

@@ -587,8 +587,12 @@ mil_status mil_pipeline_run(mil_pipeline *pl, mil_program *p, const mil_pipeline
     if (!pass || !opts) return MIL_ERR_NOMEM; /* validate guaranteed the pass exists */
     mil_pass_record r = {pass->name, i, 0, 0, ops, ops};
     mil_pass_stats ps = {0};
+    if (ro->before_pass) ro->before_pass(ro->hook_ud, i, n, pass->name, ops);
     double t0 = pass_now_seconds();
     st = run_one(pass, p, opts, &ps, d);
+    /* weights a pass replaced (fp16 casts, transposed copies) are given back
+     * before the next pass makes more */
+    if (st == MIL_OK) mil_program_collect_garbage(p, true);
     r.seconds = pass_now_seconds() - t0;
     r.changes = ps.changes;
     r.ops_after = ops = mil_program_count_ops(p);
@@ -598,6 +602,7 @@ mil_status mil_pipeline_run(mil_pipeline *pl, mil_program *p, const mil_pipeline
       if (r.changes > 0) rep->n_changed++;
     }
     if (add_record(rep, &r) != MIL_OK) return MIL_ERR_NOMEM;
+    if (ro->after_pass) ro->after_pass(ro->hook_ud, &r);
     if (st != MIL_OK) {
       mil_diag_error(d, st, "pass '%s' (#%d of pipeline '%s') failed: %s", pass->name, i, mil_pipeline_name(pl),
                      mil_status_str(st));

@@ -393,13 +393,57 @@ static void test_values(void **state) {
   mil_program_free(p);
 }
 
+/* Large value buffers: bytes no op refers to any more are given back,
+ * reachable ones (const values, literal arguments, attributes, list items)
+ * stay intact. */
+static void test_collect_garbage(void **state) {
+  (void)state;
+  mil_program *p = mil_program_new(NULL);
+  mil_function *f = mil_function_new(p, "main", "CoreML7");
+  mil_block *b = mil_function_body(f);
+  int64_t shape[1] = {1 << 19}; /* 2 MiB of fp32 */
+  mil_value *keep = mil_value_new_tensor(p, MIL_DT_FP32, 1, shape, false, NULL);
+  mil_value *drop = mil_value_new_tensor(p, MIL_DT_FP32, 1, shape, false, NULL);
+  mil_value *attr = mil_value_new_tensor(p, MIL_DT_FP32, 1, shape, false, NULL);
+  mil_value *item = mil_value_new_tensor(p, MIL_DT_FP32, 1, shape, false, NULL);
+  assert_true(keep && drop && attr && item);
+  float *kd = mil_value_data_mut(keep);
+  for (int64_t i = 0; i < shape[0]; i++) kd[i] = (float)i;
+  mil_op *ck = mil_const_new(p, "k", keep);
+  mil_op *cd = mil_const_new(p, "d", drop);
+  mil_block_append(b, ck);
+  mil_block_append(b, cd);
+  const mil_value *items[1] = {item};
+  mil_value *list = mil_value_new_tuple(p, NULL, 1, items);
+  assert_int_equal(mil_program_set_attr(p, "big", attr), MIL_OK);
+  mil_op *ct = mil_const_new(p, "t", list);
+  assert_non_null(ct);
+  mil_block_append(b, ct);
+  mil_var *out = ck->outputs[0];
+  mil_block_set_outputs(b, 1, &out);
+  /* nothing is unreachable yet */
+  assert_int_equal(mil_program_collect_garbage(p, false), 0);
+  /* below the thresholds a worthwhile-only collection does nothing */
+  assert_int_equal(mil_op_remove(cd), MIL_OK);
+  assert_int_equal(mil_program_collect_garbage(p, true), 0);
+  assert_int_equal(mil_program_collect_garbage(p, false), (size_t)shape[0] * 4);
+  assert_int_equal(mil_op_remove(ct), MIL_OK);
+  assert_int_equal(mil_program_collect_garbage(p, false), (size_t)shape[0] * 4);
+  for (int64_t i = 0; i < shape[0]; i += 4099) assert_true(kd[i] == (float)i);
+  /* small values never take part */
+  mil_value *small = mil_value_new_tensor(p, MIL_DT_FP32, 1, (int64_t[]){16}, false, NULL);
+  assert_non_null(small);
+  assert_null(small->big);
+  mil_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_build_and_uses), cmocka_unit_test(test_insert_order),
       cmocka_unit_test(test_replace_uses_after), cmocka_unit_test(test_clone),
       cmocka_unit_test(test_order_relabel), cmocka_unit_test(test_remove_parts),
       cmocka_unit_test(test_verify_errors), cmocka_unit_test(test_nested_scoping),
-      cmocka_unit_test(test_fp16), cmocka_unit_test(test_values),
+      cmocka_unit_test(test_fp16), cmocka_unit_test(test_values), cmocka_unit_test(test_collect_garbage),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

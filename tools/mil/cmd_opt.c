@@ -252,29 +252,7 @@ static int parse_args(int argc, char **argv, opt_args *a) {
 }
 
 
-/* True when `given` (with or without a namespace) names the pass `full`. */
-static bool pass_named(const char *given, const char *full) {
-  if (strcmp(given, full) == 0) return true;
-  return !strstr(given, "::") && strncmp(full, "common::", 8) == 0 && strcmp(full + 8, given) == 0;
-}
 
-/* True when `name` is an item of the comma-separated list. */
-static bool in_list(const char *list, const char *name) {
-  for (const char *p = list; p && *p;) {
-    const char *c = strchr(p, ',');
-    size_t n = c ? (size_t)(c - p) : strlen(p);
-    while (n && *p == ' ') p++, n--;
-    while (n && p[n - 1] == ' ') n--;
-    char item[256];
-    if (n > 0 && n < sizeof item) {
-      memcpy(item, p, n);
-      item[n] = 0;
-      if (pass_named(item, name)) return true;
-    }
-    p = c ? c + 1 : p + strlen(p);
-  }
-  return false;
-}
 
 /* Removes the passes that are not implemented; returns how many distinct
  * passes were removed and warns once, listing them. */
@@ -301,72 +279,39 @@ static int32_t skip_missing(mil_pipeline *pl, bool quiet) {
   return n;
 }
 
-/* Runs the pipeline pass by pass, exactly as mil_pipeline_run does (same
- * verification, printing and messages), showing the pass being run on the
- * progress line. */
+/* Progress line while the pipeline runs: the pass being run, its number,
+ * the op count and the time so far; cleared after each pass so that
+ * printed programs and messages start on a clean line. */
+typedef struct opt_hooks {
+  opt_progress *pg;
+  double t_start;
+} opt_hooks;
+
+static void before_pass(void *ud, int32_t index, int32_t n, const char *pass, int64_t ops) {
+  opt_hooks *h = ud;
+  opt_progress_show(h->pg, "[%d/%d] %s  (%lld ops, %.1f s)", (int)(index + 1), (int)n, pass, (long long)ops,
+                    opt_now() - h->t_start);
+}
+
+static void after_pass(void *ud, const mil_pass_record *r) {
+  (void)r;
+  opt_progress_clear(((opt_hooks *)ud)->pg);
+}
+
 static mil_status run_pipeline(mil_pipeline *pl, mil_program *p, const opt_args *a, opt_progress *pg,
                                mil_pipeline_report *rep, mil_diag *d) {
-  mil_status st = mil_pipeline_validate(pl, d);
-  if (st != MIL_OK) return st;
-  mil_pipeline_report_free(rep);
-  int64_t ops = mil_program_count_ops(p);
-  rep->ops_before = rep->ops_after = ops;
-  /* validating after a pass only means something when the input validates */
-  bool validate_each = false;
-  if (a->verify_each) {
-    mil_diag tmp;
-    mil_diag_init(&tmp);
-    validate_each = mil_program_validate(p, &tmp) == MIL_OK;
-    mil_diag_clear(&tmp);
-  }
-  mil_print_options popt = {MIL_PRINT_COMPLETE, true};
-  int32_t n = mil_pipeline_n_passes(pl);
-  double t_start = opt_now();
-  for (int32_t i = 0; i < n; i++) {
-    const char *name = mil_pipeline_pass_at(pl, i);
-    const mil_pass_def *pass = mil_pass_find(name);
-    const mil_pass_options *opts = mil_pipeline_options(pl, name);
-    if (!pass || !opts) return MIL_ERR_NOMEM; /* validated above: the pass exists */
-    opt_progress_show(pg, "[%d/%d] %s  (%lld ops, %.1f s)", (int)(i + 1), (int)n, pass->name, (long long)ops,
-                      opt_now() - t_start);
-    mil_pass_record r = {pass->name, i, 0, 0, ops, ops};
-    double t0 = opt_now();
-    st = mil_pass_run(pass, p, opts, &r.changes, d);
-    r.seconds = opt_now() - t0;
-    r.ops_after = ops = mil_program_count_ops(p);
-    rep->seconds += r.seconds;
-    rep->ops_after = ops;
-    if (r.changes > 0) rep->n_changed++;
-    mil_pass_record *nr = realloc(rep->records, (size_t)(rep->n_records + 1) * sizeof *nr);
-    if (!nr) return MIL_ERR_NOMEM;
-    rep->records = nr;
-    rep->records[rep->n_records++] = r;
-    if (st != MIL_OK) {
-      opt_progress_clear(pg);
-      return mil_diag_error(d, st, "pass '%s' (#%d of pipeline '%s') failed: %s", pass->name, (int)i,
-                            mil_pipeline_name(pl), mil_status_str(st));
-    }
-    if (a->verify_each) {
-      double v0 = opt_now();
-      mil_status vs = mil_program_verify(p, d);
-      if (vs == MIL_OK && validate_each) vs = mil_program_validate(p, d);
-      rep->verify_seconds += opt_now() - v0;
-      if (vs != MIL_OK) {
-        opt_progress_clear(pg);
-        return mil_diag_error(d, MIL_ERR_INVALID, "the program is invalid after pass '%s' (#%d of pipeline '%s')",
-                              pass->name, (int)i, mil_pipeline_name(pl));
-      }
-    }
-    if (a->print_all || in_list(a->print_after, pass->name)) {
-      opt_progress_clear(pg);
-      if (fprintf(stderr, "# after pass #%d %s (%lld changes, %lld ops)\n", (int)i, pass->name,
-                  (long long)r.changes, (long long)ops) < 0 ||
-          mil_print_program_file(p, &popt, stderr) != MIL_OK)
-        return mil_diag_error(d, MIL_ERR_IO, "printing the program after pass '%s' failed", pass->name);
-    }
-  }
+  opt_hooks h = {pg, opt_now()};
+  mil_pipeline_run_options ro = {0};
+  ro.verify_each = a->verify_each;
+  ro.print_after_all = a->print_all;
+  ro.print_after = a->print_after;
+  ro.print_file = stderr;
+  ro.before_pass = before_pass;
+  ro.after_pass = after_pass;
+  ro.hook_ud = &h;
+  mil_status st = mil_pipeline_run(pl, p, &ro, rep, d);
   opt_progress_clear(pg);
-  return MIL_OK;
+  return st;
 }
 
 int cmd_opt(int argc, char **argv) {

@@ -1,0 +1,149 @@
+/* Large tensor buffers: bytes of values of at least IR_BIG_MIN bytes live
+ * apart from the arena, each in its own allocation listed on the program,
+ * so that a pipeline can give back the memory of weights that no op refers
+ * to any more (a weight replaced by its fp16 cast, a transposed copy, a
+ * const folded away). Without this the arena would hold every intermediate
+ * weight until the program is freed, and a 1 GB model would peak at several
+ * times its size.
+ *
+ * mil_program_collect_garbage marks the large buffers reachable from the
+ * program (every var's value, every literal argument, every attribute of
+ * ops, blocks, functions and the program, recursively through lists,
+ * tuples and dicts) and frees the rest. Only values made by value.c carry a
+ * large buffer (their `big` field); a view never does.
+ */
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/core_internal.h"
+
+struct ir_big {
+  struct ir_big *prev, *next;
+  size_t n;       /* payload bytes */
+  uint64_t epoch; /* last collection that found it reachable */
+  /* payload follows, 16-byte aligned (the header is 32 bytes) */
+};
+_Static_assert(sizeof(struct ir_big) % 16 == 0, "large-buffer header keeps 16-byte alignment");
+
+typedef struct ir_bigheap {
+  ir_big *head;
+  size_t live_bytes; /* payload bytes of all listed buffers */
+  size_t new_bytes;  /* allocated since the last collection */
+  uint64_t epoch;
+} ir_bigheap;
+
+void *ir_big_alloc(mil_program *p, size_t n, bool zero, ir_big **out) {
+  ir_bigheap *h = p->big;
+  if (!h) {
+    h = ir_raw_alloc(p->alloc, sizeof *h);
+    if (!h) return NULL;
+    memset(h, 0, sizeof *h);
+    p->big = h;
+  }
+  ir_big *b = ir_raw_alloc(p->alloc, sizeof *b + n);
+  if (!b) return NULL;
+  b->prev = NULL;
+  b->next = h->head;
+  if (h->head) h->head->prev = b;
+  h->head = b;
+  b->n = n;
+  b->epoch = h->epoch;
+  h->live_bytes += n;
+  h->new_bytes += n;
+  if (zero) memset(b + 1, 0, n);
+  *out = b;
+  return b + 1;
+}
+
+static void big_free(mil_program *p, ir_bigheap *h, ir_big *b) {
+  if (b->prev) b->prev->next = b->next;
+  else h->head = b->next;
+  if (b->next) b->next->prev = b->prev;
+  h->live_bytes -= b->n;
+  ir_raw_free(p->alloc, b, sizeof *b + b->n);
+}
+
+void ir_big_free_all(mil_program *p) {
+  ir_bigheap *h = p->big;
+  if (!h) return;
+  while (h->head) big_free(p, h, h->head);
+  ir_raw_free(p->alloc, h, sizeof *h);
+  p->big = NULL;
+}
+
+/* ---- marking ---- */
+
+static void mark_value(uint64_t epoch, const mil_value *v, int depth) {
+  if (!v || depth > 64) return;
+  if (v->kind == MIL_VAL_TENSOR) {
+    if (v->big) v->big->epoch = epoch;
+    return;
+  }
+  for (int32_t i = 0; i < v->n; i++) {
+    if (v->items) mark_value(epoch, v->items[i], depth + 1);
+    if (v->keys) mark_value(epoch, v->keys[i], depth + 1);
+  }
+}
+
+static void mark_attrs(uint64_t epoch, const mil_attr *a, int32_t n) {
+  for (int32_t i = 0; i < n; i++) mark_value(epoch, a[i].value, 0);
+}
+
+static void mark_block(uint64_t epoch, const mil_block *b);
+
+static void mark_var(uint64_t epoch, const mil_var *v) {
+  if (v && v->val) mark_value(epoch, v->val, 0);
+}
+
+static void mark_op(uint64_t epoch, const mil_op *op) {
+  for (int32_t i = 0; i < op->n_outputs; i++) mark_var(epoch, op->outputs[i]);
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    for (int32_t k = 0; k < op->inputs[i].n_args; k++) mark_value(epoch, op->inputs[i].args[k].value, 0);
+  mark_attrs(epoch, op->attrs, op->n_attrs);
+  for (int32_t i = 0; i < op->n_blocks; i++) mark_block(epoch, op->blocks[i]);
+}
+
+static void mark_block(uint64_t epoch, const mil_block *b) {
+  for (int32_t i = 0; i < b->n_inputs; i++) mark_var(epoch, b->inputs[i]);
+  mark_attrs(epoch, b->attrs, b->n_attrs);
+  for (const mil_op *op = b->first; op; op = op->next) mark_op(epoch, op);
+}
+
+size_t mil_program_collect_garbage(mil_program *p, bool only_if_worthwhile) {
+  ir_bigheap *h = p->big;
+  if (!h || !h->head) return 0;
+  /* worthwhile: at least 64 MiB made since the last collection, and at
+   * least a quarter of what is held, so that the marking walk (O(ops)) is
+   * paid for by the bytes it may give back */
+  if (only_if_worthwhile && (h->new_bytes < ((size_t)64 << 20) || h->new_bytes < h->live_bytes / 4)) return 0;
+  uint64_t epoch = ++h->epoch;
+  mark_attrs(epoch, p->attrs, p->n_attrs);
+  for (int32_t fi = 0; fi < p->n_functions; fi++) {
+    const mil_function *f = p->functions[fi];
+    mark_attrs(epoch, f->attrs, f->n_attrs);
+    for (int32_t i = 0; i < f->n_inputs; i++) mark_var(epoch, f->inputs[i]);
+    for (int32_t s = 0; s < f->n_specs; s++) mark_block(epoch, f->specs[s].block);
+  }
+  size_t freed = 0;
+  for (ir_big *b = h->head, *next; b; b = next) {
+    next = b->next;
+    if (b->epoch == epoch) continue;
+    freed += b->n;
+    big_free(p, h, b);
+  }
+  h->new_bytes = 0;
+  return freed;
+}
+
+/* ---- pages of file mappings ---- */
+
+void mil_value_release_pages(const mil_value *v) {
+  if (!v || v->kind != MIL_VAL_TENSOR || !v->file_mapped || v->nbytes < ((size_t)64 << 10)) return;
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) return;
+  uintptr_t a = (uintptr_t)v->data, e = a + v->nbytes;
+  uintptr_t lo = (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1), hi = e & ~((uintptr_t)page - 1);
+  /* only whole pages inside the value: its neighbours' pages stay */
+  if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
