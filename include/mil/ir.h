@@ -193,6 +193,11 @@ MIL_API int64_t mil_program_count_op_type(const mil_program *p, const char *type
  * (mil_pipeline_run calls it so after every pass). Returns the bytes freed.
  * Walks the whole program: O(ops). */
 MIL_API size_t mil_program_collect_garbage(mil_program *p, bool only_if_worthwhile);
+/* Gives the heap memory the C library holds free back to the system
+ * (glibc: malloc_trim; elsewhere nothing). Loading a model frees its
+ * decoded protobuf tree in the middle of the heap, which would otherwise
+ * stay resident; mil_model_load and mil_pipeline_run call this. */
+MIL_API void mil_release_free_memory(void);
 /* Recounts the ops by walking every function (O(ops)); needed only after
  * editing p->functions directly (dropping or replacing a function). */
 MIL_API void mil_program_recount_ops(mil_program *p);

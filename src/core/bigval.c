@@ -14,6 +14,9 @@
  */
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <unistd.h>
 
 #include "core/core_internal.h"
@@ -146,4 +149,10 @@ void mil_value_release_pages(const mil_value *v) {
   uintptr_t lo = (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1), hi = e & ~((uintptr_t)page - 1);
   /* only whole pages inside the value: its neighbours' pages stay */
   if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+void mil_release_free_memory(void) {
+#ifdef __GLIBC__
+  (void)malloc_trim(0);
+#endif
 }

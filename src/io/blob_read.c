@@ -21,6 +21,7 @@
 struct mil_blob_file {
   const uint8_t *base; /* mapping, size bytes */
   uint64_t size;
+  int fd; /* kept open: metadata records are read with pread, not through the mapping */
   uint32_t count; /* header count */
   unsigned refs;
   char *path;
@@ -148,12 +149,15 @@ mil_status mil_blob_file_open(const char *path, mil_blob_file **out, mil_diag *d
   }
   void *base = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
   int e = errno;
-  close(fd); /* the mapping keeps the file */
-  if (base == MAP_FAILED) return mil_diag_error(d, MIL_ERR_IO, "%s: cannot map weight file: %s", path, strerror(e));
+  if (base == MAP_FAILED) {
+    close(fd);
+    return mil_diag_error(d, MIL_ERR_IO, "%s: cannot map weight file: %s", path, strerror(e));
+  }
   const uint8_t *b = base;
   uint32_t version = io_le32(b + IO_BLOB_HDR_VERSION);
   if (version != MIL_BLOB_VERSION) {
     munmap(base, (size_t)size);
+    close(fd);
     return mil_diag_error(d, MIL_ERR_FORMAT, "%s: storage header at offset %d: version %u, expected %u%s", path,
                           IO_BLOB_HDR_VERSION, version, MIL_BLOB_VERSION,
                           version == 1 ? " (version 1 is the old blob_v1 format, which is not supported)" : "");
@@ -164,10 +168,12 @@ mil_status mil_blob_file_open(const char *path, mil_blob_file **out, mil_diag *d
     free(f);
     free(p);
     munmap(base, (size_t)size);
+    close(fd);
     return mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory opening weight file", path);
   }
   f->base = b;
   f->size = size;
+  f->fd = fd;
   f->count = io_le32(b + IO_BLOB_HDR_COUNT);
   f->refs = 1;
   f->path = p;
@@ -184,6 +190,7 @@ void mil_blob_file_close(mil_blob_file *f) {
   if (!f) return;
   if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
   munmap((void *)f->base, (size_t)f->size);
+  close(f->fd);
   free(f->path);
   free(f);
 }
@@ -206,7 +213,14 @@ static mil_status check_meta(const mil_blob_file *f, uint64_t off, mil_dtype wan
     return mil_diag_error(d, MIL_ERR_FORMAT,
                           "%s: blob at offset %llu: metadata record [%llu, %llu) lies outside the file (size %llu)",
                           path, ULL(off), ULL(off), ULL(off) + MIL_BLOB_METADATA_SIZE, ULL(f->size));
-  const uint8_t *m = f->base + off;
+  /* pread rather than the mapping: touching the record would map in the
+   * neighbouring pages (the kernel's fault-around), i.e. most weights of a
+   * model of small tensors, just to read 64 bytes each */
+  uint8_t m[MIL_BLOB_METADATA_SIZE];
+  ssize_t got = pread(f->fd, m, sizeof m, (off_t)off);
+  if (got != (ssize_t)sizeof m)
+    return mil_diag_error(d, MIL_ERR_IO, "%s: blob at offset %llu: cannot read its metadata record: %s", path, ULL(off),
+                          got < 0 ? strerror(errno) : "short read");
   uint32_t sentinel = io_le32(m + IO_BLOB_META_SENTINEL);
   if (sentinel != MIL_BLOB_SENTINEL)
     return mil_diag_error(d, MIL_ERR_FORMAT, "%s: blob at offset %llu: sentinel 0x%08X, expected 0x%08X", path, ULL(off),

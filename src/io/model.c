@@ -476,6 +476,7 @@ mil_status mil_model_load(const char *path_in, mil_model **out, mil_diag *d) {
     st = mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: unknown model extension '%s%s' (expected .mlpackage, .mlmodel or "
                         ".mil)", path, ext[0] ? "." : "", ext);
   }
+  mil_release_free_memory(); /* the decoded protobuf tree, freed amid the program's arena */
   if (st == MIL_OK) {
     free(m->path);
     m->path = path;

@@ -592,7 +592,7 @@ mil_status mil_pipeline_run(mil_pipeline *pl, mil_program *p, const mil_pipeline
     st = run_one(pass, p, opts, &ps, d);
     /* weights a pass replaced (fp16 casts, transposed copies) are given back
      * before the next pass makes more */
-    if (st == MIL_OK) mil_program_collect_garbage(p, true);
+    if (st == MIL_OK && mil_program_collect_garbage(p, true) > 0) mil_release_free_memory();
     r.seconds = pass_now_seconds() - t0;
     r.changes = ps.changes;
     r.ops_after = ops = mil_program_count_ops(p);
@@ -624,5 +624,6 @@ mil_status mil_pipeline_run(mil_pipeline *pl, mil_program *p, const mil_pipeline
         return mil_diag_error(d, MIL_ERR_IO, "printing the program after pass '%s' failed", pass->name);
     }
   }
+  mil_release_free_memory(); /* what the passes freed, before the caller writes the model */
   return MIL_OK;
 }
