@@ -226,7 +226,7 @@ const mil_model_desc *io_desc_view_get(const io_desc_view *v) { return &v->desc;
 /* ------------------------------------------------------------------------ */
 
 /* A deep copy of a protobuf-c message (pack, then unpack). */
-static void *pb_clone(const void *msg) {
+void *io_pb_clone(const void *msg) {
   const ProtobufCMessage *m = msg;
   if (!m) return NULL;
   size_t n = protobuf_c_message_get_packed_size(m);
@@ -487,7 +487,7 @@ static bool synth_function(synth *s, const mil_function *fn, Coreml__FeatureDesc
     bool is_state = v->type->kind == MIL_TYPE_STATE;
     const Coreml__FeatureDescription *old =
         is_state ? find_feature(old_st, n_old_st, v->name) : find_feature(old_in, n_old_in, v->name);
-    Coreml__FeatureDescription *fd = old && feature_fits(old, v, true) ? pb_clone(old) : synth_input(s, v);
+    Coreml__FeatureDescription *fd = old && feature_fits(old, v, true) ? io_pb_clone(old) : synth_input(s, v);
     if (!fd) {
       if (s->st == MIL_OK) soom(s);
       goto fail;
@@ -502,7 +502,7 @@ static bool synth_function(synth *s, const mil_function *fn, Coreml__FeatureDesc
   for (int32_t i = 0; body && i < body->n_outputs; i++) {
     const mil_var *v = body->outputs[i].var;
     const Coreml__FeatureDescription *old = find_feature(old_out, n_old_out, v->name);
-    Coreml__FeatureDescription *fd = old && feature_fits(old, v, false) ? pb_clone(old) : synth_output(s, v);
+    Coreml__FeatureDescription *fd = old && feature_fits(old, v, false) ? io_pb_clone(old) : synth_output(s, v);
     if (!fd) {
       if (s->st == MIL_OK) soom(s);
       goto fail;
@@ -588,7 +588,7 @@ mil_status io_desc_synthesize(const mil_program *p, int spec_version, const Core
     if (output_exists(&ff, pf) && !(desc->predictedfeaturename = io_model_strdup(pf))) goto oom;
     if (output_exists(&ff, pp) && !(desc->predictedprobabilitiesname = io_model_strdup(pp))) goto oom;
   }
-  if (old && old->metadata && !(desc->metadata = pb_clone(old->metadata))) goto oom;
+  if (old && old->metadata && !(desc->metadata = io_pb_clone(old->metadata))) goto oom;
   *out = desc;
   return MIL_OK;
 oom:

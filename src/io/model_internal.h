@@ -64,6 +64,21 @@ IO_MODEL_HIDDEN mil_status io_proto_check(const void *buf, size_t len, const Pro
 IO_MODEL_HIDDEN ProtobufCMessage *io_proto_unpack(const void *buf, size_t len, const ProtobufCMessageDescriptor *desc,
                                                   const char *file, mil_diag *d);
 
+/* Decoding into a bump arena: protobuf-c's unpacker makes one allocation
+ * per message, field array and string (a model's tree is ten times the
+ * size of its file); carving them from big chunks saves the per-allocation
+ * overhead and returns the whole tree at once. Parts of a message decoded
+ * in an arena must not be freed with io_pb_free: copy what outlives it. */
+typedef struct io_pb_arena io_pb_arena;
+IO_MODEL_HIDDEN io_pb_arena *io_pb_arena_new(void);
+IO_MODEL_HIDDEN void io_pb_arena_free(io_pb_arena *ar);
+/* io_proto_unpack with the tree in ar (NULL: default allocator). */
+IO_MODEL_HIDDEN ProtobufCMessage *io_proto_unpack_in(const void *buf, size_t len, const ProtobufCMessageDescriptor *desc,
+                                                     io_pb_arena *ar, const char *file, mil_diag *d);
+/* A deep copy with the default allocator (free with io_pb_free); NULL for
+ * NULL or out of memory. */
+IO_MODEL_HIDDEN void *io_pb_clone(const void *msg);
+
 /* protobuf-c messages built by libmil use malloc for every part, so that
  * protobuf_c_message_free_unpacked (default allocator) releases them. */
 static inline void *io_pb_new(const ProtobufCMessageDescriptor *desc) {

@@ -256,10 +256,71 @@ mil_status io_proto_check(const void *buf, size_t len, const ProtobufCMessageDes
   return check_message(&c, 0, len);
 }
 
+/* ---- bump allocation for decoding ---- */
+
+/* Chunks of at least 1 MiB; every decoded part is carved from the newest
+ * chunk, nothing is freed until io_pb_arena_free. */
+typedef struct pb_chunk {
+  struct pb_chunk *next;
+  size_t cap, used;
+} pb_chunk;
+
+struct io_pb_arena {
+  pb_chunk *head;
+  ProtobufCAllocator a;
+};
+
+static void *pb_arena_alloc(void *ud, size_t n) {
+  io_pb_arena *ar = ud;
+  n = (n + 15) & ~(size_t)15;
+  pb_chunk *c = ar->head;
+  const size_t hdr = (sizeof(pb_chunk) + 15) & ~(size_t)15;
+  if (!c || c->cap - c->used < n) {
+    size_t cap = n > ((size_t)1 << 20) ? n : ((size_t)1 << 20);
+    c = malloc(hdr + cap);
+    if (!c) return NULL;
+    c->cap = cap;
+    c->used = 0;
+    c->next = ar->head;
+    ar->head = c;
+  }
+  void *r = (char *)c + hdr + c->used;
+  c->used += n;
+  return r;
+}
+
+static void pb_arena_nofree(void *ud, void *ptr) {
+  (void)ud;
+  (void)ptr;
+}
+
+io_pb_arena *io_pb_arena_new(void) {
+  io_pb_arena *ar = calloc(1, sizeof *ar);
+  if (!ar) return NULL;
+  ar->a.alloc = pb_arena_alloc;
+  ar->a.free = pb_arena_nofree;
+  ar->a.allocator_data = ar;
+  return ar;
+}
+
+void io_pb_arena_free(io_pb_arena *ar) {
+  if (!ar) return;
+  for (pb_chunk *c = ar->head, *n; c; c = n) {
+    n = c->next;
+    free(c);
+  }
+  free(ar);
+}
+
 ProtobufCMessage *io_proto_unpack(const void *buf, size_t len, const ProtobufCMessageDescriptor *desc,
                                   const char *file, mil_diag *d) {
+  return io_proto_unpack_in(buf, len, desc, NULL, file, d);
+}
+
+ProtobufCMessage *io_proto_unpack_in(const void *buf, size_t len, const ProtobufCMessageDescriptor *desc,
+                                     io_pb_arena *ar, const char *file, mil_diag *d) {
   if (io_proto_check(buf, len, desc, file, d) != MIL_OK) return NULL;
-  ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, len, buf);
+  ProtobufCMessage *m = protobuf_c_message_unpack(desc, ar ? &ar->a : NULL, len, buf);
   if (!m)
     mil_diag_error(d, MIL_ERR_FORMAT, "%s: the %s message (%zu bytes) could not be decoded (out of memory or a "
                    "malformed field)", file ? file : "<memory>", desc->name, len);

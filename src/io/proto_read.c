@@ -762,8 +762,13 @@ mil_status io_program_from_proto(const Milproto__Program *pb, int spec_version, 
 mil_status io_model_decode(const void *buf, size_t len, const char *file, io_weights *w, mil_model **out,
                            mil_diag *d) {
   *out = NULL;
-  Coreml__Model *pm = (Coreml__Model *)io_proto_unpack(buf, len, &coreml__model__descriptor, file, d);
-  if (!pm) return MIL_ERR_FORMAT;
+  io_pb_arena *ar = io_pb_arena_new();
+  if (!ar) return mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory", file);
+  Coreml__Model *pm = (Coreml__Model *)io_proto_unpack_in(buf, len, &coreml__model__descriptor, ar, file, d);
+  if (!pm) {
+    io_pb_arena_free(ar);
+    return MIL_ERR_FORMAT;
+  }
   mil_status st = MIL_OK;
   mil_program *prog = NULL;
   if (pm->type_case != COREML__MODEL__TYPE_ML_PROGRAM) {
@@ -812,11 +817,16 @@ mil_status io_model_decode(const void *buf, size_t len, const char *file, io_wei
   prog = NULL;
   m->spec_version = spec;
   m->is_updatable = pm->isupdatable;
-  m->desc = pm->description;
-  pm->description = NULL;
+  /* the description outlives the decoded tree: copy it out of the arena */
+  m->desc = pm->description ? io_pb_clone(pm->description) : NULL;
+  if (pm->description && !m->desc) {
+    mil_model_free(m);
+    st = mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory", file);
+    goto done;
+  }
   *out = m;
 done:
   mil_program_free(prog);
-  io_pb_free(pm);
+  io_pb_arena_free(ar);
   return st;
 }
