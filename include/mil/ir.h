@@ -153,6 +153,7 @@ struct mil_program {
   int64_t n_ops;           /* private: ops reachable from the functions (mil_program_count_ops) */
   struct ir_typecount *typecounts; /* private: the same by op type */
   struct ir_bigheap *big;  /* private: large value buffers (src/core/bigval.c) */
+  struct ir_typetab *types; /* private: the shared tensor type records (src/core/type.c) */
   void *user;              /* free for embedders */
 };
 
@@ -202,7 +203,10 @@ MIL_API void mil_release_free_memory(void);
  * editing p->functions directly (dropping or replacing a function). */
 MIL_API void mil_program_recount_ops(mil_program *p);
 
-/* ---------- types (arena-owned, immutable) ---------- */
+/* ---------- types (arena-owned, immutable) ----------
+ * Tensor and scalar types are shared: equal arguments give the same record
+ * (compare with mil_type_equal all the same; types of other programs are
+ * never shared). */
 
 /* Tensor type. dims may be NULL when rank <= 0 (rank -1 = unknown rank). */
 MIL_API const mil_type *mil_type_tensor(mil_program *p, mil_dtype dt, int32_t rank, const mil_dim *dims);

@@ -18,6 +18,7 @@
 /* ---- arena.c: bump allocator owned by a program ---- */
 typedef struct ir_arena ir_arena;
 typedef struct ir_typecount ir_typecount;
+typedef struct ir_typetab ir_typetab;
 IR_HIDDEN ir_arena *ir_arena_new(const mil_allocator *a);
 IR_HIDDEN void ir_arena_free(ir_arena *ar);
 /* n zeroed bytes aligned to 16; NULL on out of memory. */
@@ -44,6 +45,9 @@ IR_HIDDEN int64_t ir_count_ops_walk(const mil_program *p);
 /* Adds delta to the total and to the count of ops of `type` (interned). */
 IR_HIDDEN void ir_count_op(mil_program *p, const char *type, int64_t delta);
 IR_HIDDEN void ir_typecount_free(mil_program *p);
+
+/* ---- type.c ---- */
+IR_HIDDEN void ir_typetab_free(mil_program *p);
 
 /* ---- bigval.c: large value buffers apart from the arena ---- */
 #define IR_BIG_MIN ((size_t)1 << 20)

@@ -30,6 +30,7 @@ void mil_program_free(mil_program *p) {
   if (!p) return;
   ir_typecount_free(p);
   ir_big_free_all(p);
+  ir_typetab_free(p);
   ir_intern_free(p->strs);
   ir_arena_free(p->nodes);
   ir_arena_free(p->arena); /* p itself lives in the arena */

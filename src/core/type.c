@@ -11,39 +11,130 @@ static mil_type *type_alloc(mil_program *p, mil_type_kind k) {
   return t;
 }
 
-const mil_type *mil_type_tensor(mil_program *p, mil_dtype dt, int32_t rank, const mil_dim *dims) {
-  if (rank < -1) return NULL;
+/* ---- tensor types are hash-consed: one record per distinct type ---- */
+
+/* Open addressing over the type records (cap a power of two). Programs use
+ * few distinct tensor types (a transformer: dozens) for many vars and
+ * values, so sharing the records saves ~100-200 bytes per var. */
+struct ir_typetab {
+  const mil_type **slots;
+  size_t cap, used;
+};
+
+static uint64_t tensor_key(mil_dtype dt, int32_t rank, bool is_scalar, const mil_dim *dims) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)(uint32_t)dt << 1) ^ ((uint64_t)(uint32_t)rank << 20) ^ is_scalar;
+  for (int32_t i = 0; i < rank; i++) {
+    h ^= (uint64_t)dims[i].size + ((uint64_t)(uintptr_t)dims[i].sym << 3) + dims[i].variadic;
+    h *= 0x100000001b3ull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+static bool tensor_same(const mil_type *t, mil_dtype dt, int32_t rank, bool is_scalar, const mil_dim *dims) {
+  if (t->dtype != dt || t->rank != rank || t->is_scalar != is_scalar) return false;
+  for (int32_t i = 0; i < rank; i++)
+    if (t->dims[i].size != dims[i].size || t->dims[i].sym != dims[i].sym || t->dims[i].variadic != dims[i].variadic)
+      return false;
+  return true;
+}
+
+static bool typetab_grow(mil_program *p, ir_typetab *tt) {
+  size_t nc = tt->cap ? tt->cap * 2 : 256;
+  const mil_type **ns = ir_raw_alloc(p->alloc, nc * sizeof *ns);
+  if (!ns) return false;
+  memset(ns, 0, nc * sizeof *ns);
+  for (size_t i = 0; i < tt->cap; i++) {
+    const mil_type *t = tt->slots[i];
+    if (!t) continue;
+    size_t k = (size_t)tensor_key(t->dtype, t->rank, t->is_scalar, t->dims) & (nc - 1);
+    while (ns[k]) k = (k + 1) & (nc - 1);
+    ns[k] = t;
+  }
+  if (tt->slots) ir_raw_free(p->alloc, tt->slots, tt->cap * sizeof *tt->slots);
+  tt->slots = ns;
+  tt->cap = nc;
+  return true;
+}
+
+void ir_typetab_free(mil_program *p) {
+  ir_typetab *tt = p->types;
+  if (!tt) return;
+  if (tt->slots) ir_raw_free(p->alloc, tt->slots, tt->cap * sizeof *tt->slots);
+  ir_raw_free(p->alloc, tt, sizeof *tt);
+  p->types = NULL;
+}
+
+static mil_type *tensor_new(mil_program *p, mil_dtype dt, int32_t rank, bool is_scalar, const mil_dim *dims) {
   mil_type *t = type_alloc(p, MIL_TYPE_TENSOR);
   if (!t) return NULL;
   t->dtype = dt;
   t->rank = rank;
+  t->is_scalar = is_scalar;
   if (rank > 0) {
     mil_dim *d = ir_arena_alloc(p->arena, (size_t)rank * sizeof *d);
     if (!d) return NULL;
-    for (int32_t i = 0; i < rank; i++) {
-      d[i] = dims ? dims[i] : (mil_dim){-1, NULL, false};
-      if (d[i].sym) d[i].sym = mil_program_intern(p, d[i].sym, (size_t)-1);
-    }
+    memcpy(d, dims, (size_t)rank * sizeof *d);
     t->dims = d;
   }
   return t;
 }
 
+/* The shared record of a tensor type; dims' symbols must be interned. */
+static const mil_type *tensor_type(mil_program *p, mil_dtype dt, int32_t rank, bool is_scalar, const mil_dim *dims) {
+  if (rank < -1) return NULL;
+  int32_t n = rank > 0 ? rank : 0;
+  ir_typetab *tt = p->types;
+  if (!tt) {
+    tt = ir_raw_alloc(p->alloc, sizeof *tt);
+    if (!tt) return tensor_new(p, dt, rank, is_scalar, dims);
+    memset(tt, 0, sizeof *tt);
+    p->types = tt;
+  }
+  if ((tt->used + 1) * 2 > tt->cap && !typetab_grow(p, tt)) return tensor_new(p, dt, rank, is_scalar, dims);
+  size_t k = (size_t)tensor_key(dt, n, is_scalar, dims) & (tt->cap - 1);
+  for (; tt->slots[k]; k = (k + 1) & (tt->cap - 1))
+    if (tt->slots[k]->rank == rank && tensor_same(tt->slots[k], dt, n, is_scalar, dims)) return tt->slots[k];
+  mil_type *t = tensor_new(p, dt, rank, is_scalar, dims);
+  if (!t) return NULL;
+  tt->slots[k] = t;
+  tt->used++;
+  return t;
+}
+
+static const mil_type *tensor_dims(mil_program *p, mil_dtype dt, int32_t rank, bool is_scalar, const mil_dim *dims) {
+  if (rank < -1) return NULL;
+  mil_dim stack[8], *d = stack;
+  if (rank > 8) {
+    d = ir_arena_alloc(p->arena, (size_t)rank * sizeof *d);
+    if (!d) return NULL;
+  }
+  for (int32_t i = 0; i < rank; i++) {
+    d[i] = dims ? dims[i] : (mil_dim){-1, NULL, false};
+    if (d[i].sym) {
+      d[i].sym = mil_program_intern(p, d[i].sym, (size_t)-1);
+      if (!d[i].sym) return NULL;
+    }
+  }
+  return tensor_type(p, dt, rank, is_scalar, d);
+}
+
+const mil_type *mil_type_tensor(mil_program *p, mil_dtype dt, int32_t rank, const mil_dim *dims) {
+  return tensor_dims(p, dt, rank, false, dims);
+}
+
 const mil_type *mil_type_tensor_shape(mil_program *p, mil_dtype dt, int32_t rank, const int64_t *shape) {
+  if (rank < -1) return NULL;
   mil_dim stack[8], *d = stack;
   if (rank > 8) {
     d = ir_arena_alloc(p->arena, (size_t)rank * sizeof *d);
     if (!d) return NULL;
   }
   for (int32_t i = 0; i < rank; i++) d[i] = (mil_dim){shape[i], NULL, false};
-  return mil_type_tensor(p, dt, rank, d);
+  return tensor_type(p, dt, rank, false, d);
 }
 
-const mil_type *mil_type_scalar(mil_program *p, mil_dtype dt) {
-  mil_type *t = (mil_type *)mil_type_tensor(p, dt, 0, NULL);
-  if (t) t->is_scalar = true;
-  return t;
-}
+const mil_type *mil_type_scalar(mil_program *p, mil_dtype dt) { return tensor_type(p, dt, 0, true, NULL); }
 
 const mil_type *mil_type_list(mil_program *p, const mil_type *elem, mil_dim length) {
   mil_type *t = type_alloc(p, MIL_TYPE_LIST);
@@ -86,9 +177,7 @@ const mil_type *mil_type_import(mil_program *p, const mil_type *t) {
   if (!t) return NULL;
   switch (t->kind) {
   case MIL_TYPE_TENSOR: {
-    mil_type *r = (mil_type *)mil_type_tensor(p, t->dtype, t->rank, t->dims);
-    if (r) r->is_scalar = t->is_scalar;
-    return r;
+    return tensor_dims(p, t->dtype, t->rank, t->is_scalar, t->dims);
   }
   case MIL_TYPE_LIST: return mil_type_list(p, mil_type_import(p, t->elem), t->length);
   case MIL_TYPE_TUPLE: {

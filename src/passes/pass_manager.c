@@ -494,10 +494,16 @@ static bool nothing_to_anchor(const mil_pass_def *pass, const mil_program *p) {
   return true;
 }
 
+/* Runs the pass unless its anchors are absent. A skipped pass would still
+ * have filled in the values of '*'-marked vars read from text (most passes
+ * start with pass_infer_marked_values), so a skip does that instead: the
+ * program after a skipped pass is what the pass would have left. */
 static mil_status run_one(const mil_pass_def *pass, mil_program *p, const mil_pass_options *opts, mil_pass_stats *st,
-                          mil_diag *d) {
-  if (nothing_to_anchor(pass, p)) return MIL_OK;
-  return pass->run(p, opts, st, d);
+                          mil_diag *d, bool *inferred) {
+  if (!nothing_to_anchor(pass, p)) return pass->run(p, opts, st, d);
+  if (inferred && *inferred) return MIL_OK;
+  if (inferred) *inferred = true;
+  return pass_infer_marked_values(p, d);
 }
 
 mil_status mil_pass_run(const mil_pass_def *pass, mil_program *p, const mil_pass_options *opts, int64_t *changes,
@@ -514,7 +520,7 @@ mil_status mil_pass_run(const mil_pass_def *pass, mil_program *p, const mil_pass
                           pass->name);
   }
   mil_pass_stats st = {0};
-  mil_status s = run_one(pass, p, opts, &st, d);
+  mil_status s = run_one(pass, p, opts, &st, d, NULL);
   mil_pass_options_free(own);
   if (changes) *changes = st.changes;
   return s;
@@ -580,6 +586,9 @@ mil_status mil_pipeline_run(mil_pipeline *pl, mil_program *p, const mil_pipeline
   mil_print_options popt = {ro->print_coremltools_form ? MIL_PRINT_COREMLTOOLS : MIL_PRINT_COMPLETE, true};
   int32_t n = mil_pipeline_n_passes(pl);
   int64_t ops = mil_program_count_ops(p);
+  /* marked values are filled in by the first skipped pass; later passes
+   * make no marked var without its value */
+  bool inferred = false;
   for (int32_t i = 0; i < n; i++) {
     const char *name = mil_pipeline_pass_at(pl, i);
     const mil_pass_def *pass = mil_pass_find(name);
@@ -589,7 +598,7 @@ mil_status mil_pipeline_run(mil_pipeline *pl, mil_program *p, const mil_pipeline
     mil_pass_stats ps = {0};
     if (ro->before_pass) ro->before_pass(ro->hook_ud, i, n, pass->name, ops);
     double t0 = pass_now_seconds();
-    st = run_one(pass, p, opts, &ps, d);
+    st = run_one(pass, p, opts, &ps, d, &inferred);
     /* weights a pass replaced (fp16 casts, transposed copies) are given back
      * before the next pass makes more */
     if (st == MIL_OK && mil_program_collect_garbage(p, true) > 0) mil_release_free_memory();
