@@ -154,6 +154,11 @@ struct mil_program {
   struct ir_typecount *typecounts; /* private: the same by op type */
   struct ir_bigheap *big;  /* private: large value buffers (src/core/bigval.c) */
   struct ir_typetab *types; /* private: the shared tensor type records (src/core/type.c) */
+  /* Some op output may be marked '*' (MIL_MARK_VALUE) without its value:
+   * set by whatever makes one (the text parser, type inference, clone),
+   * cleared by the passes' value filling once none is left. Code that sets
+   * var->mark by hand must set it too. */
+  bool marks_pending;
   void *user;              /* free for embedders */
 };
 

@@ -73,6 +73,12 @@ struct mil_value {
  * failure or an invalid dtype. */
 MIL_API mil_value *mil_value_new_tensor(mil_program *p, mil_dtype dt, int32_t rank, const int64_t *shape,
                                         bool is_scalar, const void *data);
+/* Like mil_value_new_tensor with data NULL, but the bytes are left
+ * unspecified (large buffers are not zeroed first): for producers that
+ * write every byte through mil_value_data_mut, such as a cast of a weight.
+ * NULL for STRING (whose elements must be set) and as above. */
+MIL_API mil_value *mil_value_new_tensor_uninit(mil_program *p, mil_dtype dt, int32_t rank, const int64_t *shape,
+                                               bool is_scalar);
 /* A tensor value whose bytes are borrowed (not copied); the caller keeps
  * `data` alive and unchanged as long as the program uses the value. */
 MIL_API mil_value *mil_value_new_view(mil_program *p, mil_dtype dt, int32_t rank, const int64_t *shape,

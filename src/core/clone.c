@@ -15,6 +15,7 @@ static void copy_var_info(cl *c, mil_var *dv, const mil_var *sv) {
   dv->val = ir_value_import(c->dst, sv->val);
   if (sv->val && !dv->val) c->oom = true;
   dv->mark = sv->mark;
+  if (dv->mark == MIL_MARK_VALUE && !dv->val) c->dst->marks_pending = true;
   if (!ir_ptrmap_put(&c->vars, sv, dv)) c->oom = true;
 }
 

@@ -53,8 +53,22 @@ static void *ir_value_bytes(mil_program *p, mil_value *v, size_t n, bool zero) {
   return ir_big_alloc(p, n, zero, &v->big);
 }
 
+static mil_value *new_tensor(mil_program *p, mil_dtype dt, int32_t rank, const int64_t *shape, bool is_scalar,
+                             const void *data, bool zero);
+
 mil_value *mil_value_new_tensor(mil_program *p, mil_dtype dt, int32_t rank, const int64_t *shape, bool is_scalar,
                                 const void *data) {
+  return new_tensor(p, dt, rank, shape, is_scalar, data, !data);
+}
+
+mil_value *mil_value_new_tensor_uninit(mil_program *p, mil_dtype dt, int32_t rank, const int64_t *shape,
+                                       bool is_scalar) {
+  if (dt == MIL_DT_STRING) return NULL;
+  return new_tensor(p, dt, rank, shape, is_scalar, NULL, false);
+}
+
+static mil_value *new_tensor(mil_program *p, mil_dtype dt, int32_t rank, const int64_t *shape, bool is_scalar,
+                             const void *data, bool zero) {
   if (!mil_dtype_is_valid(dt) || rank < 0) return NULL;
   int64_t n = shape_numel(rank, shape);
   if (n < 0) return NULL;
@@ -67,7 +81,7 @@ mil_value *mil_value_new_tensor(mil_program *p, mil_dtype dt, int32_t rank, cons
   v->numel = n;
   v->nbytes = mil_dtype_storage_bytes(dt, n);
   v->storage = MIL_STORE_ARENA;
-  void *buf = ir_value_bytes(p, v, v->nbytes, !data);
+  void *buf = ir_value_bytes(p, v, v->nbytes, zero || dt == MIL_DT_STRING);
   if (!buf) return NULL;
   if (dt == MIL_DT_STRING) {
     const char **dst = buf;

@@ -369,6 +369,7 @@ static bool parse_op(io_parser *P, mil_block *b, int depth) {
       goto out;
     }
     v->mark = P->outs[i].mark;
+    if (v->mark == MIL_MARK_VALUE) op->program->marks_pending = true; /* values are filled in later */
   }
   if (is_const) {
     mil_var_set_value(op->outputs[0], const_val);

@@ -316,15 +316,26 @@ static mil_status fold_cast(mil_infer_ctx *c) {
     if (xv && xv->mark == MIL_MARK_SYMBOLIC && t && t->rank == 1) c->mark[0] = MIL_MARK_SYMBOLIC;
     return MIL_OK;
   }
+  mil_dtype from = x->type->dtype;
+  const mil_type *ot = c->out[0];
+  bool bulk = ot && ot->kind == MIL_TYPE_TENSOR && mil_type_is_static(ot) && ot->rank <= OP_MAX_RANK &&
+              ((from == MIL_DT_FP32 && ot->dtype == MIL_DT_FP16) || (from == MIL_DT_FP16 && ot->dtype == MIL_DT_FP32));
+  if (bulk) { /* weight casts: bulk kernel into bytes not zeroed first, then the source may leave memory */
+    int64_t shape[OP_MAX_RANK];
+    for (int32_t k = 0; k < ot->rank; k++) shape[k] = ot->dims[k].size;
+    mil_value *out = mil_value_new_tensor_uninit(c->prog, ot->dtype, ot->rank, shape, ot->is_scalar && ot->rank == 0);
+    if (!out || out->numel != x->numel) return MIL_OK;
+    if (from == MIL_DT_FP32)
+      mil_fp32_to_fp16_array((const float *)x->data, (uint16_t *)mil_value_data_mut(out), (size_t)out->numel);
+    else
+      mil_fp16_to_fp32_array((const uint16_t *)x->data, (float *)mil_value_data_mut(out), (size_t)out->numel);
+    mil_value_release_pages(x);
+    c->val[0] = out;
+    return MIL_OK;
+  }
   mil_value *out = fold_out(c, 0);
   if (!out) return MIL_OK;
-  mil_dtype from = x->type->dtype, to = out->type->dtype;
-  if (from == MIL_DT_FP32 && to == MIL_DT_FP16 && x->numel == out->numel) /* weight casts: bulk kernel */
-    mil_fp32_to_fp16_array((const float *)x->data, (uint16_t *)mil_value_data_mut(out), (size_t)out->numel);
-  else if (from == MIL_DT_FP16 && to == MIL_DT_FP32 && x->numel == out->numel)
-    mil_fp16_to_fp32_array((const uint16_t *)x->data, (float *)mil_value_data_mut(out), (size_t)out->numel);
-  else
-    for (int64_t i = 0; i < out->numel; i++) cast_store(out, i, from, x, i);
+  for (int64_t i = 0; i < out->numel; i++) cast_store(out, i, from, x, i);
   c->val[0] = out;
   return MIL_OK;
 }

@@ -6,7 +6,15 @@
 
 #include "ops/ops_internal.h"
 
-mil_input *op_input(const mil_infer_ctx *c, const char *name) { return mil_op_find_input(c->op, name); }
+mil_input *op_input(const mil_infer_ctx *c, const char *name) {
+  /* mil_op_find_input, with the first character compared before strcmp */
+  mil_op *op = c->op;
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    const char *s = op->inputs[i].name;
+    if (s == name || (s[0] == name[0] && strcmp(s, name) == 0)) return &op->inputs[i];
+  }
+  return NULL;
+}
 
 mil_var *op_in(const mil_infer_ctx *c, const char *name) {
   mil_input *in = op_input(c, name);

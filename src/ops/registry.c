@@ -3,6 +3,7 @@
  * the program validator. Mirrors coremltools ops/registry.py and the input
  * checks of operation.py / input_type.py. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,8 +58,25 @@ const mil_op_def *mil_op_def_at(size_t i) {
   return i < g_n ? g_defs[i] : NULL;
 }
 
-const mil_op_def *mil_op_def_find(const char *type, int version) {
-  ensure();
+/* The lookups of the last (type, version) pairs, per thread: builders and
+ * the inference driver ask for the same few op types over and over. Keyed
+ * by the address of the type string and checked against the found entry's
+ * name, so a string reused at the same address cannot return a stale
+ * answer; misses are not cached. */
+#define DEF_CACHE 64
+typedef struct def_slot {
+  const char *type;
+  int version;
+  const mil_op_def *def;
+} def_slot;
+static _Thread_local def_slot g_def_cache[DEF_CACHE];
+
+static size_t def_slot_of(const char *type, int version) {
+  uintptr_t x = (uintptr_t)type;
+  return (size_t)((x >> 3) ^ (x >> 9) ^ (uintptr_t)version) & (DEF_CACHE - 1);
+}
+
+static const mil_op_def *def_search(const char *type, int version) {
   size_t lo = 0, hi = g_n;
   while (lo < hi) { /* first entry with type >= `type` */
     size_t mid = (lo + hi) / 2;
@@ -71,6 +89,15 @@ const mil_op_def *mil_op_def_find(const char *type, int version) {
   return best;
 }
 
+const mil_op_def *mil_op_def_find(const char *type, int version) {
+  ensure();
+  def_slot *s = &g_def_cache[def_slot_of(type, version)];
+  if (s->type == type && s->version == version && s->def && strcmp(s->def->type, type) == 0) return s->def;
+  const mil_op_def *best = def_search(type, version);
+  if (best) *s = (def_slot){type, version, best};
+  return best;
+}
+
 const mil_input_spec *mil_op_def_input(const mil_op_def *def, const char *name) {
   for (int32_t i = 0; i < def->n_inputs; i++)
     if (strcmp(def->inputs[i].name, name) == 0) return &def->inputs[i];
@@ -78,7 +105,12 @@ const mil_input_spec *mil_op_def_input(const mil_op_def *def, const char *name) 
 }
 
 int mil_opset_version(const char *opset) {
-  if (!opset || strncmp(opset, "CoreML", 6) != 0) return -1;
+  if (!opset) return -1;
+  /* the usual form, "CoreML<digit>" */
+  if (opset[0] == 'C' && opset[1] == 'o' && opset[2] == 'r' && opset[3] == 'e' && opset[4] == 'M' &&
+      opset[5] == 'L' && opset[6] >= '3' && opset[6] <= '9' && !opset[7])
+    return opset[6] - '0' + 1;
+  if (strncmp(opset, "CoreML", 6) != 0) return -1;
   char *end;
   long v = strtol(opset + 6, &end, 10);
   if (*end || end == opset + 6 || v < 3 || v > 9) return -1;
@@ -102,6 +134,9 @@ static const mil_function *op_function(const mil_op *op) {
 }
 
 /* ---- input checks ---- */
+
+/* Equal names; most names differ in their first character. */
+static inline bool name_eq(const char *a, const char *b) { return a == b || (a[0] == b[0] && strcmp(a, b) == 0); }
 
 static bool dtype_ok(uint64_t mask, mil_dtype dt) { return mask == 0 || (mask & MIL_DTB(dt)) != 0; }
 
@@ -153,15 +188,26 @@ static mil_status check_inputs(mil_infer_ctx *c) {
   const mil_op_def *def = c->def;
   mil_op *op = c->op;
   char b1[256], b2[256];
-  for (int32_t i = 0; i < op->n_inputs; i++)
-    if (!mil_op_def_input(def, op->inputs[i].name))
-      return op_fail(c, "unknown input '%s' (not an input of %s in %s)", op->inputs[i].name, def->type,
+  /* the first binding of each spec input, found in one pass over the op's
+   * inputs (spec input names are distinct) */
+  enum { MAX_SPEC = 64 };
+  int32_t first[MAX_SPEC];
+  bool mapped = def->n_inputs <= MAX_SPEC;
+  for (int32_t j = 0; mapped && j < def->n_inputs; j++) first[j] = -1;
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    const char *name = op->inputs[i].name;
+    int32_t j = 0;
+    while (j < def->n_inputs && !name_eq(def->inputs[j].name, name)) j++;
+    if (j == def->n_inputs)
+      return op_fail(c, "unknown input '%s' (not an input of %s in %s)", name, def->type,
                      mil_opset_target_name(c->opset) ? mil_opset_target_name(c->opset) : "this opset");
+    if (mapped && first[j] < 0) first[j] = i;
+  }
   struct tv { const char *name; mil_dtype dt; const char *first; } tvs[8];
   int ntv = 0;
   for (int32_t i = 0; i < def->n_inputs; i++) {
     const mil_input_spec *s = &def->inputs[i];
-    const mil_input *in = mil_op_find_input(op, s->name);
+    const mil_input *in = !mapped ? mil_op_find_input(op, s->name) : first[i] >= 0 ? &op->inputs[first[i]] : NULL;
     if (!in || in->n_args == 0) {
       if (!(s->flags & (MIL_IF_OPTIONAL | MIL_IF_INTERNAL)) && !(in && (s->kinds & MIL_IK_TUPLE)))
         return op_fail(c, "required input '%s' is missing", s->name);
@@ -201,18 +247,27 @@ static mil_status check_inputs(mil_infer_ctx *c) {
   return MIL_OK;
 }
 
+/* Zeroes c but the op_tstr buffers (written before they are read, and most
+ * of the context's size), then sets the common fields. */
+static void ctx_init(mil_infer_ctx *c, mil_op *op, int opset, const char *func, mil_diag *d) {
+  size_t at = offsetof(mil_infer_ctx, tbuf), end = at + sizeof c->tbuf;
+  memset(c, 0, at);
+  memset((char *)c + end, 0, sizeof *c - end);
+  for (int i = 0; i < 4; i++) c->tbuf[i][0] = 0;
+  c->op = op;
+  c->prog = op->program;
+  c->opset = opset;
+  c->func = func;
+  c->diag = d;
+}
+
 static mil_status run_infer(mil_op *op, const mil_type **types, const mil_value **vals, mil_mark *marks,
                             mil_diag *d, int32_t *n_out) {
   const mil_function *f = op_function(op);
   int version = f ? mil_opset_version(f->opset) : MIL_IOS18;
   if (version < 0) version = MIL_IOS18;
   mil_infer_ctx c;
-  memset(&c, 0, sizeof c);
-  c.op = op;
-  c.prog = op->program;
-  c.opset = version;
-  c.func = f ? f->name : "?";
-  c.diag = d;
+  ctx_init(&c, op, version, f ? f->name : "?", d);
   c.def = mil_op_def_find(op->type, version);
   if (!c.def) {
     const mil_op_def *newer = NULL;
@@ -266,21 +321,44 @@ mil_status mil_op_infer_types(mil_op *op, const mil_type **types, const mil_valu
   return run_infer(op, types, vals, mk, d, NULL);
 }
 
+/* The name of output i of k an op named op_name gets: the op's name, or
+ * "<name>_<i>" when it has several (at most 511 characters). */
+static const char *out_name(const char *op_name, int32_t i, int32_t k, char *buf, size_t cap) {
+  size_t len = strlen(op_name);
+  if (k == 1 && len < cap) return op_name;
+  if (k == 1) {
+    memcpy(buf, op_name, cap - 1);
+    buf[cap - 1] = 0;
+    return buf;
+  }
+  snprintf(buf, cap, "%s_%d", op_name, i);
+  return buf;
+}
+
 mil_status mil_op_infer(mil_op *op, mil_diag *d) {
   int32_t n = out_count(op);
-  const mil_type **types = mil_program_alloc(op->program, (size_t)n * sizeof *types);
-  const mil_value **vals = mil_program_alloc(op->program, (size_t)n * sizeof *vals);
-  mil_mark *marks = mil_program_alloc(op->program, (size_t)n * sizeof *marks);
-  if (!types || !vals || !marks) return MIL_ERR_NOMEM;
+  /* outputs of ordinary ops fit on the stack; zeroed like the program
+   * allocation, as infer may raise the count of a variable-output op */
+  enum { STACK_OUT = 16 };
+  const mil_type *st_types[STACK_OUT] = {0};
+  const mil_value *st_vals[STACK_OUT] = {0};
+  mil_mark st_marks[STACK_OUT] = {0};
+  const mil_type **types = st_types;
+  const mil_value **vals = st_vals;
+  mil_mark *marks = st_marks;
+  if (n > STACK_OUT) {
+    types = mil_program_alloc(op->program, (size_t)n * sizeof *types);
+    vals = mil_program_alloc(op->program, (size_t)n * sizeof *vals);
+    marks = mil_program_alloc(op->program, (size_t)n * sizeof *marks);
+    if (!types || !vals || !marks) return MIL_ERR_NOMEM;
+  }
   int32_t k = 0;
   mil_status st = run_infer(op, types, vals, marks, d, &k);
   if (st != MIL_OK) return st;
   if (!op->n_outputs) {
     for (int32_t i = 0; i < k; i++) {
       char name[512];
-      if (k == 1) snprintf(name, sizeof name, "%s", op->name);
-      else snprintf(name, sizeof name, "%s_%d", op->name, i);
-      if (!mil_op_add_output(op, name, types[i])) return MIL_ERR_NOMEM;
+      if (!mil_op_add_output(op, out_name(op->name, i, k, name, sizeof name), types[i])) return MIL_ERR_NOMEM;
     }
   }
   for (int32_t i = 0; i < op->n_outputs; i++) {
@@ -289,6 +367,7 @@ mil_status mil_op_infer(mil_op *op, mil_diag *d) {
     if (!mil_op_is_const(op)) {
       v->val = vals[i];
       v->mark = vals[i] ? MIL_MARK_VALUE : marks[i];
+      if (v->mark == MIL_MARK_VALUE && !v->val) op->program->marks_pending = true;
     }
   }
   return MIL_OK;
@@ -305,12 +384,7 @@ mil_status mil_op_add_defaults(mil_op *op, mil_diag *d) {
   const mil_function *f = op_function(op);
   int version = f ? mil_opset_version(f->opset) : MIL_IOS18;
   mil_infer_ctx c;
-  memset(&c, 0, sizeof c);
-  c.op = op;
-  c.prog = op->program;
-  c.opset = version < 0 ? MIL_IOS18 : version;
-  c.func = f ? f->name : "?";
-  c.diag = d;
+  ctx_init(&c, op, version < 0 ? MIL_IOS18 : version, f ? f->name : "?", d);
   c.def = mil_op_def_find(op->type, c.opset);
   if (!c.def)
     return mil_diag_error(d, MIL_ERR_NOT_FOUND, "function '%s': op '%s': unknown op type '%s'", c.func, op->name,
@@ -325,15 +399,20 @@ void mil_op_canonicalize_inputs(mil_op *op) {
   if (!def || op->n_inputs < 2) return;
   mil_input tmp[64];
   if (op->n_inputs > 64) return;
+  /* spec position of each input (def->n_inputs when not in the spec); the
+   * inputs are ordered by it, keeping their order among equal positions */
+  int32_t pos[64];
+  bool sorted = true;
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    int32_t s = 0;
+    while (s < def->n_inputs && !name_eq(op->inputs[i].name, def->inputs[s].name)) s++;
+    pos[i] = s;
+    if (i > 0 && pos[i] < pos[i - 1]) sorted = false;
+  }
+  if (sorted) return;
   int32_t k = 0;
-  bool used[64] = {0};
-  for (int32_t s = 0; s < def->n_inputs; s++)
+  for (int32_t s = 0; s <= def->n_inputs; s++)
     for (int32_t i = 0; i < op->n_inputs; i++)
-      if (!used[i] && strcmp(op->inputs[i].name, def->inputs[s].name) == 0) {
-        tmp[k++] = op->inputs[i];
-        used[i] = true;
-      }
-  for (int32_t i = 0; i < op->n_inputs; i++)
-    if (!used[i]) tmp[k++] = op->inputs[i];
+      if (pos[i] == s) tmp[k++] = op->inputs[i];
   memcpy(op->inputs, tmp, (size_t)k * sizeof *tmp);
 }

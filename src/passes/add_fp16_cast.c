@@ -62,37 +62,58 @@ static const char *const k_alpha_beta_ops[] = {"clamped_relu", "linear_activatio
                                                "softplus_parametric", NULL};
 static const char *const k_epsilon_ops[] = {"inverse", "log", "rsqrt", NULL};
 
+/* The bit patterns of float32(65504) and float32(1e38). */
+#define F32_BITS_65504 0x477fe000u
+#define F32_BITS_1E38 0x7e967699u
+
+/* Whether some element has 65504 < |v| < float32(1e38), tested on the bit
+ * patterns (|v| orders like its bits; NaN and infinity lie above 1e38).
+ * Per fixed-size block (so the loops vectorize): when the OR of the
+ * magnitudes is at most 65504 no element can exceed it, else the elements
+ * are counted. */
+static bool any_fp16_overflow(const uint32_t *u, int64_t n) {
+  enum { BLK = 256 };
+  const uint32_t lo = F32_BITS_65504 + 1u, span = F32_BITS_1E38 - lo;
+  int64_t i = 0;
+  for (; i + BLK <= n; i += BLK) {
+    uint32_t any = 0;
+    for (int j = 0; j < BLK; j++) any |= u[i + j];
+    if ((any & 0x7fffffffu) < lo) continue;
+    uint32_t c = 0;
+    for (int j = 0; j < BLK; j++) c += ((u[i + j] & 0x7fffffffu) - lo) < span;
+    if (c) return true;
+  }
+  uint32_t c = 0;
+  for (; i < n; i++) c += ((u[i] & 0x7fffffffu) - lo) < span;
+  return c != 0;
+}
+
 /* coremltools' fp16_overflow: an fp32 const input holds a finite value
- * (|v| < 1e38) beyond fp16's largest. */
+ * (|v| < 1e38) beyond fp16's largest. numpy compares the float32 array
+ * with float32(1e38) and 65504. */
 static bool fp16_overflow(const mil_op *op) {
   for (int32_t i = 0; i < op->n_inputs; i++)
     for (int32_t k = 0; k < op->inputs[i].n_args; k++) {
       const mil_var *v = op->inputs[i].args[k].use.var;
-      if (!v || !pass_var_is_const(v) || !pass_castq_is_of(v, MIL_DT_FP32) || !v->val) continue;
+      if (!v || !v->val || !pass_castq_is_of(v, MIL_DT_FP32) || !pass_var_is_const(v)) continue;
       if (v->val->kind != MIL_VAL_TENSOR || !v->val->type || v->val->type->dtype != MIL_DT_FP32) continue;
-      /* numpy compares the float32 array with float32(1e38) and 65504 */
-      const float *f = (const float *)v->val->data;
-      bool over = false;
-      for (int64_t j = 0; j < v->val->numel; j++) {
-        float a = fabsf(f[j]);
-        over |= a < 1e38f && a > 65504.0f;
-      }
-      if (over) return true;
+      if (any_fp16_overflow((const uint32_t *)v->val->data, v->val->numel)) return true;
     }
   return false;
 }
 
-static bool is_valid_op(const pass_castq *q, const mil_op *op) {
-  return !in_list(op->type, k_unsupported) && !fp16_overflow(op);
-}
+static bool type_ok(const char *type) { return !in_list(type, k_unsupported); }
 
-static const char *should_cast(const pass_castq *q, const mil_op *op, const mil_input *param) {
-  if (!pass_castq_dtype_allowed(op, param->name, q->target)) return NULL;
+static bool is_valid_op(const pass_castq *q, const mil_op *op) { return !fp16_overflow(op); }
+
+static const char *should_cast(const pass_castq *q, pass_castq_state *r, const mil_op *op, const mil_input *param) {
+  if (!pass_castq_dtype_allowed(r, op, param->name, q->target)) return NULL;
   if (pass_op_opset(op) >= MIL_IOS17) {
     const char *n = param->name;
-    if (in_list(op->type, k_alpha_ops) && strcmp(n, "alpha") == 0) return NULL;
-    if (in_list(op->type, k_alpha_beta_ops) && (strcmp(n, "alpha") == 0 || strcmp(n, "beta") == 0)) return NULL;
-    if (in_list(op->type, k_epsilon_ops) && strcmp(n, "epsilon") == 0) return NULL;
+    if (strcmp(n, "alpha") == 0 && (in_list(op->type, k_alpha_ops) || in_list(op->type, k_alpha_beta_ops)))
+      return NULL;
+    if (strcmp(n, "beta") == 0 && in_list(op->type, k_alpha_beta_ops)) return NULL;
+    if (strcmp(n, "epsilon") == 0 && in_list(op->type, k_epsilon_ops)) return NULL;
   }
   return q->target;
 }
@@ -112,10 +133,21 @@ static bool fix_value(const pass_castq *q, mil_program *p, mil_var *x, const mil
   if (ov->type && ov->type->dtype == MIL_DT_FP32) { /* the usual case, on raw bits: weights are large */
     const uint32_t *o = (const uint32_t *)ov->data;
     const uint16_t *h = (const uint16_t *)nv->data;
-    for (int64_t i = 0; i < n; i++) {
-      overflow |= (o[i] & 0x7f800000u) != 0x7f800000u && (h[i] & 0x7fffu) == 0x7c00u;
-      tiny |= (h[i] & 0x7fffu) <= 1u; /* |v| <= 2^-24 */
+    /* an overflow gives an infinite result: look for one first, counting
+     * in fixed-size blocks so the loop vectorizes */
+    enum { BLK = 256 };
+    int64_t i = 0;
+    uint32_t n_inf = 0;
+    for (; i + BLK <= n && !n_inf; i += BLK) {
+      uint16_t c = 0;
+      for (int j = 0; j < BLK; j++) c += (h[i + j] & 0x7fffu) == 0x7c00u;
+      n_inf = c;
     }
+    if (n_inf) i = 0;
+    for (; i < n && !overflow; i++)
+      overflow = (o[i] & 0x7f800000u) != 0x7f800000u && (h[i] & 0x7fffu) == 0x7c00u;
+    /* results with |v| <= 2^-24 only matter for small values */
+    for (i = 0; n < 400 && i < n && !tiny; i++) tiny = (h[i] & 0x7fffu) <= 1u;
   } else
     for (int64_t i = 0; i < n; i++) {
       double o = mil_value_get_f64(ov, i), v = mil_value_get_f64(nv, i);
@@ -145,7 +177,7 @@ static bool fix_value(const pass_castq *q, mil_program *p, mil_var *x, const mil
   return true;
 }
 
-static const pass_castq k_fp16 = {PASS, "fp32", "fp16", MIL_DT_FP32, is_valid_op, should_cast, fix_value};
+static const pass_castq k_fp16 = {PASS, "fp32", "fp16", MIL_DT_FP32, type_ok, is_valid_op, should_cast, fix_value};
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   return pass_castq_run(&k_fp16, p, o, true, stats, d);

@@ -44,13 +44,13 @@
 
 static const char *const k_ops[] = {"gather", "gather_along_axis", "gather_nd", "squeeze", "topk", NULL};
 
-static bool is_valid_op(const pass_castq *q, const mil_op *op) {
+static bool type_ok(const char *type) {
   for (const char *const *t = k_ops; *t; t++)
-    if (strcmp(op->type, *t) == 0) return true;
+    if (strcmp(type, *t) == 0) return true;
   return false;
 }
 
-static const char *should_cast(const pass_castq *q, const mil_op *op, const mil_input *param) {
+static const char *should_cast(const pass_castq *q, pass_castq_state *r, const mil_op *op, const mil_input *param) {
   mil_var *v = param->n_args == 1 ? param->args[0].use.var : NULL;
   if (!v || param->is_tuple) return NULL;
   if (pass_castq_is_of(v, MIL_DT_STRING)) {
@@ -85,10 +85,10 @@ static const char *should_cast(const pass_castq *q, const mil_op *op, const mil_
     }
   }
   if (!tgt) tgt = q->target;
-  return pass_castq_dtype_allowed(op, param->name, tgt) ? tgt : NULL;
+  return pass_castq_dtype_allowed(r, op, param->name, tgt) ? tgt : NULL;
 }
 
-static const pass_castq k_int16 = {PASS, "int32", "int16", MIL_DT_INT32, is_valid_op, should_cast, NULL};
+static const pass_castq k_int16 = {PASS, "int32", "int16", MIL_DT_INT32, type_ok, NULL, should_cast, NULL};
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   return pass_castq_run(&k_int16, p, o, false, stats, d);
@@ -98,5 +98,6 @@ static const mil_pass_option_def k_options[] = {
     {"op_selector", MIL_POPT_SELECTOR, NULL, false, false, 0, 0, "only ops it accepts are cast (C API only)"},
 };
 
+static const char *const k_anchors[] = {"gather", "gather_along_axis", "gather_nd", "squeeze", "topk", NULL};
 const mil_pass_def pass_def_add_int16_cast = {
-    "common::" PASS, "run int32 ops that accept it in int16/uint16, casting around them", k_options, 1, run, NULL};
+    "common::" PASS, "run int32 ops that accept it in int16/uint16, casting around them", k_options, 1, run, k_anchors};

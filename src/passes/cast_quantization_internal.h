@@ -14,6 +14,8 @@
 #include "passes/pass_build_internal.h"
 
 typedef struct pass_castq pass_castq;
+/* The state of one run of a casting pass. */
+typedef struct pass_castq_state pass_castq_state;
 
 /* The policy of one casting pass. */
 struct pass_castq {
@@ -21,11 +23,13 @@ struct pass_castq {
   const char *origin; /* dtype name cast away from: "fp32" / "int32" */
   const char *target; /* dtype name cast to: "fp16" / "int16" */
   mil_dtype origin_dt;
-  /* coremltools' is_valid_op. */
+  /* coremltools' is_valid_op, split in the part that depends on the op
+   * type only (asked once per type) and the rest (may be NULL). */
+  bool (*type_ok)(const char *type);
   bool (*is_valid_op)(const pass_castq *q, const mil_op *op);
   /* coremltools' should_cast_parameter: the dtype name input `param` of
    * op is cast to ("fp16", "int16", "uint16"), or NULL to leave it. */
-  const char *(*should_cast)(const pass_castq *q, const mil_op *op, const mil_input *param);
+  const char *(*should_cast)(const pass_castq *q, pass_castq_state *r, const mil_op *op, const mil_input *param);
   /* Adjusts the value of a new cast of a known value (fp16 overflow and
    * underflow); may be NULL. src is the cast's input. Returns false on out
    * of memory. */
@@ -33,8 +37,9 @@ struct pass_castq {
 };
 
 /* coremltools' _check_target_dtype_for_param: the input's type domain (in
- * op's opset) admits `dtype`, and cast in that opset can produce it. */
-bool pass_castq_dtype_allowed(const mil_op *op, const char *param, const char *dtype);
+ * op's opset) admits `dtype`, and cast in that opset can produce it. The
+ * answers are kept in r (may be NULL) by op type, input and dtype. */
+bool pass_castq_dtype_allowed(pass_castq_state *r, const mil_op *op, const char *param, const char *dtype);
 
 /* Runs the pass: every function body and specialization, a snapshot of
  * each block's ops, nested blocks first; ops the policy accepts and the

@@ -43,12 +43,11 @@ mil_op *pass_bld_op(pass_bld *c, mil_block *b, mil_op *anchor, const char *type,
   if (anchor) b = anchor->block;
   pass_names *names = pass_bld_names(c);
   if (!names || !b) return NULL;
-  if (!name) name = pass_names_fresh(names, c->p, type);
-  else if (!pass_names_add(names, name)) name = NULL;
-  if (!name) goto oom;
+  if (!name && !(name = pass_names_fresh(names, c->p, type))) goto oom;
   mil_op *mark = anchor ? anchor->prev : b->last;
   mil_op *op = mil_op_new(c->p, type, name);
-  if (!op) goto oom;
+  if (!op || !pass_names_add_interned(names, op->name)) goto oom;
+  name = op->name;
   if (anchor) mil_block_insert_before(anchor, op);
   else mil_block_append(b, op);
   for (int32_t i = 0; i < n; i++) {
@@ -68,7 +67,7 @@ mil_op *pass_bld_op(pass_bld *c, mil_block *b, mil_op *anchor, const char *type,
     return NULL;
   }
   for (int32_t i = 0; i < op->n_outputs; i++)
-    if (!pass_names_add(names, op->outputs[i]->name)) goto oom;
+    if (!pass_names_add_interned(names, op->outputs[i]->name)) goto oom;
   if (c->nonrep && !pass_nonrep_note_op(c->nonrep, op)) goto oom;
   return op;
 oom_rb:

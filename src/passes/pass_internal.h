@@ -125,6 +125,9 @@ void pass_names_free(pass_names *n);
 /* Records name as taken. false on out of memory. */
 bool pass_names_add(pass_names *n, const char *name);
 bool pass_names_has(const pass_names *n, const char *name);
+/* pass_names_add for a name already interned in the program (an op's or
+ * var's name): no lookup of the text. */
+bool pass_names_add_interned(pass_names *n, const char *name);
 /* "<prefix>_<k>" with the smallest k >= 0 not taken (coremltools'
  * Builder._get_free_name counts per prefix from 0); records and returns it,
  * interned in the program. NULL on out of memory. With names == NULL

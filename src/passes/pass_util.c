@@ -25,8 +25,8 @@ static size_t ph(const void *p) {
   return (size_t)x;
 }
 
-static bool pset_grow(pset *s) {
-  size_t cap = s->cap ? s->cap * 2 : 64;
+/* Rehashes s into cap slots (a power of two above twice its keys). */
+static bool pset_rehash(pset *s, size_t cap) {
   const void **k = calloc(cap, sizeof *k);
   if (!k) return false;
   for (size_t i = 0; i < s->cap; i++)
@@ -41,6 +41,8 @@ static bool pset_grow(pset *s) {
   return true;
 }
 
+static bool pset_grow(pset *s) { return pset_rehash(s, s->cap ? s->cap * 2 : 64); }
+
 static bool pset_has(const pset *s, const void *p) {
   if (!s->cap || !p) return false;
   size_t j = ph(p) & (s->cap - 1);
@@ -51,15 +53,39 @@ static bool pset_has(const pset *s, const void *p) {
   return false;
 }
 
-/* Adds p; false on out of memory. */
-static bool pset_add(pset *s, const void *p) {
-  if (!p || pset_has(s, p)) return true;
+/* Room for n keys without growing; false on out of memory. */
+static bool pset_reserve(pset *s, size_t n) {
+  size_t cap = s->cap ? s->cap : 64;
+  while ((n + 1) * 2 > cap) cap *= 2;
+  return cap == s->cap || pset_rehash(s, cap);
+}
+
+/* Adds p, known not to be in s (not NULL); false on out of memory. */
+static bool pset_add_new(pset *s, const void *p) {
   if ((s->n + 1) * 2 > s->cap && !pset_grow(s)) return false;
   size_t j = ph(p) & (s->cap - 1);
   while (s->keys[j]) j = (j + 1) & (s->cap - 1);
   s->keys[j] = p;
   s->n++;
   return true;
+}
+
+/* Adds p; false on out of memory. */
+static bool pset_add(pset *s, const void *p) {
+  if (!p) return true;
+  if (s->cap) { /* one probe finds p or the free slot it would take */
+    size_t j = ph(p) & (s->cap - 1);
+    while (s->keys[j]) {
+      if (s->keys[j] == p) return true;
+      j = (j + 1) & (s->cap - 1);
+    }
+    if ((s->n + 1) * 2 <= s->cap) {
+      s->keys[j] = p;
+      s->n++;
+      return true;
+    }
+  }
+  return pset_add_new(s, p);
 }
 
 static void pset_free(pset *s) {
@@ -262,9 +288,9 @@ bool pass_value_all_equal(const mil_value *v, double x) {
 struct pass_names {
   pset set; /* interned name pointers */
   mil_program *p;
-  /* interned prefix -> the next k worth trying: names are only added, so
-   * the smallest free k of a prefix never decreases (keeps repeated fresh
-   * names linear) */
+  /* interned "<prefix>_0" -> the next k worth trying: names are only
+   * added, so the smallest free k of a prefix never decreases (keeps
+   * repeated fresh names linear) */
   pass_ptrmap next_k;
 };
 
@@ -283,7 +309,9 @@ pass_names *pass_names_new(mil_program *p) {
   pass_names *n = calloc(1, sizeof *n);
   if (!n) return NULL;
   n->p = p;
-  bool ok = true;
+  /* about two names per op (the op's and its output's) */
+  int64_t ops = mil_program_count_ops(p);
+  bool ok = pset_reserve(&n->set, ops > 0 ? (size_t)ops * 2 + 64 : 64);
   for (int32_t i = 0; i < p->n_functions && ok; i++)
     for (int32_t k = 0; k < p->functions[i]->n_inputs && ok; k++)
       ok = pset_add(&n->set, p->functions[i]->inputs[k]->name);
@@ -306,27 +334,61 @@ bool pass_names_add(pass_names *n, const char *name) {
   return s && pset_add(&n->set, s);
 }
 
+bool pass_names_add_interned(pass_names *n, const char *name) { return pset_add(&n->set, name); }
+
 bool pass_names_has(const pass_names *n, const char *name) {
   /* interning an existing name returns the stored pointer */
   const char *s = mil_program_intern(n->p, name, (size_t)-1);
   return s && pset_has(&n->set, s);
 }
 
+/* Writes k in decimal at out (room for 20 digits); returns its length. */
+static size_t put_u64(char *out, uint64_t k) {
+  char tmp[20];
+  size_t n = 0;
+  do {
+    tmp[n++] = (char)('0' + k % 10);
+    k /= 10;
+  } while (k);
+  for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+  return n;
+}
+
+/* pass_names_fresh with the prefix's length known, built in buf (room for
+ * len + 22 bytes; buf may be prefix itself). The result is the smallest
+ * free k: names are only ever added, so every k below one handed out
+ * earlier for the same prefix is taken. The next k to try is kept for
+ * prefixes used more than once, keyed by the interned "<prefix>_0" (the
+ * first candidate, interned anyway). */
+static const char *fresh_in(pass_names *n, mil_program *p, char *buf, const char *prefix, size_t len) {
+  if (buf != prefix) memcpy(buf, prefix, len);
+  buf[len] = '_';
+  buf[len + 1] = '0';
+  buf[len + 2] = 0;
+  const char *s = mil_program_intern(p, buf, len + 2);
+  if (!s || !n) return s;
+  const char *key = s;
+  uint64_t k = (uint64_t)(uintptr_t)pass_ptrmap_get(&n->next_k, key);
+  if (k || pset_has(&n->set, s))
+    for (k = k ? k : 1;; k++) {
+      size_t m = len + 1 + put_u64(buf + len + 1, k);
+      buf[m] = 0;
+      s = mil_program_intern(p, buf, m);
+      if (!s || !pset_has(&n->set, s)) break;
+    }
+  if (s && !pset_add_new(&n->set, s)) s = NULL;
+  /* a prefix used once needs no entry: its next call finds "_0" taken */
+  if (s && k > 0) pass_ptrmap_put(&n->next_k, key, (void *)(uintptr_t)(k + 1));
+  return s;
+}
+
 const char *pass_names_fresh(pass_names *n, mil_program *p, const char *prefix) {
   size_t len = strlen(prefix);
-  char *buf = malloc(len + 24);
+  char stack[256];
+  char *buf = len + 24 <= sizeof stack ? stack : malloc(len + 24);
   if (!buf) return NULL;
-  const char *s = NULL;
-  const char *key = n ? mil_program_intern(p, prefix, len) : NULL;
-  uint64_t k = key ? (uint64_t)(uintptr_t)pass_ptrmap_get(&n->next_k, key) : 0;
-  for (;; k++) {
-    snprintf(buf, len + 24, "%s_%llu", prefix, (unsigned long long)k);
-    s = mil_program_intern(p, buf, (size_t)-1);
-    if (!s || !n || !pset_has(&n->set, s)) break;
-  }
-  if (s && n && !pset_add(&n->set, s)) s = NULL;
-  if (s && key) pass_ptrmap_put(&n->next_k, key, (void *)(uintptr_t)(k + 1));
-  free(buf);
+  const char *s = fresh_in(n, p, buf, prefix, len);
+  if (buf != stack) free(buf);
   return s;
 }
 
@@ -341,12 +403,16 @@ mil_var *pass_const_named_before(mil_op *anchor, pass_names *names, const char *
 
 mil_var *pass_const_before(mil_op *anchor, pass_names *names, const char *op_name, const char *input,
                            const mil_value *v) {
-  size_t len = strlen(op_name) + strlen(input) + 2;
-  char *prefix = malloc(len);
-  if (!prefix) return NULL;
-  snprintf(prefix, len, "%s_%s", op_name, input);
-  const char *name = pass_names_fresh(names, anchor->program, prefix);
-  free(prefix);
+  /* the prefix "<op_name>_<input>", then "_<k>" */
+  size_t lo = strlen(op_name), li = strlen(input), len = lo + 1 + li;
+  char stack[256];
+  char *buf = len + 24 <= sizeof stack ? stack : malloc(len + 24);
+  if (!buf) return NULL;
+  memcpy(buf, op_name, lo);
+  buf[lo] = '_';
+  memcpy(buf + lo + 1, input, li);
+  const char *name = fresh_in(names, anchor->program, buf, buf, len);
+  if (buf != stack) free(buf);
   if (!name) return NULL;
   mil_op *c = mil_const_new(anchor->program, name, v);
   if (!c || c->n_outputs != 1) return NULL;
@@ -566,12 +632,12 @@ void pass_ptrmap_free(pass_ptrmap *m) {
 
 /* ---------- values of marked vars ---------- */
 
-static mil_status infer_marked_block(mil_block *b, int depth, mil_diag *d) {
+static mil_status infer_marked_block(mil_block *b, int depth, int64_t *left, mil_diag *d) {
   if (depth > PASS_MAX_DEPTH)
     return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "blocks nested deeper than %d levels", PASS_MAX_DEPTH);
   for (mil_op *op = b->first; op; op = op->next) {
     for (int32_t i = 0; i < op->n_blocks; i++) {
-      mil_status st = infer_marked_block(op->blocks[i], depth + 1, d);
+      mil_status st = infer_marked_block(op->blocks[i], depth + 1, left, d);
       if (st != MIL_OK) return st;
     }
     if (mil_op_is_const(op) || op->n_outputs == 0) continue;
@@ -591,23 +657,26 @@ static mil_status infer_marked_block(mil_block *b, int depth, mil_diag *d) {
     memset(vals, 0, (size_t)op->n_outputs * sizeof *vals);
     mil_status st = mil_op_infer_types(op, types, vals, NULL);
     if (st == MIL_ERR_NOMEM) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory inferring values");
-    if (st != MIL_OK) continue;
     for (int32_t i = 0; i < op->n_outputs; i++) {
       mil_var *v = op->outputs[i];
-      if (v->mark == MIL_MARK_VALUE && !v->val && vals[i]) v->val = vals[i];
+      if (st == MIL_OK && v->mark == MIL_MARK_VALUE && !v->val && vals[i]) v->val = vals[i];
+      if (v->mark == MIL_MARK_VALUE && !v->val) (*left)++;
     }
   }
   return MIL_OK;
 }
 
 mil_status pass_infer_marked_values(mil_program *p, mil_diag *d) {
+  if (!p->marks_pending) return MIL_OK; /* nothing was marked without its value since the last walk */
+  int64_t left = 0;
   for (int32_t i = 0; i < p->n_functions; i++) {
     mil_function *f = p->functions[i];
     for (int32_t s = 0; s < f->n_specs; s++) {
-      mil_status st = infer_marked_block(f->specs[s].block, 0, d);
+      mil_status st = infer_marked_block(f->specs[s].block, 0, &left, d);
       if (st != MIL_OK) return st;
     }
   }
+  p->marks_pending = left > 0;
   return MIL_OK;
 }
 
