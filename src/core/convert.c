@@ -7,8 +7,14 @@
  * (checked once at run time); F16C rounds the same way for every number,
  * and differs from numpy only in the payload of NaNs, so a group of eight
  * that holds a NaN is converted by the scalar code instead.
+ *
+ * Arrays of 8M elements and more (a large weight) are split between two
+ * threads when the machine has a second CPU: the conversion is bound by
+ * memory bandwidth, which one core does not use up.
  */
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mil/types.h"
 
@@ -83,7 +89,7 @@ static int have_f16c(void) {
 }
 #endif
 
-void mil_fp32_to_fp16_array(const float *src, uint16_t *dst, size_t n) {
+static void f32_to_f16_serial(const float *src, uint16_t *dst, size_t n) {
   size_t i = 0;
 #ifdef MIL_HAVE_F16C_PATH
   if (have_f16c()) i = f32_to_f16_f16c(src, dst, n);
@@ -91,10 +97,48 @@ void mil_fp32_to_fp16_array(const float *src, uint16_t *dst, size_t n) {
   for (; i < n; i++) dst[i] = mil_fp32_to_fp16(src[i]);
 }
 
-void mil_fp16_to_fp32_array(const uint16_t *src, float *dst, size_t n) {
+static void f16_to_f32_serial(const uint16_t *src, float *dst, size_t n) {
   size_t i = 0;
 #ifdef MIL_HAVE_F16C_PATH
   if (have_f16c()) i = f16_to_f32_f16c(src, dst, n);
 #endif
   for (; i < n; i++) dst[i] = mil_fp16_to_fp32(src[i]);
 }
+
+#define SPLIT_MIN ((size_t)8 << 20)
+
+typedef struct half_job {
+  const void *src;
+  void *dst;
+  size_t n;
+  bool to_half;
+} half_job;
+
+static void *half_job_run(void *arg) {
+  half_job *j = arg;
+  if (j->to_half) f32_to_f16_serial(j->src, j->dst, j->n);
+  else f16_to_f32_serial(j->src, j->dst, j->n);
+  return NULL;
+}
+
+/* Converts [0, n) with a second thread taking the upper half when it pays;
+ * falls back to one thread when none can be started. */
+static void convert_split(const void *src, void *dst, size_t n, bool to_half) {
+  static int cpus = 0;
+  if (!cpus) {
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    cpus = c > 1 ? 2 : 1;
+  }
+  size_t lo = n / 2 & ~(size_t)7; /* the second half starts on a group of 8 */
+  size_t in_w = to_half ? 4 : 2, out_w = to_half ? 2 : 4;
+  half_job upper = {(const char *)src + lo * in_w, (char *)dst + lo * out_w, n - lo, to_half};
+  pthread_t th;
+  bool threaded = n >= SPLIT_MIN && cpus > 1 && pthread_create(&th, NULL, half_job_run, &upper) == 0;
+  half_job lower = {src, dst, threaded ? lo : n, to_half};
+  half_job_run(&lower);
+  if (threaded) pthread_join(th, NULL);
+}
+
+void mil_fp32_to_fp16_array(const float *src, uint16_t *dst, size_t n) { convert_split(src, dst, n, true); }
+
+void mil_fp16_to_fp32_array(const uint16_t *src, float *dst, size_t n) { convert_split(src, dst, n, false); }

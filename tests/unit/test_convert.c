@@ -119,11 +119,39 @@ static void test_odd_lengths(void **state) {
   for (int i = 0; i < 37; i++) assert_int_equal(dst[i], mil_fp32_to_fp16(src[i]));
 }
 
+/* Large arrays are split between threads: every element, both halves and
+ * the seam between them, must match the scalar conversion. */
+static void test_large_split(void **state) {
+  (void)state;
+  size_t n = ((size_t)8 << 20) + 13;
+  float *src = malloc(n * sizeof *src);
+  uint16_t *half = malloc(n * sizeof *half);
+  float *back = malloc(n * sizeof *back);
+  assert_true(src && half && back);
+  uint32_t x = 12345;
+  for (size_t i = 0; i < n; i++) {
+    x = x * 1664525u + 1013904223u;
+    uint32_t u = x;
+    memcpy(&src[i], &u, 4);
+  }
+  mil_fp32_to_fp16_array(src, half, n);
+  mil_fp16_to_fp32_array(half, back, n);
+  for (size_t i = 0; i < n; i++) {
+    if (half[i] != mil_fp32_to_fp16(src[i])) fail_msg("element %zu of %zu converts differently", i, n);
+    float w = mil_fp16_to_fp32(half[i]);
+    if (memcmp(&w, &back[i], 4) != 0) fail_msg("element %zu widens differently", i);
+  }
+  free(src);
+  free(half);
+  free(back);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fixed),
       cmocka_unit_test(test_sweeps),
       cmocka_unit_test(test_odd_lengths),
+      cmocka_unit_test(test_large_split),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
