@@ -68,6 +68,15 @@ OP_HIDDEN void op_map_slice(int32_t rank, const int64_t *shape, const int64_t *s
                             const int64_t *len, int64_t *map);
 /* np.transpose(x, perm). */
 OP_HIDDEN void op_map_transpose(int32_t rank, const int64_t *shape, const int64_t *perm, int64_t *map);
+/* np.transpose(x, perm) on raw bytes: dst (numel * es bytes) gets the
+ * elements of the row-major src of the given shape, es bytes each, in the
+ * transposed order. perm holds each of 0..rank-1 once. */
+OP_HIDDEN void op_transpose_data(void *dst, const void *src, size_t es, int32_t rank, const int64_t *shape,
+                                 const int64_t *perm);
+/* True when data (numel * es bytes) already holds what op_transpose_data
+ * would write. */
+OP_HIDDEN bool op_transpose_equal(const void *data, const void *src, size_t es, int32_t rank, const int64_t *shape,
+                                  const int64_t *perm);
 
 /* ---------------- symbolic values ---------------- */
 

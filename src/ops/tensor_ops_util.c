@@ -329,6 +329,216 @@ void op_map_transpose(int32_t rank, const int64_t *shape, const int64_t *perm, i
   }
 }
 
+/* The transpose kernel. The output is walked as a row-major array over
+ * the output dims with the source strides of the dims they come from; dims
+ * of size 1 are dropped and neighbouring dims that stay contiguous in the
+ * source are merged. A contiguous innermost run is copied with memcpy;
+ * otherwise the innermost output dim (b) and the dim that is innermost in
+ * the source (a) form a 2-D transpose d[a * da + b] = s[a + b * sb]. That
+ * one goes in panels of TR_PANEL_BYTES of the source's rows (so that the
+ * pages being written stay few enough to remain mapped in the TLB), each
+ * in TR_TILE x TR_TILE tiles (whose lines stay in the L1 cache) of 4 x 4
+ * blocks moved through registers. */
+enum { TR_TILE = 32, TR_PANEL_BYTES = 1024 };
+
+#define TR_PANEL_FN(NAME, T)                                                                                       \
+  static void NAME(T *restrict d, const T *restrict s, int64_t na, int64_t da, int64_t nb, int64_t sb) {          \
+    const int64_t panel = TR_PANEL_BYTES / (int64_t)sizeof(T);                                                     \
+    for (int64_t p0 = 0; p0 < na; p0 += panel) {                                                                   \
+      int64_t p1 = p0 + panel < na ? p0 + panel : na;                                                              \
+      for (int64_t b0 = 0; b0 < nb; b0 += TR_TILE) {                                                               \
+        int64_t b1 = b0 + TR_TILE < nb ? b0 + TR_TILE : nb;                                                        \
+        for (int64_t a0 = p0; a0 < p1; a0 += TR_TILE) {                                                            \
+          int64_t a1 = a0 + TR_TILE < p1 ? a0 + TR_TILE : p1, a = a0;                                              \
+          for (; a + 4 <= a1; a += 4) {                                                                            \
+            int64_t b = b0;                                                                                        \
+            for (; b + 4 <= b1; b += 4) {                                                                          \
+              const T *s0 = s + a + b * sb, *s1 = s0 + sb, *s2 = s1 + sb, *s3 = s2 + sb;                           \
+              T *d0 = d + a * da + b, *d1 = d0 + da, *d2 = d1 + da, *d3 = d2 + da;                                 \
+              T x00 = s0[0], x01 = s0[1], x02 = s0[2], x03 = s0[3];                                                \
+              T x10 = s1[0], x11 = s1[1], x12 = s1[2], x13 = s1[3];                                                \
+              T x20 = s2[0], x21 = s2[1], x22 = s2[2], x23 = s2[3];                                                \
+              T x30 = s3[0], x31 = s3[1], x32 = s3[2], x33 = s3[3];                                                \
+              d0[0] = x00, d0[1] = x10, d0[2] = x20, d0[3] = x30;                                                  \
+              d1[0] = x01, d1[1] = x11, d1[2] = x21, d1[3] = x31;                                                  \
+              d2[0] = x02, d2[1] = x12, d2[2] = x22, d2[3] = x32;                                                  \
+              d3[0] = x03, d3[1] = x13, d3[2] = x23, d3[3] = x33;                                                  \
+            }                                                                                                      \
+            for (; b < b1; b++)                                                                                    \
+              for (int64_t k = 0; k < 4; k++) d[(a + k) * da + b] = s[a + k + b * sb];                             \
+          }                                                                                                        \
+          for (; a < a1; a++)                                                                                      \
+            for (int64_t b = b0; b < b1; b++) d[a * da + b] = s[a + b * sb];                                       \
+        }                                                                                                          \
+      }                                                                                                            \
+    }                                                                                                              \
+  }
+TR_PANEL_FN(tr_panel8, uint8_t)
+TR_PANEL_FN(tr_panel16, uint16_t)
+TR_PANEL_FN(tr_panel32, uint32_t)
+#undef TR_PANEL_FN
+
+/* 8-byte elements are bound by memory traffic: plain tiles. */
+static void tr_tile64(uint64_t *restrict d, const uint64_t *restrict s, int64_t na, int64_t da, int64_t nb,
+                      int64_t sb) {
+  for (int64_t a0 = 0; a0 < na; a0 += TR_TILE) {
+    int64_t a1 = a0 + TR_TILE < na ? a0 + TR_TILE : na;
+    for (int64_t b0 = 0; b0 < nb; b0 += TR_TILE) {
+      int64_t b1 = b0 + TR_TILE < nb ? b0 + TR_TILE : nb;
+      for (int64_t a = a0; a < a1; a++) {
+        uint64_t *dr = d + a * da;
+        const uint64_t *sr = s + a;
+        for (int64_t b = b0; b < b1; b++) dr[b] = sr[b * sb];
+      }
+    }
+  }
+}
+
+/* The same for any element size, element by element with memcpy. */
+static void tr_tile_any(uint8_t *d, const uint8_t *s, size_t es, int64_t na, int64_t da, int64_t nb, int64_t sb) {
+  for (int64_t a0 = 0; a0 < na; a0 += TR_TILE) {
+    int64_t a1 = a0 + TR_TILE < na ? a0 + TR_TILE : na;
+    for (int64_t b0 = 0; b0 < nb; b0 += TR_TILE) {
+      int64_t b1 = b0 + TR_TILE < nb ? b0 + TR_TILE : nb;
+      for (int64_t a = a0; a < a1; a++)
+        for (int64_t b = b0; b < b1; b++) memcpy(d + (size_t)(a * da + b) * es, s + (size_t)(a + b * sb) * es, es);
+    }
+  }
+}
+
+/* One 2-D tile walk: na x nb output elements, output a stride da and b
+ * stride 1, source a stride 1 and b stride sb (all in elements). */
+static void tr_2d(uint8_t *d, const uint8_t *s, size_t es, int64_t na, int64_t da, int64_t nb, int64_t sb) {
+  switch (es) {
+  case 1: tr_panel8(d, s, na, da, nb, sb); break;
+  case 2: tr_panel16((uint16_t *)(void *)d, (const uint16_t *)(const void *)s, na, da, nb, sb); break;
+  case 4: tr_panel32((uint32_t *)(void *)d, (const uint32_t *)(const void *)s, na, da, nb, sb); break;
+  case 8: tr_tile64((uint64_t *)(void *)d, (const uint64_t *)(const void *)s, na, da, nb, sb); break;
+  default: tr_tile_any(d, s, es, na, da, nb, sb); break;
+  }
+}
+
+/* Whether d[a * da + b] == s[a + b * sb] for the whole 2-D walk (bytes). */
+#define TR_EQ_FN(NAME, T)                                                                                          \
+  static bool NAME(const T *d, const T *s, int64_t na, int64_t da, int64_t nb, int64_t sb) {                       \
+    for (int64_t a0 = 0; a0 < na; a0 += TR_TILE) {                                                                 \
+      int64_t a1 = a0 + TR_TILE < na ? a0 + TR_TILE : na;                                                          \
+      for (int64_t b0 = 0; b0 < nb; b0 += TR_TILE) {                                                               \
+        int64_t b1 = b0 + TR_TILE < nb ? b0 + TR_TILE : nb;                                                        \
+        for (int64_t a = a0; a < a1; a++) {                                                                        \
+          const T *dr = d + a * da, *sr = s + a;                                                                   \
+          T diff = 0;                                                                                              \
+          for (int64_t b = b0; b < b1; b++) diff |= (T)(dr[b] ^ sr[b * sb]);                                       \
+          if (diff) return false;                                                                                  \
+        }                                                                                                          \
+      }                                                                                                            \
+    }                                                                                                              \
+    return true;                                                                                                   \
+  }
+TR_EQ_FN(tr_eq8, uint8_t)
+TR_EQ_FN(tr_eq16, uint16_t)
+TR_EQ_FN(tr_eq32, uint32_t)
+TR_EQ_FN(tr_eq64, uint64_t)
+#undef TR_EQ_FN
+
+static bool tr_eq_2d(const uint8_t *d, const uint8_t *s, size_t es, int64_t na, int64_t da, int64_t nb, int64_t sb) {
+  switch (es) {
+  case 1: return tr_eq8(d, s, na, da, nb, sb);
+  case 2: return tr_eq16((const uint16_t *)(const void *)d, (const uint16_t *)(const void *)s, na, da, nb, sb);
+  case 4: return tr_eq32((const uint32_t *)(const void *)d, (const uint32_t *)(const void *)s, na, da, nb, sb);
+  case 8: return tr_eq64((const uint64_t *)(const void *)d, (const uint64_t *)(const void *)s, na, da, nb, sb);
+  default:
+    for (int64_t a = 0; a < na; a++)
+      for (int64_t b = 0; b < nb; b++)
+        if (memcmp(d + (size_t)(a * da + b) * es, s + (size_t)(a + b * sb) * es, es) != 0) return false;
+    return true;
+  }
+}
+
+/* The walk shared by op_transpose_data (cmp false: copies, returns true)
+ * and op_transpose_equal (cmp true: compares, d is only read). */
+static bool tr_run(uint8_t *d, const uint8_t *sp, size_t es, int32_t rank, const int64_t *shape, const int64_t *perm,
+                   bool cmp) {
+  int64_t ist[TOP_RANK], n[TOP_RANK], s[TOP_RANK];
+  int32_t r = 0;
+  op_strides(rank, shape, ist);
+  for (int32_t i = 0; i < rank; i++) {
+    int64_t sz = shape[perm[i]], st = ist[perm[i]];
+    if (sz == 0) return true;
+    if (sz == 1) continue;
+    if (r > 0 && s[r - 1] == st * sz) {
+      n[r - 1] *= sz;
+      s[r - 1] = st;
+    } else {
+      n[r] = sz;
+      s[r] = st;
+      r++;
+    }
+  }
+  if (r == 0 || (r == 1 && s[0] == 1)) {
+    size_t nb = (size_t)(r ? n[0] : 1) * es;
+    if (cmp) return memcmp(d, sp, nb) == 0;
+    memcpy(d, sp, nb);
+    return true;
+  }
+  /* output strides (row-major over the merged dims) */
+  int64_t ost[TOP_RANK], os = 1;
+  for (int32_t i = r - 1; i >= 0; i--) {
+    ost[i] = os;
+    os *= n[i];
+  }
+  /* the dims the inner kernel covers: the innermost output dim and, when
+   * it is not contiguous in the source, the dim that is (there is one: the
+   * source's innermost dim longer than 1) */
+  int32_t j = -1;
+  if (s[r - 1] != 1)
+    for (int32_t i = 0; i < r - 1; i++)
+      if (s[i] == 1) j = i;
+  /* odometer over the remaining dims */
+  int32_t od[TOP_RANK], no = 0;
+  for (int32_t i = 0; i < r - 1; i++)
+    if (i != j) od[no++] = i;
+  int64_t idx[TOP_RANK] = {0}, so = 0, doff = 0;
+  for (;;) {
+    uint8_t *dd = d + (size_t)doff * es;
+    const uint8_t *ss = sp + (size_t)so * es;
+    if (j < 0 && s[r - 1] == 1) {
+      if (!cmp) memcpy(dd, ss, (size_t)n[r - 1] * es);
+      else if (memcmp(dd, ss, (size_t)n[r - 1] * es) != 0) return false;
+    } else if (j < 0) {
+      for (int64_t b = 0; b < n[r - 1]; b++) {
+        if (!cmp) memcpy(dd + (size_t)b * es, ss + (size_t)(b * s[r - 1]) * es, es);
+        else if (memcmp(dd + (size_t)b * es, ss + (size_t)(b * s[r - 1]) * es, es) != 0) return false;
+      }
+    } else if (!cmp) {
+      tr_2d(dd, ss, es, n[j], ost[j], n[r - 1], s[r - 1]);
+    } else if (!tr_eq_2d(dd, ss, es, n[j], ost[j], n[r - 1], s[r - 1])) {
+      return false;
+    }
+    int32_t k = no - 1;
+    for (; k >= 0; k--) {
+      int32_t dim = od[k];
+      so += s[dim];
+      doff += ost[dim];
+      if (++idx[k] < n[dim]) break;
+      so -= s[dim] * n[dim];
+      doff -= ost[dim] * n[dim];
+      idx[k] = 0;
+    }
+    if (k < 0) return true;
+  }
+}
+
+void op_transpose_data(void *dst, const void *src, size_t es, int32_t rank, const int64_t *shape,
+                       const int64_t *perm) {
+  tr_run(dst, src, es, rank, shape, perm, false);
+}
+
+bool op_transpose_equal(const void *data, const void *src, size_t es, int32_t rank, const int64_t *shape,
+                        const int64_t *perm) {
+  return tr_run((uint8_t *)(uintptr_t)data, src, es, rank, shape, perm, true);
+}
+
 /* ---- required inputs ---- */
 
 int op_need_ints(mil_infer_ctx *c, const char *name, int64_t *out, int max) {

@@ -185,6 +185,21 @@ static mil_status infer_transpose(mil_infer_ctx *c) {
   return MIL_OK;
 }
 
+/* True when old (the value output 0 of c->op had) has exactly the form of
+ * the value folding would make now from x: dtype, shape and scalar flag of
+ * the inferred output, element count, bytes owned by the program. */
+static bool refold_matches(const mil_infer_ctx *c, const mil_value *old, const mil_value *x, int32_t rank,
+                           const int64_t *oshape) {
+  const mil_type *t = old->type, *out = c->out[0];
+  if (old->kind != MIL_VAL_TENSOR || old->storage != MIL_STORE_ARENA || old->blob_file) return false;
+  if (!t || t->kind != MIL_TYPE_TENSOR || t->dtype != x->type->dtype || t->dtype != out->dtype) return false;
+  if (t->is_scalar != out->is_scalar || old->numel != x->numel || old->nbytes != x->nbytes || t->rank != rank)
+    return false;
+  for (int32_t i = 0; i < rank; i++)
+    if (t->dims[i].size != oshape[i]) return false;
+  return op_out_shape_is(c, 0, rank, oshape);
+}
+
 static mil_status fold_transpose(mil_infer_ctx *c) {
   const mil_value *x = op_val(c, "x");
   int64_t perm[TOP_RANK], shape[TOP_RANK], oshape[TOP_RANK];
@@ -198,6 +213,25 @@ static mil_status fold_transpose(mil_infer_ctx *c) {
     if (seen[perm[i]]) return MIL_OK; /* numpy rejects repeated axes */
     seen[perm[i]] = true;
     oshape[i] = shape[perm[i]];
+  }
+  size_t es = mil_dtype_size(x->type->dtype);
+  if (es && !mil_dtype_is_subbyte(x->type->dtype) && op_numel(rank, shape) == x->numel) {
+    /* whole bytes per element. Inferring an op again (passes do it for
+     * every op of a block) finds the value it folded before: when that one
+     * still holds the transposed bytes it is kept, sparing a new buffer. */
+    const mil_value *old = c->op->n_outputs > 0 ? c->op->outputs[0]->val : NULL;
+    if (old && refold_matches(c, old, x, rank, oshape) &&
+        (!old->numel || op_transpose_equal(old->data, x->data, es, rank, shape, perm))) {
+      c->val[0] = old;
+      mil_value_release_pages(x); /* a weight read through its file mapping need not stay resident */
+      return MIL_OK;
+    }
+    /* a blocked copy into bytes not zeroed first (every one is written) */
+    mil_value *v = mil_value_new_tensor_uninit(c->prog, x->type->dtype, rank, oshape, false);
+    if (v && v->numel) op_transpose_data(mil_value_data_mut(v), x->data, es, rank, shape, perm);
+    mil_value_release_pages(x);
+    op_set_val(c, 0, v);
+    return MIL_OK;
   }
   int64_t *map = op_tmp_alloc(c, (size_t)(x->numel ? x->numel : 1) * sizeof *map);
   if (!map) return MIL_OK;

@@ -112,13 +112,13 @@ rt_node *rt_node_of(rt_ctx *t, mil_op *op) {
   return n;
 }
 
-rt_hv *rt_hv_new(rt_ctx *t, bool lazy) {
+rt_hv *rt_hv_new_lazy(rt_ctx *t) {
   rt_hv *h = calloc(1, sizeof *h);
   if (!h) {
     t->oom = true;
     return NULL;
   }
-  h->lazy = lazy;
+  h->lazy = true;
   h->next_alloc = t->hvs;
   t->hvs = h;
   return h;
@@ -135,19 +135,33 @@ rt_ops *rt_set_new(rt_ctx *t) {
   return s;
 }
 
+static size_t lazy_bit(const mil_var *v) {
+  return (size_t)(((uint64_t)(uintptr_t)v * UINT64_C(0x9E3779B97F4A7C15)) >> 40) & (RT_LAZY_BITS - 1);
+}
+
+bool rt_maybe_lazy(const rt_ctx *t, const mil_var *v) {
+  size_t b = lazy_bit(v);
+  return (t->lazy_bits[b / 64] >> (b % 64)) & 1;
+}
+
 rt_hv *rt_hv_get(rt_ctx *t, mil_var *v) {
-  rt_hv *h = pass_ptrmap_get(&t->hv_of, v);
-  if (h) return h;
-  h = rt_hv_new(t, false);
-  if (h && !pass_ptrmap_put(&t->hv_of, v, h)) t->oom = true;
-  return h;
+  rt_hv *h = rt_maybe_lazy(t, v) ? pass_ptrmap_get(&t->hv_of, v) : NULL;
+  return h ? h : &t->plain;
 }
 
 bool rt_hv_set(rt_ctx *t, mil_var *v, rt_hv *h) {
-  if (!h || !pass_ptrmap_put(&t->hv_of, v, h)) {
+  if (!h) {
     t->oom = true;
     return false;
   }
+  /* a plain value is recorded only over an earlier lazy one */
+  if (!h->lazy && !(rt_maybe_lazy(t, v) && pass_ptrmap_get(&t->hv_of, v))) return true;
+  if (!pass_ptrmap_put(&t->hv_of, v, h)) {
+    t->oom = true;
+    return false;
+  }
+  size_t b = lazy_bit(v);
+  t->lazy_bits[b / 64] |= UINT64_C(1) << (b % 64);
   return true;
 }
 
@@ -220,40 +234,52 @@ static void ctx_free(rt_ctx *t) {
   pass_ptrmap_free(&t->old_index);
 }
 
-/* _add_output_sinks: an identity at the end of the block per distinct
- * output var; the block then outputs the identities. */
-static int add_sinks(rt_ctx *t) {
+/* Records the block's outputs, their names and the first index of each
+ * distinct output var (the program is not changed). */
+static int note_outputs(rt_ctx *t) {
   mil_block *b = t->b;
   int32_t n = b->n_outputs;
   t->n_outputs = n;
   t->old_outputs = calloc((size_t)n + 1, sizeof *t->old_outputs);
   t->old_names = calloc((size_t)n + 1, sizeof *t->old_names);
   t->sinks = calloc((size_t)n + 1, sizeof *t->sinks);
-  mil_var **outs = calloc((size_t)n + 1, sizeof *outs);
-  if (!t->old_outputs || !t->old_names || !t->sinks || !outs) {
-    free(outs);
-    return pass_t_oom(t->c);
-  }
+  if (!t->old_outputs || !t->old_names || !t->sinks) return pass_t_oom(t->c);
   for (int32_t i = 0; i < n; i++) {
     mil_var *v = b->outputs[i].var;
     t->old_outputs[i] = v;
     t->old_names[i] = v->name;
-    uintptr_t first = (uintptr_t)pass_ptrmap_get(&t->old_index, v);
-    mil_op *sink = first ? outs[first - 1]->op : NULL;
-    if (!first && !pass_ptrmap_put(&t->old_index, v, (void *)(uintptr_t)(i + 1))) {
-      free(outs);
+    if (!pass_ptrmap_get(&t->old_index, v) && !pass_ptrmap_put(&t->old_index, v, (void *)(uintptr_t)(i + 1)))
       return pass_t_oom(t->c);
-    }
+  }
+  return 0;
+}
+
+/* _add_output_sinks: an identity at the end of the block per distinct
+ * output var; the block then outputs the identities. */
+static int add_sinks(rt_ctx *t) {
+  mil_block *b = t->b;
+  int32_t n = t->n_outputs;
+  mil_var **outs = calloc((size_t)n + 1, sizeof *outs);
+  if (!outs) return pass_t_oom(t->c);
+  for (int32_t i = 0; i < n; i++) {
+    mil_var *v = t->old_outputs[i];
+    uintptr_t first = (uintptr_t)pass_ptrmap_get(&t->old_index, v);
+    mil_op *sink = first && (int32_t)first - 1 < i ? outs[first - 1]->op : NULL;
     if (!sink) {
-      const char *name = pass_t_fresh(t->c, "identity");
-      sink = name ? mil_op_new(t->c->p, "identity", name) : NULL;
+      /* The sinks are gone before the pass ends and no name is derived
+       * from theirs, so they need no fresh names: the program's name set
+       * (a walk over the whole program) is built only when phase 3 creates
+       * ops. */
+      char name[48];
+      snprintf(name, sizeof name, "__reduce_transposes_sink_%d", (int)t->n_sinks);
+      sink = mil_op_new(t->c->p, "identity", name);
       if (!sink) {
         free(outs);
         return pass_t_oom(t->c);
       }
       mil_block_append(b, sink);
       pass_t_var(sink, "x", v);
-      mil_status st = pass_t_finish(t->c, sink);
+      mil_status st = pass_finish_op(sink, t->c->d);
       if (st != MIL_OK) {
         free(outs);
         return -(int)st;
@@ -302,11 +328,19 @@ static int reinfer(rt_ctx *t) {
 }
 
 static int optimize_block(pass_t_ctx *c, mil_block *b) {
-  for (mil_op *op = b->first; op; op = op->next)
-    if (op->n_blocks > 0) return 0;
   rt_ctx t = {.c = c, .b = b};
-  int r = add_sinks(&t);
-  if (r >= 0 && !rt_traverse(&t)) r = pass_t_oom(c);
+  /* Phase 1 only reads the program, so it runs over the block's ops before
+   * the sinks exist and leaves off, changing nothing, at the first op with
+   * nested blocks; the sinks are visited once added (they come last). */
+  bool nested = false;
+  int r = note_outputs(&t);
+  if (r >= 0 && !rt_traverse(&t, &nested)) r = pass_t_oom(c);
+  if (r >= 0 && nested) {
+    ctx_free(&t);
+    return 0;
+  }
+  if (r >= 0) r = add_sinks(&t);
+  if (r >= 0 && !rt_traverse_sinks(&t)) r = pass_t_oom(c);
   if (r >= 0 && !rt_verify(&t)) r = pass_t_oom(c);
   if (r >= 0) r = rt_apply(&t);
   if (r >= 0) r = drop_sinks(&t);

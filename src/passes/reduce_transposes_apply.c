@@ -58,22 +58,31 @@ static bool enqueue_cancel_and_mat(rt_ctx *t, queue *q, rt_node *n, bool only_un
   return true;
 }
 
-/* One connected component from the starting transpose of `start`. */
-static bool explore(rt_ctx *t, rt_node *start, component *c) {
+/* Adds o's op to list l unless this component (id) has listed it: a node
+ * goes to one list only (which one its flags decide). */
+static bool list_once(rt_ctx *t, rt_ops *l, rt_node *o, int32_t id) {
+  if (o->comp == id) return true;
+  o->comp = id;
+  return rt_ops_add(t, l, o->op);
+}
+
+/* One connected component (number id, from 1) from the starting transpose
+ * of `start`. */
+static bool explore(rt_ctx *t, rt_node *start, component *c, int32_t id) {
   queue q = {0};
   start->visited = true;
-  bool ok = rt_ops_add(t, &c->a, start->op) && enqueue_cancel_and_mat(t, &q, start, false);
+  bool ok = list_once(t, &c->a, start, id) && enqueue_cancel_and_mat(t, &q, start, false);
   while (ok && q.head < q.n) {
     rt_node *o = rt_node_find(t, q.v[q.head++]);
     if (!o) continue;
     o->visited = true;
     if (o->in_cancel_map) {
-      ok = rt_ops_add_unique(t, &c->a, o->op) && enqueue_cancel_and_mat(t, &q, o, true);
+      ok = list_once(t, &c->a, o, id) && enqueue_cancel_and_mat(t, &q, o, true);
     } else if (o->is_cancel_op) {
-      ok = rt_ops_add_unique(t, &c->b1, o->op);
+      ok = list_once(t, &c->b1, o, id);
       for (int32_t i = 0; ok && i < o->starts.n; i++) ok = enqueue_unvisited(t, &q, o->starts.v[i]);
     } else {
-      ok = rt_ops_add_unique(t, &c->b2, o->op);
+      ok = list_once(t, &c->b2, o, id);
       for (int32_t i = 0; ok && i < o->starts.n; i++) ok = enqueue_unvisited(t, &q, o->starts.v[i]);
     }
   }
@@ -110,27 +119,30 @@ bool rt_verify(rt_ctx *t) {
   /* connected components of starting transposes, cancelling transposes and
    * materializing ops; a component stays only when it removes more
    * transposes than it materializes */
-  int32_t n_keys = t->cancel_keys.n;
-  rt_ops drop = {0};
+  int32_t n_keys = t->cancel_keys.n, n_comps = 0;
+  rt_nodes drop = {0};
   bool ok = true;
   for (int32_t k = 0; k < n_keys && ok; k++) {
     rt_node *s = t->cancel_keys.v[k];
     if (s->visited) continue;
     component c = {0};
-    ok = explore(t, s, &c);
+    ok = explore(t, s, &c, ++n_comps);
     if (ok) {
       bool output = false;
       for (int32_t i = 0; i < c.a.n && !output; i++)
         output = c.a.v[i]->n_outputs > 0 && pass_t_is_output_of(c.a.v[i]->outputs[0], t->b);
       if (output || c.b2.n >= c.a.n + c.b1.n)
-        for (int32_t i = 0; i < c.a.n && ok; i++) ok = rt_ops_add_unique(t, &drop, c.a.v[i]);
+        for (int32_t i = 0; i < c.a.n && ok; i++) {
+          rt_node *n = rt_node_find(t, c.a.v[i]);
+          if (n && !n->dropped) {
+            n->dropped = true;
+            ok = rt_nodes_add(t, &drop, n);
+          }
+        }
     }
     component_free(&c);
   }
-  for (int32_t i = 0; ok && i < drop.n; i++) {
-    rt_node *n = rt_node_find(t, drop.v[i]);
-    if (n) n->in_cancel_map = false;
-  }
+  for (int32_t i = 0; ok && i < drop.n; i++) drop.v[i]->in_cancel_map = false;
   free(drop.v);
   return ok && !t->oom;
 }
@@ -297,6 +309,13 @@ static int remove_transposes(rt_ctx *t, rt_node *start) {
 }
 
 int rt_apply(rt_ctx *t) {
+  /* The set of names fresh names must avoid is taken from the program as
+   * it is before the first rewrite (names of removed ops stay taken). */
+  for (int32_t k = 0; k < t->cancel_keys.n; k++)
+    if (t->cancel_keys.v[k]->in_cancel_map) {
+      if (!pass_t_names(t->c)) return pass_t_oom(t->c);
+      break;
+    }
   for (int32_t k = 0; k < t->cancel_keys.n; k++) {
     rt_node *s = t->cancel_keys.v[k];
     if (!s->in_cancel_map) continue;

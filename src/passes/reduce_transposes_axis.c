@@ -11,24 +11,20 @@
 
 #include "passes/reduce_transposes_internal.h"
 
-enum { AX_NONE, AX_CONCAT, AX_SPLIT, AX_PAD, AX_REDUCE, AX_BINARY };
-
-static int axis_kind(const mil_op *op) {
+int rt_axis_kind(const mil_op *op) {
   static const char *const reduces[] = {"reduce_l1_norm",  "reduce_l2_norm", "reduce_max",  "reduce_log_sum",
                                         "reduce_log_sum_exp", "reduce_mean", "reduce_min", "reduce_prod",
                                         "reduce_sum",      "reduce_sum_square"};
   static const char *const binaries[] = {"add", "mul", "sub", "real_div", "maximum", "minimum"};
-  if (strcmp(op->type, "concat") == 0) return AX_CONCAT;
-  if (strcmp(op->type, "split") == 0) return AX_SPLIT;
-  if (strcmp(op->type, "pad") == 0) return AX_PAD;
+  if (strcmp(op->type, "concat") == 0) return RT_K_CONCAT;
+  if (strcmp(op->type, "split") == 0) return RT_K_SPLIT;
+  if (strcmp(op->type, "pad") == 0) return RT_K_PAD;
   for (size_t i = 0; i < sizeof reduces / sizeof reduces[0]; i++)
-    if (strcmp(op->type, reduces[i]) == 0) return AX_REDUCE;
+    if (strcmp(op->type, reduces[i]) == 0) return RT_K_REDUCE;
   for (size_t i = 0; i < sizeof binaries / sizeof binaries[0]; i++)
-    if (strcmp(op->type, binaries[i]) == 0) return AX_BINARY;
-  return AX_NONE;
+    if (strcmp(op->type, binaries[i]) == 0) return RT_K_BINARY;
+  return RT_K_OTHER;
 }
-
-bool rt_is_axis_op(const mil_op *op) { return axis_kind(op) != AX_NONE; }
 
 void rt_rebind(mil_op *op, mil_var *old, mil_var *new_var) {
   for (int32_t i = 0; i < op->n_inputs; i++)
@@ -284,15 +280,15 @@ static int binary_update(rt_ctx *t, mil_op *op, const int64_t *perm, int32_t pra
 /* ---------- dispatch ---------- */
 
 bool rt_axis_can_pass(rt_ctx *t, mil_op *op, const int64_t *perm, int32_t rank) {
-  switch (axis_kind(op)) {
-  case AX_CONCAT:
-  case AX_SPLIT:
+  switch (rt_kind(t, op)) {
+  case RT_K_CONCAT:
+  case RT_K_SPLIT:
     return concat_can_pass(t, op);
-  case AX_PAD:
+  case RT_K_PAD:
     return pad_can_pass(t, op, perm, rank);
-  case AX_REDUCE:
+  case RT_K_REDUCE:
     return reduce_can_pass(op);
-  case AX_BINARY:
+  case RT_K_BINARY:
     return binary_can_pass(t, op, perm, rank);
   default:
     return false;
@@ -300,16 +296,16 @@ bool rt_axis_can_pass(rt_ctx *t, mil_op *op, const int64_t *perm, int32_t rank) 
 }
 
 int rt_axis_update(rt_ctx *t, mil_op *op, const int64_t *perm, int32_t rank) {
-  switch (axis_kind(op)) {
-  case AX_CONCAT:
+  switch (rt_kind(t, op)) {
+  case RT_K_CONCAT:
     return concat_update(t, op, perm, rank, true);
-  case AX_SPLIT:
+  case RT_K_SPLIT:
     return concat_update(t, op, perm, rank, false);
-  case AX_PAD:
+  case RT_K_PAD:
     return pad_update(t, op, perm, rank);
-  case AX_REDUCE:
+  case RT_K_REDUCE:
     return reduce_update(t, op, perm, rank);
-  case AX_BINARY:
+  case RT_K_BINARY:
     return binary_update(t, op, perm, rank);
   default:
     return 0;

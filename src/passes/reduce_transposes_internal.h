@@ -61,7 +61,8 @@ typedef struct rt_node {
   bool is_cancel_op, is_mat_op;
   rt_ops starts; /* starting transposes of a cancel / materialize op */
   /* book keeping */
-  bool visited, updated, removed;
+  bool visited, updated, removed, dropped;
+  int32_t comp; /* phase 2: 1 + the index of the component listing it */
   mil_var **handled; /* as a materialize op: input vars already materialized */
   int32_t n_handled, cap_handled;
   struct rt_node *next_alloc;
@@ -72,11 +73,39 @@ typedef struct rt_nodes {
   int32_t n, cap;
 } rt_nodes;
 
+/* The op types the traversal tells apart. */
+enum {
+  RT_K_OTHER,
+  RT_K_UNARY, /* coremltools' _UNARY_LIKE_OP_TYPES */
+  RT_K_TRANSPOSE,
+  RT_K_CONCAT, /* the axis-update ops, RT_K_CONCAT .. RT_K_BINARY */
+  RT_K_SPLIT,
+  RT_K_PAD,
+  RT_K_REDUCE,
+  RT_K_BINARY,
+};
+
+#define RT_LAZY_BITS 16384
+
+/* Cache of the kind of each interned op type string (open addressing). */
+#define RT_KIND_SLOTS 256
+typedef struct rt_kind_slot {
+  const char *type;
+  int kind;
+} rt_kind_slot;
+
 typedef struct rt_ctx {
   pass_t_ctx *c;
   mil_block *b;
-  pass_ptrmap hv_of;   /* var -> rt_hv */
+  /* var -> rt_hv for the vars with a lazy value; every other var reads as
+   * `plain` (plain values carry nothing, so one object stands for all) */
+  pass_ptrmap hv_of;
+  rt_hv plain;
+  /* a filter over the keys of hv_of: a var whose bit is clear has none */
+  uint64_t lazy_bits[RT_LAZY_BITS / 64];
   pass_ptrmap node_of; /* op -> rt_node */
+  rt_kind_slot kinds[RT_KIND_SLOTS];
+  int32_t n_kinds;
   rt_hv *hvs;
   rt_node *nodes;
   rt_ops **sets; /* every transposes set, for freeing */
@@ -105,14 +134,19 @@ bool rt_nodes_add(rt_ctx *t, rt_nodes *s, rt_node *n);
 rt_node *rt_node_of(rt_ctx *t, mil_op *op);
 /* The node of op if it exists. */
 rt_node *rt_node_find(const rt_ctx *t, const mil_op *op);
-/* A new hypothetical value (NULL on out of memory). */
-rt_hv *rt_hv_new(rt_ctx *t, bool lazy);
+/* A new lazy hypothetical value (NULL on out of memory). */
+rt_hv *rt_hv_new_lazy(rt_ctx *t);
 /* A new empty transposes set owned by t (NULL on out of memory). */
 rt_ops *rt_set_new(rt_ctx *t);
-/* The hypothetical value of v; vars never seen read as a fresh plain value
- * (coremltools only looks up vars it visited). */
+/* The hypothetical value of v; vars never seen read as a plain value
+ * (coremltools only looks up vars it visited). Never NULL. */
 rt_hv *rt_hv_get(rt_ctx *t, mil_var *v);
+/* false on out of memory (h == NULL counts as such). */
 bool rt_hv_set(rt_ctx *t, mil_var *v, rt_hv *h);
+/* false when v certainly has a plain value (a quick filter). */
+bool rt_maybe_lazy(const rt_ctx *t, const mil_var *v);
+/* RT_K_* of op (cached per type string). */
+int rt_kind(rt_ctx *t, const mil_op *op);
 /* True when v is one of the block's outputs before the sinks; *name gets
  * the name it had then. */
 bool rt_is_old_output(const rt_ctx *t, const mil_var *v, const char **name);
@@ -129,13 +163,19 @@ int32_t rt_input_vars(const mil_op *op, bool nonconst_only, mil_var **out, int32
 
 /* ---------- phase 1 (reduce_transposes_visit.c) ---------- */
 
-/* coremltools' block_traversal. false on out of memory. */
-bool rt_traverse(rt_ctx *t);
+/* coremltools' block_traversal over the block's inputs and ops (the sinks
+ * not added yet); stops with *nested set at the first op that has nested
+ * blocks. false on out of memory. */
+bool rt_traverse(rt_ctx *t, bool *nested);
+/* The rest of the traversal: the sinks, in order. */
+bool rt_traverse_sinks(rt_ctx *t);
 
 /* ---------- axis-update ops (reduce_transposes_axis.c) ---------- */
 
-/* True for the op types coremltools registers as axis-update ops. */
-bool rt_is_axis_op(const mil_op *op);
+/* RT_K_CONCAT .. RT_K_BINARY for the op types coremltools registers as
+ * axis-update ops, RT_K_OTHER otherwise (string compares; see rt_kind). */
+int rt_axis_kind(const mil_op *op);
+static inline bool rt_is_axis_kind(int k) { return k >= RT_K_CONCAT && k <= RT_K_BINARY; }
 /* can_transpose_pass of the op's class, for a transpose with `perm`. */
 bool rt_axis_can_pass(rt_ctx *t, mil_op *op, const int64_t *perm, int32_t rank);
 /* update(): rewrites op so that op(x) == transpose(op'(x')). 0 or -(status). */

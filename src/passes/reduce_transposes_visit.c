@@ -33,9 +33,31 @@ static bool is_unary_like(const mil_op *op) {
   return false;
 }
 
+static int kind_of(const mil_op *op) {
+  if (is_unary_like(op)) return RT_K_UNARY;
+  int k = rt_axis_kind(op);
+  if (k != RT_K_OTHER) return k;
+  return strcmp(op->type, "transpose") == 0 ? RT_K_TRANSPOSE : RT_K_OTHER;
+}
+
+int rt_kind(rt_ctx *t, const mil_op *op) {
+  const char *ty = op->type;
+  size_t j = (size_t)(((uint64_t)(uintptr_t)ty * UINT64_C(0x9E3779B97F4A7C15)) >> 56) & (RT_KIND_SLOTS - 1);
+  while (t->kinds[j].type) {
+    if (t->kinds[j].type == ty) return t->kinds[j].kind;
+    j = (j + 1) & (RT_KIND_SLOTS - 1);
+  }
+  int k = kind_of(op);
+  if (t->n_kinds < RT_KIND_SLOTS / 2) {
+    t->kinds[j] = (rt_kind_slot){ty, k};
+    t->n_kinds++;
+  }
+  return k;
+}
+
 static bool set_plain_outputs(rt_ctx *t, mil_op *op) {
   for (int32_t i = 0; i < op->n_outputs; i++)
-    if (!rt_hv_set(t, op->outputs[i], rt_hv_new(t, false))) return false;
+    if (!rt_hv_set(t, op->outputs[i], &t->plain)) return false;
   return true;
 }
 
@@ -62,16 +84,19 @@ static bool note_cancel(rt_ctx *t, mil_op *start, mil_op *op) {
 /* _visit_materialize_op */
 static bool visit_materialize(rt_ctx *t, mil_op *op) {
   if (!set_plain_outputs(t, op)) return false;
-  mil_var *ins[MAX_IN];
-  int32_t n = rt_input_vars(op, false, ins, MAX_IN);
-  if (n > MAX_IN) n = MAX_IN;
-  for (int32_t i = 0; i < n; i++) {
-    rt_hv *h = rt_hv_get(t, ins[i]);
-    if (!h) return false;
-    if (!h->lazy) continue;
-    for (int32_t k = 0; k < h->transposes->n; k++)
-      if (!note_materialize(t, h->transposes->v[k], op, ins[i])) return false;
-  }
+  /* the first MAX_IN input vars (tuples expanded, literals skipped) */
+  int32_t n = 0;
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    for (int32_t a = 0; a < op->inputs[i].n_args; a++) {
+      mil_var *v = op->inputs[i].args[a].use.var;
+      if (!v) continue;
+      if (n++ == MAX_IN) return true;
+      if (!rt_maybe_lazy(t, v)) continue;
+      rt_hv *h = rt_hv_get(t, v);
+      if (!h->lazy) continue;
+      for (int32_t k = 0; k < h->transposes->n; k++)
+        if (!note_materialize(t, h->transposes->v[k], op, v)) return false;
+    }
   return true;
 }
 
@@ -83,7 +108,7 @@ static bool same_perm(const rt_hv *h, const int64_t *perm, int32_t rank) {
 }
 
 static rt_hv *lazy_value(rt_ctx *t, rt_hv *wrapped, rt_ops *set, const int64_t *perm, int32_t rank) {
-  rt_hv *h = rt_hv_new(t, true);
+  rt_hv *h = rt_hv_new_lazy(t);
   if (!h) return NULL;
   h->wrapped = wrapped;
   h->transposes = set;
@@ -168,24 +193,52 @@ static bool visit_transpose(rt_ctx *t, mil_op *op) {
   return true;
 }
 
+/* True when some input var of op has a lazy value. */
+static bool any_lazy_input(const rt_ctx *t, const mil_op *op) {
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    for (int32_t a = 0; a < op->inputs[i].n_args; a++) {
+      const mil_var *v = op->inputs[i].args[a].use.var;
+      if (v && rt_maybe_lazy(t, v)) {
+        const rt_hv *h = pass_ptrmap_get(&t->hv_of, v);
+        if (h && h->lazy) return true;
+      }
+    }
+  return false;
+}
+
 /* _visit_op */
-static bool visit(rt_ctx *t, mil_op *op) {
-  if (rt_is_sink(t, op)) return visit_materialize(t, op);
-  if (is_unary_like(op)) {
+static bool visit(rt_ctx *t, mil_op *op, bool sink) {
+  if (sink) return visit_materialize(t, op);
+  int kind = rt_kind(t, op);
+  /* Without a lazy input every op but a transpose only gets plain outputs
+   * (what each visit below comes to then). */
+  if (kind != RT_K_TRANSPOSE && !any_lazy_input(t, op)) return true;
+  if (kind == RT_K_UNARY) {
     mil_var *x = mil_op_input_var(op, "x");
     if (!x || op->n_outputs != 1) return visit_materialize(t, op);
     return rt_hv_set(t, op->outputs[0], rt_hv_get(t, x));
   }
-  if (rt_is_axis_op(op)) return visit_axis_update(t, op);
-  if (strcmp(op->type, "transpose") == 0) return visit_transpose(t, op);
+  if (rt_is_axis_kind(kind)) return visit_axis_update(t, op);
+  if (kind == RT_K_TRANSPOSE) return visit_transpose(t, op);
   if (mil_op_is_const(op)) return set_plain_outputs(t, op);
   return visit_materialize(t, op);
 }
 
-bool rt_traverse(rt_ctx *t) {
+bool rt_traverse(rt_ctx *t, bool *nested) {
   for (int32_t i = 0; i < t->b->n_inputs; i++)
-    if (!rt_hv_set(t, t->b->inputs[i], rt_hv_new(t, false))) return false;
-  for (mil_op *op = t->b->first; op; op = op->next)
-    if (!visit(t, op) || t->oom) return false;
+    if (!rt_hv_set(t, t->b->inputs[i], &t->plain)) return false;
+  for (mil_op *op = t->b->first; op; op = op->next) {
+    if (op->n_blocks > 0) {
+      *nested = true;
+      return true;
+    }
+    if (!visit(t, op, false) || t->oom) return false;
+  }
+  return true;
+}
+
+bool rt_traverse_sinks(rt_ctx *t) {
+  for (int32_t i = 0; i < t->n_sinks; i++)
+    if (!visit(t, t->sinks[i], true) || t->oom) return false;
   return true;
 }
