@@ -195,8 +195,9 @@ MIL_API int64_t mil_program_count_op_type(const mil_program *p, const char *type
  * attribute of an op, block, function or the program. Values the caller
  * still holds that are not reachable from p must not be used afterwards.
  * With only_if_worthwhile, does nothing unless at least 64 MiB and a
- * quarter of the held bytes were allocated since the last collection
- * (mil_pipeline_run calls it so after every pass). Returns the bytes freed.
+ * quarter of the held bytes were allocated since the last collection, or
+ * ops holding 32 MiB of them were detached (mil_pipeline_run calls it so
+ * after every pass). Returns the bytes freed.
  * Walks the whole program: O(ops). */
 MIL_API size_t mil_program_collect_garbage(mil_program *p, bool only_if_worthwhile);
 /* Gives the heap memory the C library holds free back to the system

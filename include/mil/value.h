@@ -102,6 +102,10 @@ MIL_API void *mil_value_data_mut(mil_value *v);
  * keep them all resident. The bytes stay valid (they are read back from the
  * file when touched again). Does nothing for other values or below 64 KiB. */
 MIL_API void mil_value_release_pages(const mil_value *v);
+/* The same for bytes [offset, offset + nbytes) of the value only (whole
+ * pages inside that range), for readers that stream through a weight in
+ * pieces. */
+MIL_API void mil_value_release_range(const mil_value *v, size_t offset, size_t nbytes);
 
 /* Element access for tensor values, any numeric/bool dtype (sub-byte
  * unpacked, fp16/bf16/fp8 widened). Index is the flat row-major index;

@@ -33,6 +33,7 @@ typedef struct ir_bigheap {
   ir_big *head;
   size_t live_bytes; /* payload bytes of all listed buffers */
   size_t new_bytes;  /* allocated since the last collection */
+  size_t lost_bytes; /* held by values of ops detached since the last collection */
   uint64_t epoch;
 } ir_bigheap;
 
@@ -65,6 +66,10 @@ static void big_free(mil_program *p, ir_bigheap *h, ir_big *b) {
   if (b->next) b->next->prev = b->prev;
   h->live_bytes -= b->n;
   ir_raw_free(p->alloc, b, sizeof *b + b->n);
+}
+
+void ir_big_note_detached(mil_program *p, const mil_value *v) {
+  if (p->big && v->kind == MIL_VAL_TENSOR && v->big) p->big->lost_bytes += v->big->n;
 }
 
 void ir_big_free_all(mil_program *p) {
@@ -116,10 +121,13 @@ static void mark_block(uint64_t epoch, const mil_block *b) {
 size_t mil_program_collect_garbage(mil_program *p, bool only_if_worthwhile) {
   ir_bigheap *h = p->big;
   if (!h || !h->head) return 0;
-  /* worthwhile: at least 64 MiB made since the last collection, and at
-   * least a quarter of what is held, so that the marking walk (O(ops)) is
-   * paid for by the bytes it may give back */
-  if (only_if_worthwhile && (h->new_bytes < ((size_t)64 << 20) || h->new_bytes < h->live_bytes / 4)) return 0;
+  /* worthwhile: at least 64 MiB made since the last collection and a
+   * quarter of what is held, or 32 MiB held by ops detached since then, so
+   * that the marking walk (O(ops)) is paid for by the bytes it may give
+   * back */
+  bool made = h->new_bytes >= ((size_t)64 << 20) && h->new_bytes >= h->live_bytes / 4;
+  bool lost = h->lost_bytes >= ((size_t)32 << 20);
+  if (only_if_worthwhile && !made && !lost) return 0;
   uint64_t epoch = ++h->epoch;
   mark_attrs(epoch, p->attrs, p->n_attrs);
   for (int32_t fi = 0; fi < p->n_functions; fi++) {
@@ -135,17 +143,23 @@ size_t mil_program_collect_garbage(mil_program *p, bool only_if_worthwhile) {
     freed += b->n;
     big_free(p, h, b);
   }
-  h->new_bytes = 0;
+  h->new_bytes = h->lost_bytes = 0;
   return freed;
 }
 
 /* ---- pages of file mappings ---- */
 
 void mil_value_release_pages(const mil_value *v) {
-  if (!v || v->kind != MIL_VAL_TENSOR || !v->file_mapped || v->nbytes < ((size_t)64 << 10)) return;
+  if (v && v->kind == MIL_VAL_TENSOR) mil_value_release_range(v, 0, v->nbytes);
+}
+
+void mil_value_release_range(const mil_value *v, size_t offset, size_t nbytes) {
+  if (!v || v->kind != MIL_VAL_TENSOR || !v->file_mapped || offset >= v->nbytes) return;
+  if (nbytes > v->nbytes - offset) nbytes = v->nbytes - offset;
+  if (nbytes < ((size_t)64 << 10)) return;
   long page = sysconf(_SC_PAGESIZE);
   if (page <= 0) return;
-  uintptr_t a = (uintptr_t)v->data, e = a + v->nbytes;
+  uintptr_t a = (uintptr_t)v->data + offset, e = a + nbytes;
   uintptr_t lo = (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1), hi = e & ~((uintptr_t)page - 1);
   /* only whole pages inside the value: its neighbours' pages stay */
   if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);

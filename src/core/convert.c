@@ -8,7 +8,7 @@
  * and differs from numpy only in the payload of NaNs, so a group of eight
  * that holds a NaN is converted by the scalar code instead.
  *
- * Arrays of 8M elements and more (a large weight) are split between two
+ * Arrays of 2M elements and more (a large weight) are split between two
  * threads when the machine has a second CPU: the conversion is bound by
  * memory bandwidth, which one core does not use up.
  */
@@ -105,7 +105,7 @@ static void f16_to_f32_serial(const uint16_t *src, float *dst, size_t n) {
   for (; i < n; i++) dst[i] = mil_fp16_to_fp32(src[i]);
 }
 
-#define SPLIT_MIN ((size_t)8 << 20)
+#define SPLIT_MIN ((size_t)2 << 20)
 
 typedef struct half_job {
   const void *src;

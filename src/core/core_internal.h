@@ -56,6 +56,9 @@ typedef struct ir_big ir_big;
  * in the value's `big` field. NULL on out of memory. */
 IR_HIDDEN void *ir_big_alloc(mil_program *p, size_t n, bool zero, ir_big **out);
 IR_HIDDEN void ir_big_free_all(mil_program *p);
+/* Notes that an op holding v was detached: its large buffer may have become
+ * unreachable (weighs in mil_program_collect_garbage's decision). */
+IR_HIDDEN void ir_big_note_detached(mil_program *p, const mil_value *v);
 
 /* raw allocation through a mil_allocator */
 IR_HIDDEN void *ir_raw_alloc(const mil_allocator *a, size_t n);

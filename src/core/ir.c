@@ -362,6 +362,8 @@ void mil_op_detach(mil_op *op) {
   mil_block *b = op->block;
   if (!b) return;
   if (attached(b)) count_op_rec(b->program, op, -1);
+  for (int32_t i = 0; i < op->n_outputs; i++) /* a weight may have lost its last reference */
+    if (op->outputs[i]->val) ir_big_note_detached(b->program, op->outputs[i]->val);
   if (op->prev) op->prev->next = op->next;
   else b->first = op->next;
   if (op->next) op->next->prev = op->prev;

@@ -325,11 +325,17 @@ static mil_status fold_cast(mil_infer_ctx *c) {
     for (int32_t k = 0; k < ot->rank; k++) shape[k] = ot->dims[k].size;
     mil_value *out = mil_value_new_tensor_uninit(c->prog, ot->dtype, ot->rank, shape, ot->is_scalar && ot->rank == 0);
     if (!out || out->numel != x->numel) return MIL_OK;
-    if (from == MIL_DT_FP32)
-      mil_fp32_to_fp16_array((const float *)x->data, (uint16_t *)mil_value_data_mut(out), (size_t)out->numel);
-    else
-      mil_fp16_to_fp32_array((const uint16_t *)x->data, (float *)mil_value_data_mut(out), (size_t)out->numel);
-    mil_value_release_pages(x);
+    /* in pieces of 4M elements, each piece of a weight-file mapping given
+     * back once converted: a large weight never needs to be resident whole */
+    const size_t piece = (size_t)4 << 20, n = (size_t)out->numel, in_w = from == MIL_DT_FP32 ? 4 : 2;
+    for (size_t at = 0; at < n; at += piece) {
+      size_t len = n - at < piece ? n - at : piece;
+      if (from == MIL_DT_FP32)
+        mil_fp32_to_fp16_array((const float *)x->data + at, (uint16_t *)mil_value_data_mut(out) + at, len);
+      else
+        mil_fp16_to_fp32_array((const uint16_t *)x->data + at, (float *)mil_value_data_mut(out) + at, len);
+      mil_value_release_range(x, at * in_w, len * in_w);
+    }
     c->val[0] = out;
     return MIL_OK;
   }

@@ -91,13 +91,24 @@ static bool any_fp16_overflow(const uint32_t *u, int64_t n) {
 /* coremltools' fp16_overflow: an fp32 const input holds a finite value
  * (|v| < 1e38) beyond fp16's largest. numpy compares the float32 array
  * with float32(1e38) and 65504. */
+#define SCAN_PIECE ((int64_t)1 << 21) /* elements: 8 MiB of fp32 */
+
 static bool fp16_overflow(const mil_op *op) {
   for (int32_t i = 0; i < op->n_inputs; i++)
     for (int32_t k = 0; k < op->inputs[i].n_args; k++) {
       const mil_var *v = op->inputs[i].args[k].use.var;
       if (!v || !v->val || !pass_castq_is_of(v, MIL_DT_FP32) || !pass_var_is_const(v)) continue;
       if (v->val->kind != MIL_VAL_TENSOR || !v->val->type || v->val->type->dtype != MIL_DT_FP32) continue;
-      if (any_fp16_overflow((const uint32_t *)v->val->data, v->val->numel)) return true;
+      /* in pieces, each given back once read: the cast reads the weight again,
+       * until then it need not stay resident */
+      const uint32_t *u = (const uint32_t *)v->val->data;
+      bool over = false;
+      for (int64_t at = 0; at < v->val->numel && !over; at += SCAN_PIECE) {
+        int64_t len = v->val->numel - at < SCAN_PIECE ? v->val->numel - at : SCAN_PIECE;
+        over = any_fp16_overflow(u + at, len);
+        mil_value_release_range(v->val, (size_t)at * 4, (size_t)len * 4);
+      }
+      if (over) return true;
     }
   return false;
 }

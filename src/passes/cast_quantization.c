@@ -269,6 +269,11 @@ static int walk_block(pass_castq_state *r, mil_block *b, int depth) {
       int t = transform(r, op);
       if (t < 0) rc = t;
       else r->b.changes += t;
+      /* the values of the ops just replaced (an fp32 weight's transposed
+       * copy, its cast back to fp32) are given back as the pass goes, not
+       * after it: on a large model they would add up to a sizable part of
+       * the weights */
+      if (t > 0) mil_program_collect_garbage(r->b.p, true);
     }
   }
   r->cache = outer;
