@@ -84,16 +84,18 @@ struct mil_var {
 };
 
 struct mil_op {
+  /* the fields a walk over ops reads come first, in one cache line */
   const char *type; /* interned op type, e.g. "conv" */
-  const char *name; /* interned op name (attribute "name") */
-  mil_op *prev, *next;
+  mil_op *next, *prev;
   mil_block *block; /* containing block; NULL when detached */
+  int32_t n_blocks;
+  int32_t n_outputs;
+  mil_block **blocks;
+  mil_var **outputs;
+  const char *name; /* interned op name (attribute "name") */
   int32_t n_inputs, cap_inputs;
   mil_input *inputs;
-  int32_t n_outputs, cap_outputs;
-  mil_var **outputs;
-  int32_t n_blocks;
-  mil_block **blocks;
+  int32_t cap_outputs;
   int32_t n_attrs;
   mil_attr *attrs; /* attributes other than "name" (const "val" is held in outputs[0]->val) */
   const void *def; /* registry entry, resolved lazily by the op registry */

@@ -105,6 +105,30 @@ void *ir_arena_alloc(ir_arena *ar, size_t n) {
   return p;
 }
 
+void *ir_arena_alloc_aligned(ir_arena *ar, size_t n, size_t align) {
+  if (n == 0 || n > ARENA_CHUNK / 4 || align <= ARENA_ALIGN || (align & (align - 1)) || align > 4096)
+    return ir_arena_alloc(ar, n);
+  size_t need = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+  for (int attempt = 0; attempt < 2; attempt++) {
+    if (ar->head) {
+      uintptr_t base = (uintptr_t)ar->head + hdr_size();
+      uintptr_t at = (base + ar->head->used + align - 1) & ~(uintptr_t)(align - 1);
+      size_t used = (size_t)(at - base) + need;
+      if (used <= ar->head->size) {
+        ar->total += used - ar->head->used;
+        ar->head->used = used;
+        memset((void *)at, 0, n);
+        return (void *)at;
+      }
+    }
+    chunk *c = chunk_new(ar->alloc, ARENA_CHUNK);
+    if (!c) return NULL;
+    c->next = ar->head;
+    ar->head = c;
+  }
+  return NULL;
+}
+
 void *ir_arena_grow(ir_arena *ar, void *old, size_t old_n, size_t new_n, size_t elem) {
   if (new_n && elem > SIZE_MAX / new_n) return NULL;
   void *p = ir_arena_alloc(ar, new_n * elem);

@@ -25,6 +25,9 @@ IR_HIDDEN void ir_arena_free(ir_arena *ar);
 IR_HIDDEN void *ir_arena_alloc(ir_arena *ar, size_t n);
 /* Grows an arena array: returns a new block of new_n*elem bytes holding the
  * first old_n*elem bytes of old (old is abandoned, freed with the arena). */
+/* n zeroed bytes at an address that is a multiple of align (a power of two
+ * up to 4096; small requests only, else as ir_arena_alloc). */
+IR_HIDDEN void *ir_arena_alloc_aligned(ir_arena *ar, size_t n, size_t align);
 IR_HIDDEN void *ir_arena_grow(ir_arena *ar, void *old, size_t old_n, size_t new_n, size_t elem);
 IR_HIDDEN size_t ir_arena_bytes(const ir_arena *ar);
 

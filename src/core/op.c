@@ -26,7 +26,8 @@ void ir_use_unlink(mil_use *u) {
 }
 
 mil_op *mil_op_new(mil_program *p, const char *type, const char *name) {
-  mil_op *op = ir_arena_alloc(p->nodes, sizeof *op);
+  /* on a cache line of its own: a walk reads the first 64 bytes only */
+  mil_op *op = ir_arena_alloc_aligned(p->nodes, sizeof *op, 64);
   if (!op) return NULL;
   op->program = p;
   op->type = mil_program_intern(p, type, (size_t)-1);
