@@ -144,7 +144,11 @@ ct_info() { # MODEL FIELD: a number from the corpus model's info.json
   echo "|---|---|---|---|"
   awk '$2 == "result" && $1 == "transformer" {
       r = $17 > 0 ? $4 / $17 : 0
-      printf "| DEFAULT ≥ 200,000 ops/s | %s | %.0f ops/CPU-s (%.0f ops/s wall) | %s |\n", $3, r, ($10 > 0 ? $4 / $10 : 0), (r >= 200000 ? "yes" : "**no**")
+      printf "| DEFAULT ≥ 200,000 ops/s | %s | %.0f ops/CPU-s (%.0f ops/s wall; %.1f GB/s of input weights) | %s |\n", $3, r, ($10 > 0 ? $4 / $10 : 0), ($17 > 0 ? $6 / $17 / 1e9 : 0), (r >= 200000 ? "yes" : "**no**")
+    }' "$RAW"
+  awk '$2 == "result" && $1 == "scaling" {
+      r = $17 > 0 ? $4 / $17 : 0
+      printf "| (same rate, small weights) | %s | %.0f ops/CPU-s (%.0f ops/s wall) | %s |\n", $3, r, ($10 > 0 ? $4 / $10 : 0), (r >= 200000 ? "yes" : "no")
     }' "$RAW"
   awk '$2 == "result" && $1 == "transformer" {
       lim = $8 * 1.2 / 1024

@@ -62,6 +62,7 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   return s;
 }
 
+static const char *const k_anchors[] = {"conv_transpose", NULL};
 const mil_pass_def pass_def_add_conv_transpose_output_shape = {
     "common::add_conv_transpose_output_shape", "give conv_transpose an explicit output_shape when it is static", NULL,
-    0, run, NULL};
+    0, run, k_anchors};

@@ -97,17 +97,33 @@ static int walk_block(pass_bld *c, mil_block *b, int depth) {
   int32_t n = 0;
   mil_op **ops = malloc(((size_t)b->n_ops + 1) * sizeof *ops);
   if (!ops) return -(int)MIL_ERR_NOMEM;
-  for (mil_op *op = b->first; op && n < b->n_ops; op = op->next) ops[n++] = op;
-  int rc = 0;
+  /* transform() only acts at an op an update of this block reads from: the
+   * producers of the updates' operands (updates it builds read the same
+   * operands, so the set does not grow) */
+  const char *update = mil_program_find_string(c->p, "coreml_update_state", (size_t)-1);
+  pass_ptrset readers = {0};
+  bool ok = true;
+  for (mil_op *op = b->first; op && n < b->n_ops; op = op->next) {
+    ops[n++] = op;
+    if (op->type != update) continue;
+    for (int32_t i = 0; i < op->n_inputs; i++)
+      for (int32_t a = 0; a < op->inputs[i].n_args; a++) {
+        const mil_var *v = op->inputs[i].args[a].use.var;
+        if (v && v->op) ok = ok && pass_ptrset_add(&readers, v->op);
+      }
+  }
+  int rc = ok ? 0 : -(int)MIL_ERR_NOMEM;
   for (int32_t i = 0; i < n && rc >= 0; i++) {
     mil_op *op = ops[i];
     if (op->block != b) continue;
     for (int32_t k = 0; k < op->n_blocks && rc >= 0; k++) rc = walk_block(c, op->blocks[k], depth + 1);
     if (rc < 0) break;
+    if (!pass_ptrset_has(&readers, op)) continue;
     int r = transform(c, op, ops, n, i);
     if (r < 0) rc = r;
     else c->changes += r;
   }
+  pass_ptrset_free(&readers);
   free(ops);
   return rc;
 }
@@ -128,5 +144,6 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   return st;
 }
 
+static const char *const k_anchors[] = {"coreml_update_state", NULL};
 const mil_pass_def pass_def_canonicalize_inplace_pattern = {
-    "common::" PASS, "reorder slice_update/state patterns into the canonical in-place form", NULL, 0, run, NULL};
+    "common::" PASS, "reorder slice_update/state patterns into the canonical in-place form", NULL, 0, run, k_anchors};

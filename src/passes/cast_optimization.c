@@ -80,7 +80,7 @@ static const dt_info k_dtypes[] = {
 static const dt_info *dt_find(const char *name) {
   if (!name) return NULL;
   for (size_t i = 0; i < sizeof k_dtypes / sizeof k_dtypes[0]; i++)
-    if (strcmp(k_dtypes[i].name, name) == 0) return &k_dtypes[i];
+    if (k_dtypes[i].name[0] == name[0] && strcmp(k_dtypes[i].name, name) == 0) return &k_dtypes[i];
   return NULL;
 }
 
@@ -114,6 +114,8 @@ typedef struct across {
 
 typedef struct ctx {
   mil_program *p;
+  const char *cast;           /* interned "cast" */
+  const char *in_x, *in_dtype; /* interned input names "x" and "dtype", or NULL */
   pass_names *names;
   mil_diag *d;
   int64_t changes;
@@ -124,11 +126,29 @@ static int oom(ctx *c) {
   return -(int)MIL_ERR_NOMEM;
 }
 
-static mil_var *cast_x(const mil_op *op) { return mil_op_input_var(op, "x"); }
+/* mil_op_find_input with the interned name (input names are interned, so
+ * the first input of that name is the first one with this pointer). */
+static const mil_input *find_input(const mil_op *op, const char *iname) {
+  for (int32_t i = 0; iname && i < op->n_inputs; i++)
+    if (op->inputs[i].name == iname) return &op->inputs[i];
+  return NULL;
+}
+
+/* mil_op_input_var(op, "x") / (op, "dtype"). */
+static mil_var *input_var(const mil_op *op, const char *iname) {
+  const mil_input *in = find_input(op, iname);
+  return in && in->n_args > 0 ? in->args[0].use.var : NULL;
+}
+
+static mil_var *cast_x(const ctx *c, const mil_op *op) { return input_var(op, c->in_x); }
 
 /* The dtype string of a cast, or NULL. */
-static const char *cast_dtype(const mil_op *op) {
-  const mil_value *v = pass_input_value(op, "dtype");
+static const char *cast_dtype(const ctx *c, const mil_op *op) {
+  /* pass_input_value(op, "dtype") */
+  const mil_input *in = find_input(op, c->in_dtype);
+  const mil_value *v = NULL;
+  if (in && in->n_args == 1)
+    v = in->args[0].value ? in->args[0].value : in->args[0].use.var ? in->args[0].use.var->val : NULL;
   if (!v || v->kind != MIL_VAL_TENSOR || !v->type || v->type->dtype != MIL_DT_STRING || v->numel != 1) return NULL;
   return mil_value_get_str(v, 0);
 }
@@ -145,9 +165,9 @@ static bool var_is_of(const mil_var *v, const char *dtype) {
   return n && dtype && strcmp(n, dtype) == 0;
 }
 
-static bool fusable(const mil_op *c1, const mil_op *c2) {
-  const dt_info *in = dt_find(var_dtype(cast_x(c1)));
-  const dt_info *s1 = dt_find(cast_dtype(c1)), *s2 = dt_find(cast_dtype(c2));
+static bool fusable(const ctx *c, const mil_op *c1, const mil_op *c2) {
+  const dt_info *in = dt_find(var_dtype(cast_x(c, c1)));
+  const dt_info *s1 = dt_find(cast_dtype(c, c1)), *s2 = dt_find(cast_dtype(c, c2));
   if (!in || !s1 || !s2) return false;
   const dt_info *both[2] = {s1, s2};
   range_res ref = chain(in, both, 2), out = chain(in, &s2, 1);
@@ -190,13 +210,13 @@ static int replace(ctx *c, mil_op *anchor, mil_var *old_var, mil_var *new_var) {
 
 /* coremltools' _fuse_cast_ops for one pair, without removing c2. */
 static int fuse_pair(ctx *c, mil_op *c1, mil_op *c2, bool reuse_input) {
-  mil_var *x = cast_x(c1), *old_var = c2->outputs[0], *new_var;
+  mil_var *x = cast_x(c, c1), *old_var = c2->outputs[0], *new_var;
   if (reuse_input) {
     int err = 0;
     new_var = dup_if_affects_io(c, x, old_var, c1, &err);
     if (!new_var) return err;
   } else {
-    const char *dt = cast_dtype(c2);
+    const char *dt = cast_dtype(c, c2);
     size_t len = strlen(x->name) + strlen(dt) + 5;
     char *name = malloc(len);
     if (!name) return oom(c);
@@ -206,7 +226,7 @@ static int fuse_pair(ctx *c, mil_op *c1, mil_op *c2, bool reuse_input) {
     if (!nc) return oom(c);
     mil_block_insert_before(c2, nc);
     mil_op_add_input(nc, "x", x);
-    mil_op_add_input(nc, "dtype", mil_op_input_var(c2, "dtype"));
+    mil_op_add_input(nc, "dtype", input_var(c2, c->in_dtype));
     mil_status st = pass_finish_op(nc, c->d);
     if (st != MIL_OK) return -(int)st;
     if (c->names && !pass_names_add(c->names, nc->name)) return oom(c);
@@ -215,9 +235,15 @@ static int fuse_pair(ctx *c, mil_op *c1, mil_op *c2, bool reuse_input) {
   return replace(c, c2, old_var, new_var);
 }
 
+/* pass_remove_ops for one op without nested blocks. */
 static int remove_op(ctx *c, mil_op *op) {
-  mil_status st = pass_remove_ops(&op, 1, c->d);
-  return st == MIL_OK ? 0 : -(int)st;
+  if (mil_op_remove(op) == MIL_OK) return 0;
+  const mil_var *v = NULL;
+  for (int32_t i = 0; i < op->n_outputs && !v; i++)
+    if (op->outputs[i]->uses) v = op->outputs[i];
+  mil_diag_error(c->d, MIL_ERR_INVALID, "cannot remove op '%s' (%s): its output %%%s is still %s", op->name, op->type,
+                 v ? v->name : "?", v && v->uses->op ? "used by another op" : "a block output");
+  return -(int)MIL_ERR_INVALID;
 }
 
 static int push_across(ctx *c, across *a, mil_op *c1, mil_op *c2) {
@@ -237,9 +263,9 @@ static int push_across(ctx *c, across *a, mil_op *c1, mil_op *c2) {
 /* coremltools' _try_to_transform: 1 when something changed, 0, or -(status). */
 static int try_transform(ctx *c, mil_op *root, across *a) {
   mil_block *b = root->block;
-  mil_var *x = cast_x(root);
+  mil_var *x = cast_x(c, root);
   if (!x || root->n_outputs != 1) return 0;
-  const char *dt = cast_dtype(root);
+  const char *dt = cast_dtype(c, root);
   if (dt && var_is_of(x, dt)) {
     int err = 0;
     mil_var *nv = dup_if_affects_io(c, x, root->outputs[0], root, &err);
@@ -250,18 +276,21 @@ static int try_transform(ctx *c, mil_op *root, across *a) {
     c->changes++;
     return 1;
   }
-  int32_t n = pass_child_ops(root->outputs[0], NULL, 0);
+  mil_op *few[16];
+  int32_t n = pass_child_ops(root->outputs[0], few, 16);
   if (n == 0) return 0;
-  mil_op **kids = malloc((size_t)n * sizeof *kids);
-  if (!kids) return oom(c);
-  pass_child_ops(root->outputs[0], kids, n);
+  mil_op **kids = few;
+  if (n > 16) {
+    if (!(kids = malloc((size_t)n * sizeof *kids))) return oom(c);
+    pass_child_ops(root->outputs[0], kids, n);
+  }
   int changed = 0;
   for (int32_t i = 0; i < n && changed >= 0; i++) {
     mil_op *k = kids[i];
-    if (strcmp(k->type, "cast") != 0 || k->n_outputs != 1 || cast_x(k) != root->outputs[0]) continue;
-    if (!fusable(root, k)) continue;
+    if (k->type != c->cast || k->n_outputs != 1 || cast_x(c, k) != root->outputs[0]) continue;
+    if (!fusable(c, root, k)) continue;
     int r;
-    if (var_is_of(x, cast_dtype(k))) {
+    if (var_is_of(x, cast_dtype(c, k))) {
       r = fuse_pair(c, root, k, true);
       if (r >= 0) r = remove_op(c, k);
     } else if (k->block != b) {
@@ -278,7 +307,7 @@ static int try_transform(ctx *c, mil_op *root, across *a) {
       changed = 1;
     }
   }
-  free(kids);
+  if (kids != few) free(kids);
   return changed;
 }
 
@@ -286,19 +315,35 @@ static int optimize_block(ctx *c, mil_block *b, int depth);
 
 /* One sweep of b; 1 when it changed, 0, or -(status). */
 static int sweep(ctx *c, mil_block *b, across *a, int depth) {
-  for (mil_op *op = b->first; op; op = op->next)
+  /* one walk: nested blocks are optimized first (which leaves b's list of
+   * ops as it is) and the casts of b are collected as the sweep starts
+   * (casts made by the sweep wait for the next one) */
+  mil_op **ops = NULL;
+  int32_t n = 0, cap = 0;
+  for (mil_op *op = b->first; op; op = op->next) {
     for (int32_t i = 0; i < op->n_blocks; i++) {
       int r = optimize_block(c, op->blocks[i], depth + 1);
-      if (r < 0) return r;
+      if (r < 0) {
+        free(ops);
+        return r;
+      }
     }
-  mil_op **ops = malloc(((size_t)b->n_ops + 1) * sizeof *ops);
-  if (!ops) return oom(c);
-  int32_t n = 0;
-  for (mil_op *op = b->first; op; op = op->next) ops[n++] = op;
+    if (op->type != c->cast) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 64;
+      mil_op **g = realloc(ops, (size_t)cap * sizeof *g);
+      if (!g) {
+        free(ops);
+        return oom(c);
+      }
+      ops = g;
+    }
+    ops[n++] = op;
+  }
   int changed = 0;
   for (int32_t i = 0; i < n; i++) {
     mil_op *op = ops[i];
-    if (op->block != b || strcmp(op->type, "cast") != 0) continue;
+    if (op->block != b) continue;
     int r = try_transform(c, op, a);
     if (r < 0) {
       changed = r;
@@ -330,7 +375,7 @@ static int fuse_across(ctx *c, across *a) {
       if (done[j] || a->v[j].c2->block != kb) continue;
       done[j] = true;
       mil_op *c1 = a->v[j].c1, *c2 = a->v[j].c2;
-      if (!c1->block || !c2->block || c1->n_outputs != 1 || cast_x(c2) != c1->outputs[0]) continue;
+      if (!c1->block || !c2->block || c1->n_outputs != 1 || cast_x(c, c2) != c1->outputs[0]) continue;
       r = fuse_pair(c, c1, c2, false);
       if (r >= 0) {
         rm[nrm++] = c2;
@@ -365,7 +410,9 @@ static int optimize_block(ctx *c, mil_block *b, int depth) {
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
-  ctx c = {p, NULL, d, 0};
+  ctx c = {p, mil_program_find_string(p, "cast", (size_t)-1), mil_program_find_string(p, "x", (size_t)-1),
+           mil_program_find_string(p, "dtype", (size_t)-1), NULL, d, 0};
+  if (!c.cast) return MIL_OK; /* no cast op */
   int r = 0;
   for (int32_t fi = 0; fi < p->n_functions && r >= 0; fi++) {
     mil_function *f = p->functions[fi];
@@ -376,6 +423,7 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   return r < 0 ? (mil_status)(-r) : MIL_OK;
 }
 
+static const char *const k_anchors[] = {"cast", NULL};
 const mil_pass_def pass_def_cast_optimization = {
     "common::cast_optimization", "remove redundant casts and fuse consecutive casts that keep range and resolution",
-    NULL, 0, run, NULL};
+    NULL, 0, run, k_anchors};

@@ -212,15 +212,19 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   return r != 0 ? r : pattern_last(c, op, axis);
 }
 
+/* The op types fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"expand_dims", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "compose_conv1d"};
-  s = pass_fuse_run(&c, fuse, true, false, st);
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "compose_conv1d", .lazy_names = true};
+  s = pass_fuse_run_types(&c, fuse, true, false, k_types, NULL, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"conv", NULL};
 const mil_pass_def pass_def_compose_conv1d = {
-    "common::compose_conv1d", "recompose expand_dims -> conv2d -> squeeze into a rank-3 conv", NULL, 0, run, NULL};
+    "common::compose_conv1d", "recompose expand_dims -> conv2d -> squeeze into a rank-3 conv", NULL, 0, run, k_anchors};

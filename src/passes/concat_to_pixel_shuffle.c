@@ -43,6 +43,7 @@
  * Mirrors coremltools/converters/mil/mil/passes/defs/
  * optimize_tensor_operation.py (concat_to_pixel_shuffle).
  */
+#include "passes/fuse_util_internal.h"
 #include "passes/tensor_pass_internal.h"
 
 static bool concat_ok(const mil_op *op, int64_t axis) {
@@ -101,15 +102,22 @@ static int try_fuse(pass_t_ctx *c, mil_op *w) {
   return 1;
 }
 
+/* The op types try_fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"concat", NULL};
+
+static int walk_fn(void *ud, mil_op *op) { return try_fuse(ud, op); }
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   pass_t_ctx c = {.p = p, .d = d, .pass = "concat_to_pixel_shuffle"};
-  mil_status s = pass_t_run(&c, try_fuse, PASS_T_NESTED_SKIP, false);
+  pass_walk_spec ws = {c.pass, k_types, false, PASS_WALK_NESTED_SKIP, true, NULL};
+  mil_status s = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
   if (st) st->changes += c.changes;
   pass_t_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"concat", NULL};
 const mil_pass_def pass_def_concat_to_pixel_shuffle = {
     "common::concat_to_pixel_shuffle", "replace nested interleaved concats with a concat and a pixel_shuffle", NULL,
-    0, run, NULL};
+    0, run, k_anchors};

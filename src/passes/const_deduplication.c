@@ -31,7 +31,9 @@
  *     with at least const_threshold elements) or an equal value.
  * Every use of a duplicate moves to the first op and the duplicate is
  * removed, unless the duplicate is an output of the block. Hashing keeps the
- * pass linear.
+ * pass linear: consts are counted by dtype and shape first, and only those
+ * sharing both have their first elements hashed; the element-wise check
+ * runs only on equal first elements, comparing bytes span by span.
  *
  * Mirrors coremltools/converters/mil/mil/passes/defs/cleanup/
  * const_deduplication.py (the per-function `apply`; the cross-function
@@ -50,22 +52,44 @@ static const mil_pass_option_def k_opts[] = {
 
 #define HASH_ELEMS 100
 
-/* A group of equal ops: the first one and the duplicates after it. */
+/* A group of equal ops: the first one and the duplicates after it. Groups
+ * live in one array in order of creation; the duplicates of a group are a
+ * list through the dups array. */
 typedef struct group {
   uint64_t h;
   mil_op *first;
-  mil_op **dups;
-  int32_t n_dups, cap_dups;
-  struct group *next_same_hash;
-  struct group *next_in_order;
+  int32_t dup_head, dup_tail; /* indices in dedup.dups, -1 when none */
+  int32_t next_same_hash;     /* the previous group with hash h, or -1 */
 } group;
+
+typedef struct dup_ref {
+  mil_op *op;
+  int32_t next; /* next duplicate of the same group, or -1 */
+} dup_ref;
+
+/* A slot of the hash -> newest group table, valid when its stamp is the
+ * table's (so emptying the table is one increment). */
+typedef struct slot {
+  uint64_t h;
+  int32_t g;
+  uint32_t stamp;
+} slot;
 
 typedef struct dedup {
   int64_t threshold;
   int64_t changes;
   mil_diag *d;
-  pass_ptrmap by_hash; /* (hash | 1) -> chain of groups */
-  group *first, *last; /* groups in order of creation */
+  group *groups;
+  int32_t n_groups, cap_groups;
+  dup_ref *dups;
+  int32_t n_dups, cap_dups;
+  slot *slots;
+  size_t cap_slots; /* a power of two */
+  uint32_t stamp;
+  /* the candidates of the blocks being walked (a nested block's follow its
+   * parent block's, and are dropped when it is done) */
+  mil_op **consts, **constexprs;
+  int32_t n_consts, cap_consts, n_constexprs, cap_constexprs;
   bool oom;
 } dedup;
 
@@ -74,53 +98,114 @@ static uint64_t mix(uint64_t h, uint64_t x) {
   return h * 0xff51afd7ed558ccdULL;
 }
 
+static size_t slot_of(uint64_t h, size_t cap) {
+  return (size_t)((h ^ (h >> 29)) * 0x9e3779b97f4a7c15ULL >> 20) & (cap - 1);
+}
+
 static void groups_reset(dedup *c) {
-  for (group *g = c->first, *n; g; g = n) {
-    n = g->next_in_order;
-    free(g->dups);
-    free(g);
+  c->n_groups = 0;
+  c->n_dups = 0;
+  if (++c->stamp == 0) {
+    /* wrapped: forget every slot for real */
+    if (c->slots) memset(c->slots, 0, c->cap_slots * sizeof *c->slots);
+    c->stamp = 1;
   }
-  c->first = c->last = NULL;
-  pass_ptrmap_free(&c->by_hash);
 }
 
-static group *group_new(dedup *c, uint64_t h, mil_op *first) {
-  group *g = calloc(1, sizeof *g);
-  if (!g) {
-    c->oom = true;
-    return NULL;
-  }
-  g->h = h;
-  g->first = first;
-  void *key = (void *)(uintptr_t)(h | 1);
-  g->next_same_hash = pass_ptrmap_get(&c->by_hash, key);
-  if (!pass_ptrmap_put(&c->by_hash, key, g)) {
-    free(g);
-    c->oom = true;
-    return NULL;
-  }
-  if (c->last) c->last->next_in_order = g;
-  else c->first = g;
-  c->last = g;
-  return g;
+static void groups_free(dedup *c) {
+  free(c->groups);
+  free(c->dups);
+  free(c->slots);
+  free(c->consts);
+  free(c->constexprs);
 }
 
-static group *groups_with_hash(dedup *c, uint64_t h) {
-  return pass_ptrmap_get(&c->by_hash, (void *)(uintptr_t)(h | 1));
+static void push_op(dedup *c, mil_op ***v, int32_t *n, int32_t *cap, mil_op *op) {
+  if (*n == *cap) {
+    int32_t nc = *cap ? *cap * 2 : 64;
+    mil_op **g = realloc(*v, (size_t)nc * sizeof *g);
+    if (!g) {
+      c->oom = true;
+      return;
+    }
+    *v = g;
+    *cap = nc;
+  }
+  (*v)[(*n)++] = op;
 }
 
-static void group_add(dedup *c, group *g, mil_op *op) {
-  if (g->n_dups == g->cap_dups) {
-    int32_t cap = g->cap_dups ? g->cap_dups * 2 : 4;
-    mil_op **n = realloc(g->dups, (size_t)cap * sizeof *n);
+/* The slot of hash h (valid or the empty one where h would go). */
+static slot *slot_find(const dedup *c, uint64_t h) {
+  size_t j = slot_of(h, c->cap_slots);
+  while (c->slots[j].stamp == c->stamp && c->slots[j].h != h) j = (j + 1) & (c->cap_slots - 1);
+  return &c->slots[j];
+}
+
+static bool slots_grow(dedup *c) {
+  size_t cap = c->cap_slots ? c->cap_slots * 2 : 256;
+  slot *old = c->slots;
+  size_t old_cap = c->cap_slots;
+  slot *ns = calloc(cap, sizeof *ns);
+  if (!ns) return false;
+  c->slots = ns;
+  c->cap_slots = cap;
+  uint32_t stamp = c->stamp;
+  c->stamp = 1;
+  for (size_t i = 0; i < old_cap; i++)
+    if (old[i].stamp == stamp) {
+      slot *s = slot_find(c, old[i].h);
+      *s = old[i];
+      s->stamp = 1;
+    }
+  free(old);
+  return true;
+}
+
+/* The newest group with hash h, or -1. */
+static int32_t groups_with_hash(const dedup *c, uint64_t h) {
+  if (!c->cap_slots) return -1;
+  const slot *s = slot_find(c, h);
+  return s->stamp == c->stamp ? s->g : -1;
+}
+
+static void group_new(dedup *c, uint64_t h, mil_op *first) {
+  if (c->n_groups == c->cap_groups) {
+    int32_t cap = c->cap_groups ? c->cap_groups * 2 : 64;
+    group *n = realloc(c->groups, (size_t)cap * sizeof *n);
     if (!n) {
       c->oom = true;
       return;
     }
-    g->dups = n;
-    g->cap_dups = cap;
+    c->groups = n;
+    c->cap_groups = cap;
   }
-  g->dups[g->n_dups++] = op;
+  if ((size_t)(c->n_groups + 1) * 2 > c->cap_slots && !slots_grow(c)) {
+    c->oom = true;
+    return;
+  }
+  int32_t gi = c->n_groups++;
+  slot *s = slot_find(c, h);
+  c->groups[gi] = (group){h, first, -1, -1, s->stamp == c->stamp ? s->g : -1};
+  *s = (slot){h, gi, c->stamp};
+}
+
+static void group_add(dedup *c, int32_t gi, mil_op *op) {
+  if (c->n_dups == c->cap_dups) {
+    int32_t cap = c->cap_dups ? c->cap_dups * 2 : 64;
+    dup_ref *n = realloc(c->dups, (size_t)cap * sizeof *n);
+    if (!n) {
+      c->oom = true;
+      return;
+    }
+    c->dups = n;
+    c->cap_dups = cap;
+  }
+  int32_t di = c->n_dups++;
+  c->dups[di] = (dup_ref){op, -1};
+  group *g = &c->groups[gi];
+  if (g->dup_tail >= 0) c->dups[g->dup_tail].next = di;
+  else g->dup_head = di;
+  g->dup_tail = di;
 }
 
 /* ---------- stage 1: const ops ---------- */
@@ -158,8 +243,19 @@ static uint64_t const_key(const mil_value *v) {
   for (int32_t i = 0; i < v->type->rank; i++) h = mix(h, (uint64_t)v->type->dims[i].size);
   size_t n = head_bytes(v);
   if (n || !mil_dtype_is_subbyte(v->type->dtype)) {
+    /* the head bytes, eight at a time */
     const unsigned char *p = v->data;
-    for (size_t i = 0; i < n; i++) h = mix(h, p[i]);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t w;
+      memcpy(&w, p + i, 8);
+      h = mix(h, w);
+    }
+    if (i < n) {
+      uint64_t w = 0;
+      memcpy(&w, p + i, n - i);
+      h = mix(h, w ^ ((uint64_t)(n - i) << 59));
+    }
   } else {
     int64_t k = v->numel < HASH_ELEMS ? v->numel : HASH_ELEMS;
     for (int64_t i = 0; i < k; i++) h = mix(h, (uint64_t)mil_value_get_i64(v, i));
@@ -178,11 +274,9 @@ static bool same_key(const mil_value *a, const mil_value *b) {
   return true;
 }
 
-/* numpy.allclose(a, b, rtol=0, atol=atol). */
-static bool all_close(const mil_value *a, const mil_value *b) {
-  double atol = a->type->dtype == MIL_DT_FP16 ? 6e-8 : 1e-12;
-  if (a->nbytes == b->nbytes && a->data == b->data) return true;
-  for (int64_t i = 0; i < a->numel; i++) {
+/* Elements [i0, i1) are within atol of each other, element by element. */
+static bool close_range(const mil_value *a, const mil_value *b, int64_t i0, int64_t i1, double atol) {
+  for (int64_t i = i0; i < i1; i++) {
     double x = mil_value_get_f64(a, i), y = mil_value_get_f64(b, i);
     if (x == y) continue; /* equal infinities too */
     if (!(fabs(x - y) <= atol)) return false;
@@ -190,22 +284,125 @@ static bool all_close(const mil_value *a, const mil_value *b) {
   return true;
 }
 
-static void find_consts(dedup *c, mil_block *b) {
-  for (mil_op *op = b->first; op && !c->oom; op = op->next) {
-    if (!mil_op_is_const(op) || op->n_outputs != 1) continue;
-    const mil_var *v = op->outputs[0];
-    if (v->type && v->type->kind == MIL_TYPE_LIST) continue;
-    const mil_value *val = v->val;
-    if (!worth_deduplicating(c, val)) continue;
-    uint64_t h = const_key(val);
-    group *hit = NULL;
-    for (group *g = groups_with_hash(c, h); g && !hit; g = g->next_same_hash) {
-      const mil_value *gv = g->first->outputs[0]->val;
-      if (g->h == h && same_key(gv, val) && all_close(val, gv)) hit = g;
+/* Whether n elements of dtype dt at p hold a NaN. */
+static bool has_nan(mil_dtype dt, const unsigned char *p, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    if (dt == MIL_DT_FP32) {
+      uint32_t u;
+      memcpy(&u, p + 4 * i, 4);
+      if ((u & 0x7fffffffu) > 0x7f800000u) return true;
+    } else if (dt == MIL_DT_FP64) {
+      uint64_t u;
+      memcpy(&u, p + 8 * i, 8);
+      if ((u & 0x7fffffffffffffffull) > 0x7ff0000000000000ull) return true;
+    } else {
+      uint16_t u;
+      memcpy(&u, p + 2 * i, 2);
+      if ((u & 0x7fffu) > (dt == MIL_DT_FP16 ? 0x7c00u : 0x7f80u)) return true;
     }
-    if (hit) group_add(c, hit, op);
+  }
+  return false;
+}
+
+/* numpy.allclose(a, b, rtol=0, atol=atol). Spans whose bytes are equal are
+ * settled without converting them: equal unless they hold a NaN. */
+static bool all_close(const mil_value *a, const mil_value *b) {
+  mil_dtype dt = a->type->dtype;
+  double atol = dt == MIL_DT_FP16 ? 6e-8 : 1e-12;
+  if (a->nbytes == b->nbytes && a->data == b->data) return true;
+  bool is_float = dt == MIL_DT_FP16 || dt == MIL_DT_FP32 || dt == MIL_DT_FP64 || dt == MIL_DT_BF16;
+  bool plain = is_float || dt == MIL_DT_BOOL || (mil_dtype_is_int(dt) && !mil_dtype_is_subbyte(dt));
+  size_t es = mil_dtype_size(dt);
+  if (!plain || b->type->dtype != dt || es == 0 || a->nbytes < (size_t)a->numel * es ||
+      b->nbytes < (size_t)a->numel * es)
+    return close_range(a, b, 0, a->numel, atol);
+  const unsigned char *pa = a->data, *pb = b->data;
+  const int64_t span = 4096;
+  bool ok = true;
+  for (int64_t i = 0; i < a->numel && ok; i += span) {
+    int64_t k = a->numel - i < span ? a->numel - i : span;
+    size_t off = (size_t)i * es;
+    if (memcmp(pa + off, pb + off, (size_t)k * es) == 0) ok = !(is_float && has_nan(dt, pa + off, k));
+    else ok = close_range(a, b, i, i + k, atol);
+  }
+  if (a->numel * (int64_t)es >= ((int64_t)1 << 16)) {
+    mil_value_release_pages(a);
+    mil_value_release_pages(b);
+  }
+  return ok;
+}
+
+/* Whether const op takes part in stage 1. */
+static bool const_candidate(const dedup *c, const mil_op *op) {
+  if (op->n_outputs != 1) return false;
+  const mil_var *v = op->outputs[0];
+  if (v->type && v->type->kind == MIL_TYPE_LIST) return false;
+  return worth_deduplicating(c, v->val);
+}
+
+static uint64_t shape_key(const mil_value *v) {
+  uint64_t h = mix(0x2545f491ULL, (uint64_t)v->type->dtype);
+  h = mix(h, (uint64_t)v->type->rank);
+  for (int32_t i = 0; i < v->type->rank; i++) h = mix(h, (uint64_t)v->type->dims[i].size);
+  return h | 1; /* never 0, the empty slot */
+}
+
+/* Marks in lone[i] the consts whose dtype and shape no other candidate has
+ * (by a hash of them): such a const neither finds nor becomes an earlier
+ * equal one, so its bytes need not be read. false on out of memory. */
+static bool find_lone(dedup *c, mil_op *const *ops, int32_t n, bool *lone) {
+  size_t cap = 16;
+  while (cap < (size_t)n * 2) cap *= 2;
+  uint64_t *keys = malloc((size_t)n * sizeof *keys);
+  uint64_t *slot_key = calloc(cap, sizeof *slot_key);
+  int32_t *slot_n = calloc(cap, sizeof *slot_n);
+  if (!keys || !slot_key || !slot_n) {
+    free(keys);
+    free(slot_key);
+    free(slot_n);
+    c->oom = true;
+    return false;
+  }
+  for (int32_t pass = 0; pass < 2; pass++)
+    for (int32_t i = 0; i < n; i++) {
+      if (pass == 0) keys[i] = shape_key(ops[i]->outputs[0]->val);
+      size_t j = slot_of(keys[i], cap);
+      while (slot_key[j] && slot_key[j] != keys[i]) j = (j + 1) & (cap - 1);
+      if (pass == 0) {
+        slot_key[j] = keys[i];
+        slot_n[j]++;
+      } else {
+        lone[i] = slot_n[j] < 2;
+      }
+    }
+  free(keys);
+  free(slot_key);
+  free(slot_n);
+  return true;
+}
+
+/* Groups the candidate consts ops[0..n), in block order. */
+static void find_consts(dedup *c, mil_op *const *ops, int32_t n) {
+  bool *lone = malloc((size_t)n * sizeof *lone);
+  if (!lone || !find_lone(c, ops, n, lone)) {
+    free(lone);
+    c->oom = true;
+    return;
+  }
+  for (int32_t i = 0; i < n && !c->oom; i++) {
+    if (lone[i]) continue;
+    mil_op *op = ops[i];
+    const mil_value *val = op->outputs[0]->val;
+    uint64_t h = const_key(val);
+    int32_t hit = -1;
+    for (int32_t g = groups_with_hash(c, h); g >= 0 && hit < 0; g = c->groups[g].next_same_hash) {
+      const mil_value *gv = c->groups[g].first->outputs[0]->val;
+      if (same_key(gv, val) && all_close(val, gv)) hit = g;
+    }
+    if (hit >= 0) group_add(c, hit, op);
     else group_new(c, h, op);
   }
+  free(lone);
 }
 
 /* ---------- stage 2: constexpr ops ---------- */
@@ -257,14 +454,19 @@ static bool same_constexpr(const dedup *c, const mil_op *a, const mil_op *b) {
   return true;
 }
 
-static void find_constexprs(dedup *c, mil_block *b) {
-  for (mil_op *op = b->first; op && !c->oom; op = op->next) {
-    if (strncmp(op->type, "constexpr_", 10) != 0 || op->n_outputs < 1) continue;
+static bool is_constexpr_type(const char *t) {
+  return t[0] == 'c' && t[1] == 'o' && t[2] == 'n' && t[3] == 's' && strncmp(t, "constexpr_", 10) == 0;
+}
+
+/* Groups the constexpr ops ops[0..n), in block order. */
+static void find_constexprs(dedup *c, mil_op *const *ops, int32_t n) {
+  for (int32_t i = 0; i < n && !c->oom; i++) {
+    mil_op *op = ops[i];
     uint64_t h = constexpr_key(c, op);
-    group *hit = NULL;
-    for (group *g = groups_with_hash(c, h); g && !hit; g = g->next_same_hash)
-      if (g->h == h && same_constexpr(c, g->first, op)) hit = g;
-    if (hit) group_add(c, hit, op);
+    int32_t hit = -1;
+    for (int32_t g = groups_with_hash(c, h); g >= 0 && hit < 0; g = c->groups[g].next_same_hash)
+      if (same_constexpr(c, c->groups[g].first, op)) hit = g;
+    if (hit >= 0) group_add(c, hit, op);
     else group_new(c, h, op);
   }
 }
@@ -278,10 +480,11 @@ static bool is_output_of(const mil_var *v, const mil_block *b) {
 }
 
 static mil_status remove_duplicates(dedup *c, mil_block *b) {
-  for (group *g = c->first; g; g = g->next_in_order) {
+  for (int32_t gi = 0; gi < c->n_groups; gi++) {
+    const group *g = &c->groups[gi];
     mil_var *unique = g->first->outputs[0];
-    for (int32_t i = 0; i < g->n_dups; i++) {
-      mil_op *op = g->dups[i];
+    for (int32_t di = g->dup_head; di >= 0; di = c->dups[di].next) {
+      mil_op *op = c->dups[di].op;
       mil_var *dup = op->outputs[0];
       if (is_output_of(dup, b)) continue;
       if (!pass_replace_uses_after(op, dup, unique) || mil_op_remove(op) != MIL_OK)
@@ -298,18 +501,34 @@ static mil_status dedup_block(dedup *c, mil_block *b, int depth) {
   if (depth > PASS_MAX_DEPTH)
     return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "const_deduplication: blocks nested deeper than %d levels",
                           PASS_MAX_DEPTH);
-  for (mil_op *op = b->first; op; op = op->next)
+  /* one walk: nested blocks first (what they change stays inside them), and
+   * the candidates of both stages */
+  int32_t base_k = c->n_consts, base_x = c->n_constexprs;
+  for (mil_op *op = b->first; op && !c->oom; op = op->next) {
     for (int32_t i = 0; i < op->n_blocks; i++) {
       mil_status st = dedup_block(c, op->blocks[i], depth + 1);
       if (st != MIL_OK) return st;
     }
-  find_consts(c, b);
-  mil_status st = c->oom ? MIL_ERR_NOMEM : remove_duplicates(c, b);
-  if (st != MIL_OK) return st;
+    if (mil_op_is_const(op)) {
+      if (const_candidate(c, op)) push_op(c, &c->consts, &c->n_consts, &c->cap_consts, op);
+    } else if (op->n_outputs >= 1 && is_constexpr_type(op->type)) {
+      push_op(c, &c->constexprs, &c->n_constexprs, &c->cap_constexprs, op);
+    }
+  }
+  mil_status st = MIL_OK;
+  if (!c->oom && c->n_consts - base_k >= 2) {
+    find_consts(c, c->consts + base_k, c->n_consts - base_k);
+    st = c->oom ? MIL_ERR_NOMEM : remove_duplicates(c, b);
+  }
   /* after stage 1 equal large consts are one var, so constexpr inputs can
-   * be compared by identity */
-  find_constexprs(c, b);
-  st = c->oom ? MIL_ERR_NOMEM : remove_duplicates(c, b);
+   * be compared by identity (stage 1 removes no constexpr op) */
+  if (st == MIL_OK && !c->oom && c->n_constexprs - base_x >= 2) {
+    find_constexprs(c, c->constexprs + base_x, c->n_constexprs - base_x);
+    st = c->oom ? MIL_ERR_NOMEM : remove_duplicates(c, b);
+  }
+  c->n_consts = base_k;
+  c->n_constexprs = base_x;
+  if (st == MIL_OK && c->oom) st = MIL_ERR_NOMEM;
   return st;
 }
 
@@ -325,7 +544,7 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
     for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) st = dedup_block(&c, f->specs[s].block, 0);
   }
   if (st == MIL_ERR_NOMEM || c.oom) st = mil_diag_error(d, MIL_ERR_NOMEM, "const_deduplication: out of memory");
-  groups_reset(&c);
+  groups_free(&c);
   if (stats) stats->changes += c.changes;
   return st;
 }

@@ -34,7 +34,8 @@
  *
  * Values: coremltools infers values when it builds an op; a parsed program
  * keeps only the '*' marks, so the values of marked vars are inferred first
- * (pass_infer_marked_values).
+ * (pass_infer_marked_values). One walk then lists the ops that can be
+ * folded, and only those are visited again.
  *
  * Mirrors coremltools/converters/mil/mil/passes/defs/cleanup/
  * const_elimination.py and Var.can_be_folded_to_const (mil/var.py).
@@ -51,7 +52,11 @@ static const mil_pass_option_def k_opts[] = {
 };
 
 typedef struct celim {
-  pass_nonrep *nr;
+  mil_program *p;
+  const char *shape; /* interned "shape", or NULL */
+  bool tracking;     /* var->aux holds the constexpr dependence of every op output */
+  mil_op **cands;    /* the ops the folding walk may change, in walk order */
+  int32_t n_cands, cap_cands;
   bool has_limit;
   double limit;
   int64_t changes;
@@ -75,12 +80,67 @@ static const char *ignored_name(mil_program *p, const char *name) {
   return s;
 }
 
+/* coremltools' Var.can_be_folded_to_const needs to know which vars depend
+ * on a constexpr_* output (not looking through `shape` ops). Such a var
+ * comes after a constexpr_* op in the walk (nested blocks before their op,
+ * definitions before uses), so until the walk meets one nothing depends on
+ * one. At the first constexpr_* op, the dependence of every op output of
+ * the program is recorded in var->aux (K_DEP or NULL) and read from there
+ * on; the consts made by folding get NULL. Folding replaces only vars that
+ * depend on nothing by consts, so the dependence of every other var stays
+ * what it was when the pass started. Only op outputs are read back (a
+ * block or function input never depends on one). */
+static const char k_dep_marker;
+#define K_DEP ((void *)&k_dep_marker)
+
+static bool depends_on_constexpr(const mil_var *v) { return v && v->op && v->aux == K_DEP; }
+
+static bool is_constexpr_type(const char *t) {
+  return t[0] == 'c' && t[1] == 'o' && t[2] == 'n' && t[3] == 's' && strncmp(t, "constexpr_", 10) == 0;
+}
+
+/* Records whether op's outputs depend on a constexpr_* output. */
+static void note_op(const celim *c, mil_op *op) {
+  bool dep = false;
+  if (op->type != c->shape) {
+    dep = is_constexpr_type(op->type);
+    for (int32_t i = 0; i < op->n_inputs && !dep; i++)
+      for (int32_t a = 0; a < op->inputs[i].n_args && !dep; a++)
+        dep = depends_on_constexpr(op->inputs[i].args[a].use.var);
+  }
+  for (int32_t i = 0; i < op->n_outputs; i++) op->outputs[i]->aux = dep ? K_DEP : NULL;
+}
+
+static bool mark_block(celim *c, mil_block *b, int depth) {
+  if (depth > PASS_MAX_DEPTH) return false;
+  for (mil_op *op = b->first; op; op = op->next) {
+    for (int32_t i = 0; i < op->n_blocks; i++)
+      if (!mark_block(c, op->blocks[i], depth + 1)) return false;
+    note_op(c, op);
+  }
+  return true;
+}
+
+/* Records the dependence of every op output of the program. */
+static mil_status start_tracking(celim *c) {
+  for (int32_t fi = 0; fi < c->p->n_functions; fi++) {
+    mil_function *f = c->p->functions[fi];
+    for (int32_t s = 0; s < f->n_specs; s++)
+      if (!mark_block(c, f->specs[s].block, 0))
+        return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "const_elimination: blocks nested deeper than %d levels",
+                              PASS_MAX_DEPTH);
+  }
+  c->tracking = true;
+  return MIL_OK;
+}
+
 /* Folds output v of op into a const before op. */
 static mil_status fold_output(celim *c, mil_op *op, mil_var *v) {
   mil_op *k = mil_const_new(op->program, v->name, v->val);
   if (!k || k->n_outputs != 1) return mil_diag_error(c->d, MIL_ERR_NOMEM, "const_elimination: out of memory");
   mil_block_insert_before(op, k);
   mil_var *nv = k->outputs[0];
+  nv->aux = NULL;
   if (!pass_replace_uses_after(op, v, nv))
     return mil_diag_error(c->d, MIL_ERR_INVALID, "const_elimination: cannot replace output %%%s of op '%s' (%s)",
                           v->name, op->name, op->type);
@@ -91,39 +151,62 @@ static mil_status fold_output(celim *c, mil_op *op, mil_var *v) {
   return MIL_OK;
 }
 
-static mil_status eliminate_block(celim *c, mil_block *b, int depth) {
+static bool push_candidate(celim *c, mil_op *op) {
+  if (c->n_cands == c->cap_cands) {
+    int32_t cap = c->cap_cands ? c->cap_cands * 2 : 256;
+    mil_op **n = realloc(c->cands, (size_t)cap * sizeof *n);
+    if (!n) return false;
+    c->cands = n;
+    c->cap_cands = cap;
+  }
+  c->cands[c->n_cands++] = op;
+  return true;
+}
+
+/* The first walk (nested blocks before their op) lists the non-const ops
+ * the folding walk can change: those with an output that has a value, and
+ * those without outputs (removed as "all outputs replaced"). The folding
+ * walk visits the ops in this same order and does nothing at the others. */
+static mil_status prepare_block(celim *c, mil_block *b, int depth) {
   if (depth > PASS_MAX_DEPTH)
     return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "const_elimination: blocks nested deeper than %d levels",
                           PASS_MAX_DEPTH);
-  /* new consts are inserted before the op being visited, so walking on
-   * through op->next visits exactly the ops that were there at the start */
-  mil_op *next;
-  for (mil_op *op = b->first; op; op = next) {
-    next = op->next;
-    if (mil_op_is_const(op)) continue;
+  for (mil_op *op = b->first; op; op = op->next) {
     for (int32_t i = 0; i < op->n_blocks; i++) {
-      mil_status st = eliminate_block(c, op->blocks[i], depth + 1);
+      mil_status st = prepare_block(c, op->blocks[i], depth + 1);
       if (st != MIL_OK) return st;
     }
-    bool all_replaced = true;
-    for (int32_t i = 0; i < op->n_outputs; i++) {
-      mil_var *v = op->outputs[i];
-      /* (outputs of shape ops never depend on constexpr ops here) */
-      if (pass_nonrep_can_fold(c->nr, v)) {
-        if (c->has_limit && var_rank(v) > 0 && (double)v->val->numel > c->limit) {
-          all_replaced = false;
-          break;
-        }
-        mil_status st = fold_output(c, op, v);
-        if (st != MIL_OK) return st;
-      } else {
-        all_replaced = false;
-      }
-    }
-    if (all_replaced && mil_op_remove(op) != MIL_OK)
-      return mil_diag_error(c->d, MIL_ERR_INVALID, "const_elimination: op '%s' (%s) is still used after folding",
-                            op->name, op->type);
+    if (mil_op_is_const(op)) continue;
+    mil_status st;
+    if (!c->tracking && is_constexpr_type(op->type) && (st = start_tracking(c)) != MIL_OK) return st;
+    bool cand = op->n_outputs == 0;
+    for (int32_t i = 0; i < op->n_outputs && !cand; i++) cand = op->outputs[i]->val != NULL;
+    if (cand && !push_candidate(c, op)) return mil_diag_error(c->d, MIL_ERR_NOMEM, "const_elimination: out of memory");
   }
+  return MIL_OK;
+}
+
+/* Folds the outputs of op that can be, removing op when that is all of
+ * them. */
+static mil_status eliminate_op(celim *c, mil_op *op) {
+  bool all_replaced = true;
+  for (int32_t i = 0; i < op->n_outputs; i++) {
+    mil_var *v = op->outputs[i];
+    /* (outputs of shape ops never depend on constexpr ops here) */
+    if (v->val && !(c->tracking && v->aux == K_DEP)) {
+      if (c->has_limit && var_rank(v) > 0 && (double)v->val->numel > c->limit) {
+        all_replaced = false;
+        break;
+      }
+      mil_status st = fold_output(c, op, v);
+      if (st != MIL_OK) return st;
+    } else {
+      all_replaced = false;
+    }
+  }
+  if (all_replaced && mil_op_remove(op) != MIL_OK)
+    return mil_diag_error(c->d, MIL_ERR_INVALID, "const_elimination: op '%s' (%s) is still used after folding",
+                          op->name, op->type);
   return MIL_OK;
 }
 
@@ -135,13 +218,16 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   c.d = d;
   c.has_limit = mil_pass_opt_is_set(o, "skip_const_by_size");
   c.limit = c.has_limit ? mil_pass_opt_double(o, "skip_const_by_size") : 0;
-  c.nr = pass_nonrep_new(p);
-  if (!c.nr) return mil_diag_error(d, MIL_ERR_NOMEM, "const_elimination: out of memory");
+  c.p = p;
+  c.shape = mil_program_find_string(p, "shape", (size_t)-1);
   for (int32_t fi = 0; fi < p->n_functions && st == MIL_OK; fi++) {
     mil_function *f = p->functions[fi];
-    for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) st = eliminate_block(&c, f->specs[s].block, 0);
+    for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) st = prepare_block(&c, f->specs[s].block, 0);
   }
-  pass_nonrep_free(c.nr);
+  /* the folding walk (new consts go before the op being visited, which
+   * is the only op it may remove) */
+  for (int32_t i = 0; i < c.n_cands && st == MIL_OK; i++) st = eliminate_op(&c, c.cands[i]);
+  free(c.cands);
   if (stats) stats->changes += c.changes;
   return st;
 }

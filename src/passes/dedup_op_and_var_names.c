@@ -40,15 +40,69 @@
 
 #include "passes/pass_internal.h"
 
+/* A set of interned names: open addressing on the pointer, sized for the
+ * program up front so that it rarely grows. */
+typedef struct name_set {
+  const char **keys;
+  size_t cap, n; /* cap is a power of two */
+} name_set;
+
+static size_t name_slot(const char *s, size_t cap) {
+  uint64_t h = (uint64_t)(uintptr_t)s;
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return (size_t)(h >> 17) & (cap - 1);
+}
+
+static bool set_resize(name_set *s, size_t cap) {
+  const char **k = calloc(cap, sizeof *k);
+  if (!k) return false;
+  for (size_t i = 0; i < s->cap; i++)
+    if (s->keys[i]) {
+      size_t j = name_slot(s->keys[i], cap);
+      while (k[j]) j = (j + 1) & (cap - 1);
+      k[j] = s->keys[i];
+    }
+  free(s->keys);
+  s->keys = k;
+  s->cap = cap;
+  return true;
+}
+
+/* Adds name; returns 1 when it was added, 0 when it was there, -1 when out
+ * of memory. */
+static int set_add(name_set *s, const char *name) {
+  if ((s->n + 1) * 2 > s->cap && !set_resize(s, s->cap ? s->cap * 2 : 64)) return -1;
+  size_t j = name_slot(name, s->cap);
+  while (s->keys[j]) {
+    if (s->keys[j] == name) return 0;
+    j = (j + 1) & (s->cap - 1);
+  }
+  s->keys[j] = name;
+  s->n++;
+  return 1;
+}
+
+static bool set_has(const name_set *s, const char *name) {
+  if (!s->cap) return false;
+  size_t j = name_slot(name, s->cap);
+  while (s->keys[j]) {
+    if (s->keys[j] == name) return true;
+    j = (j + 1) & (s->cap - 1);
+  }
+  return false;
+}
+
 typedef struct names {
-  pass_ptrset seen;  /* interned names */
-  pass_ptrmap next;  /* interned base name -> next k to try */
+  name_set seen;    /* interned names */
+  pass_ptrmap next; /* interned base name -> next k to try */
 } names;
 
 typedef struct dedup {
   mil_program *p;
   names vars, ops;
-  pass_ptrset func_outputs;
+  pass_ptrset func_outputs; /* when the body has many outputs */
+  const mil_block *body;
   int64_t changes;
   mil_diag *d;
   bool oom;
@@ -59,8 +113,15 @@ typedef struct dedup {
 /* coremltools' _gen_new_name: name itself when unseen, else the first free
  * "<name>_<k>", k >= 1. Records the result as seen. */
 static const char *fresh(dedup *c, names *ns, const char *name) {
+  if (!name) return name;
+  int added = set_add(&ns->seen, name);
+  if (added > 0) return name;
+  if (added < 0) {
+    c->oom = true;
+    return name;
+  }
   const char *out = name;
-  if (pass_ptrset_has(&ns->seen, name)) {
+  {
     size_t len = strlen(name);
     if (c->cap < len + 24) {
       char *b = realloc(c->buf, len + 24);
@@ -80,13 +141,20 @@ static const char *fresh(dedup *c, names *ns, const char *name) {
         c->oom = true;
         return name;
       }
-      if (!pass_ptrset_has(&ns->seen, out)) break;
+      if (!set_has(&ns->seen, out)) break;
     }
     if (!pass_ptrmap_put(&ns->next, name, (void *)(k + 1))) c->oom = true;
     c->changes++;
   }
-  if (!pass_ptrset_add(&ns->seen, out)) c->oom = true;
+  if (set_add(&ns->seen, out) < 0) c->oom = true;
   return out;
+}
+
+static bool is_func_output(const dedup *c, const mil_var *v) {
+  if (c->body->n_outputs > 16) return pass_ptrset_has(&c->func_outputs, v);
+  for (int32_t i = 0; i < c->body->n_outputs; i++)
+    if (c->body->outputs[i].var == v) return true;
+  return false;
 }
 
 static mil_status dedup_block(dedup *c, mil_block *b, bool is_body, int depth) {
@@ -103,7 +171,7 @@ static mil_status dedup_block(dedup *c, mil_block *b, bool is_body, int depth) {
     if (op->name) op->name = fresh(c, &c->ops, op->name);
     for (int32_t i = 0; i < op->n_outputs; i++) {
       mil_var *v = op->outputs[i];
-      if (pass_ptrset_has(&c->func_outputs, v)) continue;
+      if (is_func_output(c, v)) continue;
       v->name = fresh(c, &c->vars, v->name);
     }
   }
@@ -111,7 +179,8 @@ static mil_status dedup_block(dedup *c, mil_block *b, bool is_body, int depth) {
 }
 
 static void names_free(names *n) {
-  pass_ptrset_free(&n->seen);
+  free(n->seen.keys);
+  memset(&n->seen, 0, sizeof n->seen);
   pass_ptrmap_free(&n->next);
 }
 
@@ -132,7 +201,7 @@ static mil_status seed_io(dedup *c, const mil_function *f, const mil_block *body
                           f->name, v->name);
       break;
     }
-    if (!pass_ptrmap_put(&owner, v->name, v) || !pass_ptrset_add(&c->vars.seen, v->name) ||
+    if (!pass_ptrmap_put(&owner, v->name, v) || (v->name && set_add(&c->vars.seen, v->name) < 0) ||
         (i >= f->n_inputs && !pass_ptrset_add(&c->func_outputs, v)))
       st = mil_diag_error(c->d, MIL_ERR_NOMEM, "dedup_op_and_var_names: out of memory");
   }
@@ -150,7 +219,14 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
     mil_function *f = p->functions[fi];
     for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) {
       mil_block *body = f->specs[s].block;
-      st = seed_io(&c, f, body);
+      c.body = body;
+      /* room for a name per op and output without growing */
+      size_t cap = 64;
+      while (cap < (size_t)(mil_program_count_ops(p) + f->n_inputs) * 2 + 64) cap *= 2;
+      if (!set_resize(&c.vars.seen, cap) || !set_resize(&c.ops.seen, cap))
+        st = mil_diag_error(d, MIL_ERR_NOMEM, "dedup_op_and_var_names: out of memory");
+      else
+        st = seed_io(&c, f, body);
       if (st == MIL_OK) st = dedup_block(&c, body, true, 0);
       names_free(&c.vars);
       names_free(&c.ops);

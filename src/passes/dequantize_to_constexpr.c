@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "passes/fuse_util_internal.h"
 #include "passes/pass_build_internal.h"
 
 #define PASS "dequantize_to_constexpr"
@@ -178,16 +179,23 @@ static int transform(pass_bld *c, mil_op *op) {
   return st != MIL_OK ? -(int)st : 1;
 }
 
+/* The op types transform() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"dequantize", NULL};
+
+static int walk_fn(void *ud, mil_op *op) { return transform(ud, op); }
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   (void)o;
   mil_status st = pass_infer_marked_values(p, d);
   if (st != MIL_OK) return st;
   pass_bld c = {.p = p, .d = d, .pass = PASS};
-  st = pass_bld_walk(&c, transform, false);
+  pass_walk_spec ws = {PASS, k_types, false, PASS_WALK_NESTED_ONCE, true, NULL};
+  st = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
   pass_bld_free(&c);
   if (stats) stats->changes += c.changes;
   return st;
 }
 
+static const char *const k_anchors[] = {"dequantize", NULL};
 const mil_pass_def pass_def_dequantize_to_constexpr = {
-    "common::" PASS, "turn dequantize of a const into constexpr_affine_dequantize", NULL, 0, run, NULL};
+    "common::" PASS, "turn dequantize of a const into constexpr_affine_dequantize", NULL, 0, run, k_anchors};

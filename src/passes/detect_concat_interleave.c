@@ -44,6 +44,7 @@
  * Mirrors coremltools/converters/mil/mil/passes/defs/
  * optimize_tensor_operation.py (detect_concat_interleave).
  */
+#include "passes/fuse_util_internal.h"
 #include "passes/tensor_pass_internal.h"
 
 static bool shape_is(const mil_op *op, const int64_t *want, int64_t n) {
@@ -113,15 +114,22 @@ static int try_fuse(pass_t_ctx *c, mil_op *op) {
   return 1;
 }
 
+/* The op types try_fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"concat", NULL};
+
+static int walk_fn(void *ud, mil_op *op) { return try_fuse(ud, op); }
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   pass_t_ctx c = {.p = p, .d = d, .pass = "detect_concat_interleave"};
-  mil_status s = pass_t_run(&c, try_fuse, PASS_T_NESTED_STABLE, true);
+  pass_walk_spec ws = {c.pass, k_types, true, PASS_WALK_NESTED_FIXPOINT, true, NULL};
+  mil_status s = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
   if (st) st->changes += c.changes;
   pass_t_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"concat", NULL};
 const mil_pass_def pass_def_detect_concat_interleave = {
     "common::detect_concat_interleave", "turn concat -> reshape -> transpose -> reshape channel shuffles into an interleaved concat",
-    NULL, 0, run, NULL};
+    NULL, 0, run, k_anchors};

@@ -72,12 +72,15 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "divide_to_multiply"};
-  s = pass_fuse_run(&c, fuse, false, false, st);
+  /* the pass builds and removes ops only through the fuse helpers */
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "divide_to_multiply", .lazy_names = true};
+  static const char *const types[] = {"real_div", NULL};
+  s = pass_fuse_run_types(&c, fuse, false, false, types, NULL, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"real_div", NULL};
 const mil_pass_def pass_def_divide_to_multiply = {
     "common::divide_to_multiply", "replace a division by a const with a multiplication by its reciprocal", NULL, 0,
-    run, NULL};
+    run, k_anchors};

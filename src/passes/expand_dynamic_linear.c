@@ -187,6 +187,7 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   return st;
 }
 
+static const char *const k_anchors[] = {"linear", NULL};
 const mil_pass_def pass_def_expand_dynamic_linear = {
     "common::expand_dynamic_linear", "split a linear with a non-const weight or bias into matmul + add", NULL, 0,
-    run, NULL};
+    run, k_anchors};

@@ -45,6 +45,7 @@
  * Mirrors coremltools/converters/mil/mil/passes/defs/
  * optimize_tensor_operation.py (expand_high_rank_reshape_and_transpose).
  */
+#include "passes/fuse_util_internal.h"
 #include "passes/tensor_pass_internal.h"
 
 #define MAX_RANK 64
@@ -146,15 +147,25 @@ static int try_expand(pass_t_ctx *c, mil_op *op) {
   return 1;
 }
 
+/* The op types try_expand() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"reshape", NULL};
+/* The op types no rewrite can do without. */
+static const char *const k_required[] = {"transpose", NULL};
+
+static int walk_fn(void *ud, mil_op *op) { return try_expand(ud, op); }
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   pass_t_ctx c = {.p = p, .d = d, .pass = "expand_high_rank_reshape_and_transpose"};
-  mil_status s = pass_t_run(&c, try_expand, PASS_T_NESTED_STABLE, true);
+  pass_walk_spec ws = {c.pass, k_types, true, PASS_WALK_NESTED_FIXPOINT, true, k_required};
+  mil_status s = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
   if (st) st->changes += c.changes;
   pass_t_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"transpose", NULL};
 const mil_pass_def pass_def_expand_high_rank_reshape_and_transpose = {
     "common::expand_high_rank_reshape_and_transpose",
-    "rewrite reshape (rank >= 6) -> transpose -> reshape (rank <= 5) with tensors of rank <= 5", NULL, 0, run, NULL};
+    "rewrite reshape (rank >= 6) -> transpose -> reshape (rank <= 5) with tensors of rank <= 5", NULL, 0, run,
+    k_anchors};

@@ -149,16 +149,22 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   return try_fuse(c, op, bn);
 }
 
+/* The op types fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"conv", "conv_transpose", NULL};
+/* The op types no rewrite can do without. */
+static const char *const k_required[] = {"batch_norm", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_conv_batchnorm"};
-  s = pass_fuse_run(&c, fuse, true, false, st);
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_conv_batchnorm", .lazy_names = true};
+  s = pass_fuse_run_types(&c, fuse, true, false, k_types, k_required, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"batch_norm", NULL};
 const mil_pass_def pass_def_fuse_conv_batchnorm = {
     "common::fuse_conv_batchnorm", "fold a batch_norm after conv or conv_transpose into its weight and bias", NULL, 0,
-    run, NULL};
+    run, k_anchors};

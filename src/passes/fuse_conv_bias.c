@@ -269,16 +269,20 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   return fuse_transposed(c, op);
 }
 
+/* The op types fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"conv", "conv_transpose", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_conv_bias"};
-  s = pass_fuse_run(&c, fuse, true, false, st);
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_conv_bias", .lazy_names = true};
+  s = pass_fuse_run_types(&c, fuse, true, false, k_types, NULL, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"conv", "conv_transpose", NULL};
 const mil_pass_def pass_def_fuse_conv_bias = {"common::fuse_conv_bias",
                                               "fold a constant add/sub after conv or conv_transpose into its bias",
-                                              NULL, 0, run, NULL};
+                                              NULL, 0, run, k_anchors};

@@ -120,16 +120,22 @@ static int fuse(pass_fuse_ctx *c, mil_op *stb) {
   return r;
 }
 
+/* The op types fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"space_to_batch", NULL};
+/* The op types no rewrite can do without. */
+static const char *const k_required[] = {"conv", "batch_to_space", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_dilated_conv"};
-  s = pass_fuse_run(&c, fuse, true, false, st);
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_dilated_conv", .lazy_names = true};
+  s = pass_fuse_run_types(&c, fuse, true, false, k_types, k_required, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"space_to_batch", NULL};
 const mil_pass_def pass_def_fuse_dilated_conv = {"common::fuse_dilated_conv",
                                                  "fuse space_to_batch -> conv -> batch_to_space into a dilated conv",
-                                                 NULL, 0, run, NULL};
+                                                 NULL, 0, run, k_anchors};

@@ -55,10 +55,10 @@ static mil_value *vec(mil_program *p, mil_dtype dt, int64_t C, const mil_value *
 }
 
 static int fuse(pass_fuse_ctx *c, mil_op *mul) {
-  if (mul->n_outputs < 1 || pass_fuse_is_output_of(mul->outputs[0], mul->block)) return 0;
   if (strcmp(mul->type, "mul") != 0 || mul->n_outputs != 1) return 0;
   mil_op *add = pass_only_child_op(mul->outputs[0]);
   if (!add || strcmp(add->type, "add") != 0 || add->n_outputs != 1) return 0;
+  if (pass_fuse_is_output_of(mul->outputs[0], mul->block)) return 0;
   mil_var *mx = mil_op_input_var(mul, "x"), *my = mil_op_input_var(mul, "y");
   if (!mx || !my) return 0;
   mil_var *x = mx->val ? my : mx;
@@ -93,16 +93,22 @@ static int fuse(pass_fuse_ctx *c, mil_op *mul) {
   return r;
 }
 
+/* The op types fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"mul", NULL};
+/* The op types no rewrite can do without. */
+static const char *const k_required[] = {"add", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_elementwise_to_batchnorm"};
-  s = pass_fuse_run(&c, fuse, true, false, st);
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_elementwise_to_batchnorm", .lazy_names = true};
+  s = pass_fuse_run_types(&c, fuse, true, false, k_types, k_required, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"mul", NULL};
 const mil_pass_def pass_def_fuse_elementwise_to_batchnorm = {
     "common::fuse_elementwise_to_batchnorm", "replace a per-channel mul + add on a rank-4 tensor by batch_norm", NULL,
-    0, run, NULL};
+    0, run, k_anchors};

@@ -88,16 +88,22 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   return pass_fuse_gelu(c, root, "EXACT", ops[n - 2], ops, n);
 }
 
+/* The op types fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"real_div", "mul", NULL};
+/* The op types no rewrite can do without. */
+static const char *const k_required[] = {"erf", "add", "mul", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_gelu_exact"};
-  s = pass_fuse_run(&c, fuse, true, false, st);
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_gelu_exact", .lazy_names = true};
+  s = pass_fuse_run_types(&c, fuse, true, false, k_types, k_required, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"erf", NULL};
 const mil_pass_def pass_def_fuse_gelu_exact = {"common::fuse_gelu_exact",
                                                "replace 0.5 * x * (1 + erf(x / sqrt(2))) by gelu(mode=EXACT)", NULL,
-                                               0, run, NULL};
+                                               0, run, k_anchors};

@@ -61,16 +61,22 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   return pass_fuse_gelu(c, root, "SIGMOID_APPROXIMATION", scale, ops, 3);
 }
 
+/* The op types fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"mul", NULL};
+/* The op types no rewrite can do without. */
+static const char *const k_required[] = {"sigmoid", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_gelu_sigmoid_approximation"};
-  s = pass_fuse_run(&c, fuse, true, false, st);
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_gelu_sigmoid_approximation", .lazy_names = true};
+  s = pass_fuse_run_types(&c, fuse, true, false, k_types, k_required, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"sigmoid", NULL};
 const mil_pass_def pass_def_fuse_gelu_sigmoid_approximation = {
     "common::fuse_gelu_sigmoid_approximation", "replace x * sigmoid(1.702 * x) by gelu(mode=SIGMOID_APPROXIMATION)",
-    NULL, 0, run, NULL};
+    NULL, 0, run, k_anchors};

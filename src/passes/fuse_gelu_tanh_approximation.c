@@ -65,9 +65,9 @@ static bool constraints(const pass_pat_match *m) {
          either(m->op[MUL_2], 0.79788) && either(m->op[ADD_1], 1.0);
 }
 
-static int try_pattern(pass_fuse_ctx *c, mil_op *op, const pass_pattern *pat) {
+static int try_pattern(pass_fuse_ctx *c, mil_op *op) {
   pass_pat_match m;
-  if (!pass_pat_detect(pat, op, &m) || !constraints(&m)) return 0;
+  if (!pass_pat_detect_prep(c->ud, op, &m) || !constraints(&m)) return 0;
   /* the last op goes last: it is the one whose output is replaced */
   mil_op *ops[PASS_PAT_MAX_SET];
   int n = 0;
@@ -77,20 +77,22 @@ static int try_pattern(pass_fuse_ctx *c, mil_op *op, const pass_pattern *pat) {
   return pass_fuse_gelu(c, m.root, "TANH_APPROXIMATION", m.op[MUL], ops, n);
 }
 
-static int fuse1(pass_fuse_ctx *c, mil_op *op) { return try_pattern(c, op, &pattern1); }
-static int fuse2(pass_fuse_ctx *c, mil_op *op) { return try_pattern(c, op, &pattern2); }
-
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_gelu_tanh_approximation"};
-  s = pass_fuse_run(&c, fuse1, true, true, st);
-  if (s == MIL_OK) s = pass_fuse_run(&c, fuse2, true, true, st);
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_gelu_tanh_approximation", .lazy_names = true};
+  static const pass_pattern *const patterns[2] = {&pattern1, &pattern2};
+  pass_pat_prep pp;
+  c.ud = &pp;
+  for (int k = 0; k < 2 && s == MIL_OK; k++)
+    if (pass_pat_prepare(&pp, patterns[k], p))
+      s = pass_fuse_run_types(&c, try_pattern, true, true, pp.root_types, pp.all_types, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"tanh", NULL};
 const mil_pass_def pass_def_fuse_gelu_tanh_approximation = {
     "common::fuse_gelu_tanh_approximation", "replace the tanh approximation of GELU by gelu(mode=TANH_APPROXIMATION)",
-    NULL, 0, run, NULL};
+    NULL, 0, run, k_anchors};

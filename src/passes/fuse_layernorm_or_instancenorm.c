@@ -64,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "passes/fuse_util_internal.h"
 #include "passes/tensor_pass_internal.h"
 
 #define MAXK 8   /* children looked at */
@@ -76,10 +77,36 @@ typedef struct kids {
   mil_op *op[MAXK];
 } kids;
 
+/* pass_t_children(v, out, MAXK) without its allocation when the
+ * consumers are few and in one block (then program order is the order in
+ * that block, a total order, so any stable sort agrees). */
+static int32_t consumers(const mil_var *v, mil_op **out) {
+  int32_t n = 0;
+  const mil_block *b = NULL;
+  bool one_block = true;
+  for (const mil_use *u = v->uses; u; u = u->next_use)
+    if (u->op) {
+      if (n < MAXK) out[MAXK - 1 - n] = u->op; /* newest binding first: fill from the end */
+      if (n++ == 0) b = u->op->block;
+      else one_block = one_block && u->op->block == b;
+    }
+  if (n > MAXK || !one_block || !b) return pass_t_children(v, out, MAXK);
+  /* binding order, then insertion sort by position */
+  for (int32_t i = 0; i < n; i++) out[i] = out[MAXK - n + i];
+  for (int32_t i = 1; i < n; i++)
+    for (int32_t j = i; j > 0 && out[j] != out[j - 1] && mil_op_is_before(out[j], out[j - 1]); j--) {
+      mil_op *t = out[j];
+      out[j] = out[j - 1];
+      out[j - 1] = t;
+    }
+  return n;
+}
+
 static bool children(pass_t_ctx *c, const mil_op *op, kids *k) {
+  (void)c;
   k->n = 0;
   if (!op || op->n_outputs != 1) return false;
-  k->n = pass_t_children(op->outputs[0], k->op, MAXK);
+  k->n = consumers(op->outputs[0], k->op);
   return k->n >= 0;
 }
 
@@ -622,15 +649,22 @@ static int try_fuse(pass_t_ctx *c, mil_op *op) {
   return 0;
 }
 
+/* The op types try_fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"reduce_mean", "reduce_sum", NULL};
+
+static int walk_fn(void *ud, mil_op *op) { return try_fuse(ud, op); }
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   pass_t_ctx c = {.p = p, .d = d, .pass = "fuse_layernorm_or_instancenorm"};
-  mil_status s = pass_t_run(&c, try_fuse, PASS_T_NESTED_STABLE, true);
+  pass_walk_spec ws = {c.pass, k_types, true, PASS_WALK_NESTED_FIXPOINT, true, NULL};
+  mil_status s = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
   if (st) st->changes += c.changes;
   pass_t_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"reduce_mean", "reduce_sum", NULL};
 const mil_pass_def pass_def_fuse_layernorm_or_instancenorm = {
     "common::fuse_layernorm_or_instancenorm", "fuse the op patterns of layer norm and instance norm into one op",
-    NULL, 0, run, NULL};
+    NULL, 0, run, k_anchors};

@@ -26,6 +26,9 @@
 
 static int fuse(pass_fuse_ctx *c, mil_op *op) {
   if (strcmp(op->type, "mul") != 0 || op->n_outputs != 1) return 0;
+  /* the maximum reading it first: few muls have one */
+  mil_op *mx_op = pass_fuse_child_of_type(op, "maximum");
+  if (!mx_op) return 0;
   mil_var *mx = mil_op_input_var(op, "x"), *my = mil_op_input_var(op, "y");
   if (!mx || !my) return 0;
   mil_var *alpha, *parent;
@@ -40,8 +43,7 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   }
   mil_var *out = op->outputs[0];
   if (pass_fuse_is_output_of(out, op->block)) return 0;
-  mil_op *mx_op = pass_fuse_child_of_type(op, "maximum");
-  if (!mx_op || mx_op->n_outputs != 1 || mx_op->block != op->block) return 0;
+  if (mx_op->n_outputs != 1 || mx_op->block != op->block) return 0;
   mil_var *a = mil_op_input_var(mx_op, "x"), *b = mil_op_input_var(mx_op, "y");
   if (!((a == out && b == parent) || (b == out && a == parent))) return 0;
   mil_var *res = mx_op->outputs[0];
@@ -62,16 +64,22 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   return r;
 }
 
+/* The op types fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"mul", NULL};
+/* The op types no rewrite can do without. */
+static const char *const k_required[] = {"maximum", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_leaky_relu"};
-  s = pass_fuse_run(&c, fuse, true, false, st);
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_leaky_relu", .lazy_names = true};
+  s = pass_fuse_run_types(&c, fuse, true, false, k_types, k_required, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"maximum", NULL};
 const mil_pass_def pass_def_fuse_leaky_relu = {"common::fuse_leaky_relu",
                                                "replace maximum(alpha * x, x) with 0 <= alpha <= 1 by leaky_relu",
-                                               NULL, 0, run, NULL};
+                                               NULL, 0, run, k_anchors};

@@ -120,16 +120,20 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   return try_fuse(c, op, child);
 }
 
+/* The op types fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"linear", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_linear_bias"};
-  s = pass_fuse_run(&c, fuse, true, false, st);
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_linear_bias", .lazy_names = true};
+  s = pass_fuse_run_types(&c, fuse, true, false, k_types, NULL, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"linear", NULL};
 const mil_pass_def pass_def_fuse_linear_bias = {"common::fuse_linear_bias",
                                                 "fold a constant add/sub after linear into its weight and bias", NULL,
-                                                0, run, NULL};
+                                                0, run, k_anchors};

@@ -145,6 +145,7 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   return s;
 }
 
+static const char *const k_anchors[] = {"matmul", NULL};
 const mil_pass_def pass_def_fuse_matmul_weight_bias = {"common::fuse_matmul_weight_bias",
                                                        "replace matmul by a const weight + const add/sub by linear",
-                                                       NULL, 0, run, NULL};
+                                                       NULL, 0, run, k_anchors};

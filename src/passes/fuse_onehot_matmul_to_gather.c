@@ -41,6 +41,7 @@
  * optimize_tensor_operation.py (fuse_onehot_matmul_to_gather) and
  * frontend/_utils.py (pymil_value_at).
  */
+#include "passes/fuse_util_internal.h"
 #include "passes/tensor_pass_internal.h"
 
 static bool is_true(const mil_op *op, const char *name) {
@@ -125,15 +126,22 @@ static int try_fuse(pass_t_ctx *c, mil_op *op) {
   return 1;
 }
 
+/* The op types try_fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"one_hot", NULL};
+
+static int walk_fn(void *ud, mil_op *op) { return try_fuse(ud, op); }
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   pass_t_ctx c = {.p = p, .d = d, .pass = "fuse_onehot_matmul_to_gather"};
-  mil_status s = pass_t_run(&c, try_fuse, PASS_T_NESTED_STABLE, true);
+  pass_walk_spec ws = {c.pass, k_types, true, PASS_WALK_NESTED_FIXPOINT, true, NULL};
+  mil_status s = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
   if (st) st->changes += c.changes;
   pass_t_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"one_hot", NULL};
 const mil_pass_def pass_def_fuse_onehot_matmul_to_gather = {
     "common::fuse_onehot_matmul_to_gather", "replace one_hot followed by matmul with a constant by gather", NULL, 0,
-    run, NULL};
+    run, k_anchors};

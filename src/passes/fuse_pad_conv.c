@@ -149,16 +149,20 @@ static int fuse(pass_fuse_ctx *c, mil_op *pad) {
   return st == MIL_OK ? 1 : -(int)st;
 }
 
+/* The op types fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"pad", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
   pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_pad_conv"};
-  s = pass_fuse_run(&c, fuse, true, false, st);
+  s = pass_fuse_run_types(&c, fuse, true, false, k_types, NULL, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"pad", NULL};
 const mil_pass_def pass_def_fuse_pad_conv = {"common::fuse_pad_conv",
                                              "move a pad past a transpose so that it sits right before a conv", NULL,
-                                             0, run, NULL};
+                                             0, run, k_anchors};

@@ -90,9 +90,11 @@ static bool constraints(const pass_pat_match *m, bool channel_last) {
   return (r == 3 || r == 4) && a->numel == a->type->dims[r - 3].size;
 }
 
-static int try_pattern(pass_fuse_ctx *c, mil_op *op, bool channel_last) {
+static int try_pattern(pass_fuse_ctx *c, mil_op *op) {
+  const pass_pat_prep *pp = c->ud;
+  bool channel_last = pp->pat == &pattern2;
   pass_pat_match m;
-  if (!pass_pat_detect(channel_last ? &pattern2 : &pattern1, op, &m) || !constraints(&m, channel_last)) return 0;
+  if (!pass_pat_detect_prep(pp, op, &m) || !constraints(&m, channel_last)) return 0;
   const mil_value *a = alpha_of(&m);
   int64_t n = a->numel;
   mil_value *alpha = mil_value_new_tensor(c->p, a->type->dtype, 1, &n, false, NULL);
@@ -131,21 +133,23 @@ static int try_pattern(pass_fuse_ctx *c, mil_op *op, bool channel_last) {
   return r;
 }
 
-static int fuse1(pass_fuse_ctx *c, mil_op *op) { return try_pattern(c, op, false); }
-static int fuse2(pass_fuse_ctx *c, mil_op *op) { return try_pattern(c, op, true); }
-
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_prelu"};
-  s = pass_fuse_run(&c, fuse1, true, true, st);
-  if (s == MIL_OK) s = pass_fuse_run(&c, fuse2, true, true, st);
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_prelu", .lazy_names = true};
+  static const pass_pattern *const patterns[2] = {&pattern1, &pattern2};
+  pass_pat_prep pp;
+  c.ud = &pp;
+  for (int k = 0; k < 2 && s == MIL_OK; k++)
+    if (pass_pat_prepare(&pp, patterns[k], p))
+      s = pass_fuse_run_types(&c, try_pattern, true, true, pp.root_types, pp.all_types, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"relu", NULL};
 const mil_pass_def pass_def_fuse_prelu = {"common::fuse_prelu",
                                           "replace a * relu(-x) + relu(x) (optionally after a channel-last "
                                           "transpose) by prelu",
-                                          NULL, 0, run, NULL};
+                                          NULL, 0, run, k_anchors};

@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/pass_internal.h"
+#include "passes/fuse_util_internal.h"
 
 typedef struct frm {
   mil_program *p;
@@ -118,51 +118,26 @@ oom:
   return -(int)MIL_ERR_NOMEM;
 }
 
-/* One sweep; returns whether b changed, or -(status). */
-static int sweep(frm *c, mil_block *b, int depth) {
-  if (depth > PASS_MAX_DEPTH) {
-    mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "fuse_reduce_mean: blocks nested deeper than %d levels",
-                   PASS_MAX_DEPTH);
-    return -(int)MIL_ERR_UNSUPPORTED;
-  }
-  mil_op **ops = malloc(((size_t)b->n_ops + 1) * sizeof *ops);
-  if (!ops) return -(int)MIL_ERR_NOMEM;
-  int32_t n = 0;
-  for (mil_op *op = b->first; op; op = op->next) ops[n++] = op;
-  int changed = 0;
-  for (int32_t i = 0; i < n && changed >= 0; i++) {
-    mil_op *op = ops[i];
-    if (op->block != b) continue; /* removed by an earlier fusion */
-    for (int32_t k = 0; k < op->n_blocks && changed >= 0; k++) {
-      int r;
-      while ((r = sweep(c, op->blocks[k], depth + 1)) > 0) {
-      }
-      if (r < 0) changed = r;
-    }
-    if (changed < 0 || op->n_blocks > 0 || strcmp(op->type, "reduce_sum") != 0) continue;
-    int r = try_fuse(c, op);
-    if (r != 0) changed = r;
-  }
-  free(ops);
-  return changed;
-}
+/* The op type try_fuse() starts from. */
+static const char *const k_types[] = {"reduce_sum", NULL};
+
+static int walk_fn(void *ud, mil_op *op) { return try_fuse(ud, op); }
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
+  (void)o;
   mil_status st = pass_infer_marked_values(p, d);
   frm c = {p, NULL, 0, d};
-  for (int32_t fi = 0; fi < p->n_functions && st == MIL_OK; fi++) {
-    mil_function *f = p->functions[fi];
-    for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) {
-      int r;
-      while ((r = sweep(&c, f->specs[s].block, 0)) > 0) {
-      }
-      if (r < 0) st = (mil_status)(-r);
-    }
-  }
+  /* blocks swept until nothing changes, nested ones as their op is reached
+   * (ops owning blocks are not fused); try_fuse counts its fusions */
+  pass_walk_spec ws = {"fuse_reduce_mean", k_types, true, PASS_WALK_NESTED_FIXPOINT, false, NULL};
+  int64_t unused = 0;
+  if (st == MIL_OK) st = pass_walk_run(p, d, &ws, walk_fn, &c, &unused);
   pass_names_free(c.names);
   if (stats) stats->changes += c.changes;
   return st;
 }
 
+static const char *const k_anchors[] = {"reduce_sum", NULL};
 const mil_pass_def pass_def_fuse_reduce_mean = {
-    "common::fuse_reduce_mean", "turn reduce_sum followed by division by the count into reduce_mean", NULL, 0, run, NULL};
+    "common::fuse_reduce_mean", "turn reduce_sum followed by division by the count into reduce_mean", NULL, 0,
+    run, k_anchors};

@@ -30,6 +30,7 @@
  * Mirrors coremltools/converters/mil/mil/passes/defs/
  * optimize_tensor_operation.py (fuse_squeeze_expand_dims).
  */
+#include "passes/fuse_util_internal.h"
 #include "passes/tensor_pass_internal.h"
 
 static int try_fuse(pass_t_ctx *c, mil_op *op) {
@@ -52,14 +53,24 @@ static int try_fuse(pass_t_ctx *c, mil_op *op) {
   return 1;
 }
 
+/* The op types try_fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"squeeze", NULL};
+/* The op types no rewrite can do without. */
+static const char *const k_required[] = {"expand_dims", NULL};
+
+static int walk_fn(void *ud, mil_op *op) { return try_fuse(ud, op); }
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   pass_t_ctx c = {.p = p, .d = d, .pass = "fuse_squeeze_expand_dims"};
-  mil_status s = pass_t_run(&c, try_fuse, PASS_T_NESTED_STABLE, true);
+  pass_walk_spec ws = {c.pass, k_types, true, PASS_WALK_NESTED_FIXPOINT, true, k_required};
+  mil_status s = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
   if (st) st->changes += c.changes;
   pass_t_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"squeeze", NULL};
 const mil_pass_def pass_def_fuse_squeeze_expand_dims = {
-    "common::fuse_squeeze_expand_dims", "replace a squeeze undone by an expand_dims with an identity", NULL, 0, run, NULL};
+    "common::fuse_squeeze_expand_dims", "replace a squeeze undone by an expand_dims with an identity", NULL, 0,
+    run, k_anchors};

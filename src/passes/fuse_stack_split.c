@@ -42,6 +42,7 @@
  */
 #include <stdlib.h>
 
+#include "passes/fuse_util_internal.h"
 #include "passes/tensor_pass_internal.h"
 
 static int64_t positive(int64_t axis, int32_t rank) { return axis < 0 ? axis + rank + 1 : axis; }
@@ -133,14 +134,22 @@ static int try_fuse(pass_t_ctx *c, mil_op *op) {
   return total;
 }
 
+/* The op types try_fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"stack", NULL};
+
+static int walk_fn(void *ud, mil_op *op) { return try_fuse(ud, op); }
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   pass_t_ctx c = {.p = p, .d = d, .pass = "fuse_stack_split"};
-  mil_status s = pass_t_run(&c, try_fuse, PASS_T_NESTED_ONCE, false);
+  pass_walk_spec ws = {c.pass, k_types, false, PASS_WALK_NESTED_ONCE, true, NULL};
+  mil_status s = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
   if (st) st->changes += c.changes;
   pass_t_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"stack", NULL};
 const mil_pass_def pass_def_fuse_stack_split = {
-    "common::fuse_stack_split", "replace stack -> split -> squeeze round trips with identities", NULL, 0, run, NULL};
+    "common::fuse_stack_split", "replace stack -> split -> squeeze round trips with identities", NULL, 0, run,
+    k_anchors};

@@ -40,22 +40,27 @@ static void canonicalize_perm(pass_fuse_ctx *c, const mil_op *t, int32_t rank) {
       perm->type->rank != 1 || perm->numel < 2 || !mil_dtype_is_int(perm->type->dtype))
     return;
   int64_t n = perm->numel;
+  bool changed = false;
+  for (int64_t i = 0; i < n && !changed; i++) {
+    int64_t p = mil_value_get_i64(perm, i);
+    int64_t q = p < 0 ? p + rank : p;
+    changed = (i >= n - 2 ? q - rank : q) != p;
+  }
+  if (!changed) return; /* already canonical */
   mil_value *nv = mil_value_new_tensor(c->p, perm->type->dtype, 1, &n, false, NULL);
   if (!nv) return;
-  bool changed = false;
   for (int64_t i = 0; i < n; i++) {
     int64_t p = mil_value_get_i64(perm, i);
     int64_t q = p < 0 ? p + rank : p;
     if (i >= n - 2) q -= rank;
     mil_value_set_i64(nv, i, q);
-    changed |= q != p;
   }
-  if (changed) mil_var_set_value(pv, nv);
+  mil_var_set_value(pv, nv);
 }
 
 static bool swaps_last_two(pass_fuse_ctx *c, const mil_var *v) {
   const mil_op *t = v ? v->op : NULL;
-  if (!t || strcmp(t->type, "transpose") != 0) return false;
+  if (!t || t->type != (const char *)c->ud) return false; /* the interned "transpose" */
   int32_t rank = pass_fuse_rank(v);
   if (rank < 2) return false;
   const mil_value *perm = pass_input_value(t, "perm");
@@ -80,9 +85,9 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   if (strcmp(op->type, "matmul") != 0 || op->n_outputs != 1) return 0;
   mil_var *x = mil_op_input_var(op, "x"), *y = mil_op_input_var(op, "y");
   if (!x || !y) return 0;
-  bool tx = flag(op, "transpose_x"), ty = flag(op, "transpose_y");
   bool fx = swaps_last_two(c, x), fy = swaps_last_two(c, y);
   if (!fx && !fy) return 0;
+  bool tx = flag(op, "transpose_x"), ty = flag(op, "transpose_y");
   if (fx) {
     x = mil_op_input_var(x->op, "x");
     tx = !tx;
@@ -113,16 +118,23 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   return r;
 }
 
+/* The op types fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"matmul", NULL};
+/* The op types no rewrite can do without. */
+static const char *const k_required[] = {"transpose", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_transpose_matmul"};
-  s = pass_fuse_run(&c, fuse, false, true, st);
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_transpose_matmul", .lazy_names = true};
+  c.ud = (void *)mil_program_find_string(p, "transpose", (size_t)-1); /* NULL: no transpose, nothing to fold */
+  s = pass_fuse_run_types(&c, fuse, false, true, k_types, k_required, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"matmul", NULL};
 const mil_pass_def pass_def_fuse_transpose_matmul = {
     "common::fuse_transpose_matmul", "fold transposes of the last two axes into matmul's transpose flags", NULL, 0,
-    run, NULL};
+    run, k_anchors};

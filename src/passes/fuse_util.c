@@ -1,6 +1,7 @@
-/* Helpers shared by the fusion passes: the per-block fixed-point driver,
- * numpy-style rounding, op building with rollback, and the guarded
- * replace-and-remove step. See fuse_util_internal.h. */
+/* Helpers shared by the fusion passes: numpy-style rounding, op building
+ * with rollback and lazy naming, and the guarded replace-and-remove step
+ * (the sweeps and the pattern matcher are in fuse_walk.c). See
+ * fuse_util_internal.h. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,94 +13,72 @@
 void pass_fuse_ctx_free(pass_fuse_ctx *c) {
   pass_names_free(c->names);
   pass_nonrep_free(c->nonrep);
+  free(c->noted);
   c->names = NULL;
   c->nonrep = NULL;
+  c->noted = NULL;
+  c->n_noted = c->cap_noted = 0;
 }
 
 pass_names *pass_fuse_names(pass_fuse_ctx *c) {
-  if (!c->names && !(c->names = pass_names_new(c->p)))
-    mil_diag_error(c->d, MIL_ERR_NOMEM, "%s: out of memory collecting names", c->pass);
-  return c->names;
+  if (c->names) return c->names;
+  bool ok = (c->names = pass_names_new(c->p)) != NULL;
+  /* the names the set would have received since the run started */
+  for (int32_t i = 0; ok && i < c->n_noted; i++) ok = pass_names_add_interned(c->names, c->noted[i]);
+  free(c->noted);
+  c->noted = NULL;
+  c->n_noted = c->cap_noted = 0;
+  if (!ok) mil_diag_error(c->d, MIL_ERR_NOMEM, "%s: out of memory collecting names", c->pass);
+  return ok ? c->names : NULL;
+}
+
+/* Records an interned name as taken: in the set when it exists, else (lazy
+ * naming) in c->noted for when the set is built. false on out of memory. */
+static bool note_name(pass_fuse_ctx *c, const char *name) {
+  if (c->names) return pass_names_add_interned(c->names, name);
+  if (c->n_noted == c->cap_noted) {
+    int32_t nc = c->cap_noted ? c->cap_noted * 2 : 16;
+    const char **nn = realloc(c->noted, (size_t)nc * sizeof *nn);
+    if (!nn) return false;
+    c->noted = nn;
+    c->cap_noted = nc;
+  }
+  c->noted[c->n_noted++] = name;
+  return true;
+}
+
+static int note_op_names(mil_op *op, void *ud) {
+  pass_fuse_ctx *c = ud;
+  bool ok = note_name(c, op->name);
+  for (int32_t i = 0; ok && i < op->n_outputs; i++) ok = note_name(c, op->outputs[i]->name);
+  for (int32_t b = 0; ok && b < op->n_blocks; b++) {
+    for (int32_t i = 0; ok && i < op->blocks[b]->n_inputs; i++) ok = note_name(c, op->blocks[b]->inputs[i]->name);
+    ok = ok && mil_block_walk(op->blocks[b], note_op_names, c) == 0;
+  }
+  return ok ? 0 : 1;
+}
+
+/* "<prefix>_<k>" with the smallest k not taken (pass_names_fresh), built
+ * in buf (room for len + 24 bytes, holding the prefix). Lazy naming: a
+ * "<prefix>_0" the program has never interned is no name of it, so it is
+ * taken without collecting the set. */
+static const char *fresh_name(pass_fuse_ctx *c, char *buf, size_t len) {
+  if (c->lazy_names && !c->names) {
+    memcpy(buf + len, "_0", 3);
+    if (!mil_program_find_string(c->p, buf, len + 2)) {
+      const char *s = mil_program_intern(c->p, buf, len + 2);
+      return s && note_name(c, s) ? s : NULL;
+    }
+    buf[len] = 0;
+  }
+  pass_names *names = pass_fuse_names(c);
+  return names ? pass_names_fresh(names, c->p, buf) : NULL;
 }
 
 pass_nonrep *pass_fuse_nonrep(pass_fuse_ctx *c) {
   if (!c->nonrep && !(c->nonrep = pass_nonrep_new(c->p)))
     mil_diag_error(c->d, MIL_ERR_NOMEM, "%s: out of memory tracking constexpr inputs", c->pass);
   return c->nonrep;
-}
-
-/* ---------- driver ---------- */
-
-typedef struct sweep_ctx {
-  pass_fuse_ctx *c;
-  pass_fuse_fn fn;
-  bool repeat, visit_block_ops;
-  int64_t changes;
-} sweep_ctx;
-
-static int fuse_block(sweep_ctx *s, mil_block *b, int depth);
-
-/* Fuses b to its fixed point (or one sweep). Returns 0 or -(status). */
-static int fuse_block_fixpoint(sweep_ctx *s, mil_block *b, int depth) {
-  for (int round = 0; round < 100000; round++) {
-    int r = fuse_block(s, b, depth);
-    if (r <= 0 || !s->repeat) return r < 0 ? r : 0;
-  }
-  return 0;
-}
-
-/* One sweep over a snapshot of b's ops. Returns 1 when something was
- * rewritten, 0 when not, -(status) on error. */
-static int fuse_block(sweep_ctx *s, mil_block *b, int depth) {
-  if (depth > PASS_MAX_DEPTH) {
-    mil_diag_error(s->c->d, MIL_ERR_UNSUPPORTED, "%s: blocks nested deeper than %d levels", s->c->pass,
-                   PASS_MAX_DEPTH);
-    return -(int)MIL_ERR_UNSUPPORTED;
-  }
-  int32_t n = 0;
-  for (mil_op *op = b->first; op; op = op->next) n++;
-  mil_op **ops = malloc(((size_t)n + 1) * sizeof *ops);
-  if (!ops) {
-    mil_diag_error(s->c->d, MIL_ERR_NOMEM, "%s: out of memory", s->c->pass);
-    return -(int)MIL_ERR_NOMEM;
-  }
-  n = 0;
-  for (mil_op *op = b->first; op; op = op->next) ops[n++] = op;
-  int changed = 0;
-  for (int32_t i = 0; i < n; i++) {
-    mil_op *op = ops[i];
-    if (op->block != b) continue; /* removed by an earlier rewrite */
-    for (int32_t k = 0; k < op->n_blocks; k++) {
-      int r = fuse_block_fixpoint(s, op->blocks[k], depth + 1);
-      if (r < 0) {
-        free(ops);
-        return r;
-      }
-    }
-    if (op->block != b || (op->n_blocks > 0 && !s->visit_block_ops)) continue;
-    int r = s->fn(s->c, op);
-    if (r < 0) {
-      free(ops);
-      return r;
-    }
-    if (r > 0) {
-      s->changes += r;
-      changed = 1;
-    }
-  }
-  free(ops);
-  return changed;
-}
-
-mil_status pass_fuse_run(pass_fuse_ctx *c, pass_fuse_fn fn, bool repeat, bool visit_block_ops, mil_pass_stats *st) {
-  sweep_ctx s = {c, fn, repeat, visit_block_ops, 0};
-  int r = 0;
-  for (int32_t i = 0; i < c->p->n_functions && r >= 0; i++) {
-    mil_function *f = c->p->functions[i];
-    for (int32_t k = 0; k < f->n_specs && r >= 0; k++) r = fuse_block_fixpoint(&s, f->specs[k].block, 0);
-  }
-  if (st) st->changes += s.changes;
-  return r < 0 ? (mil_status)(-r) : MIL_OK;
 }
 
 /* ---------- uses ---------- */
@@ -174,10 +153,23 @@ double *pass_fuse_values(const mil_value *v) {
 /* ---------- building ops ---------- */
 
 mil_op *pass_fuse_new_op(pass_fuse_ctx *c, mil_op *anchor, const char *type, const char *name) {
-  pass_names *names = pass_fuse_names(c);
-  if (!names) return NULL;
-  if (!name) name = pass_names_fresh(names, c->p, type);
-  else if (!pass_names_add(names, name)) name = NULL;
+  c->names_due = true;
+  char stack[256];
+  size_t len = strlen(type);
+  if (!name) {
+    char *buf = len + 24 <= sizeof stack ? stack : malloc(len + 24);
+    if (buf) {
+      memcpy(buf, type, len + 1);
+      name = fresh_name(c, buf, len);
+      if (buf != stack) free(buf);
+    }
+  } else if (c->lazy_names && !c->names) {
+    name = mil_program_intern(c->p, name, (size_t)-1);
+    if (name && !note_name(c, name)) name = NULL;
+  } else {
+    pass_names *names = pass_fuse_names(c);
+    if (!names || !pass_names_add(names, name)) name = NULL;
+  }
   mil_op *op = name ? mil_op_new(c->p, type, name) : NULL;
   if (!op) {
     mil_diag_error(c->d, MIL_ERR_NOMEM, "%s: out of memory", c->pass);
@@ -213,27 +205,47 @@ void pass_fuse_copy_inputs(mil_op *dst, const mil_op *src, const char *const *sk
 
 mil_var *pass_fuse_const(pass_fuse_ctx *c, mil_op *anchor, const char *op_name, const char *input,
                          const mil_value *v) {
-  pass_names *names = pass_fuse_names(c);
-  mil_var *out = NULL;
-  if (names && v) {
-    if (input) out = pass_const_before(anchor, names, op_name, input, v);
-    else {
-      const char *name = pass_names_fresh(names, c->p, "const");
-      out = name ? pass_const_named_before(anchor, names, name, v) : NULL;
+  c->names_due = true;
+  /* "<op_name>_<input>_<k>" or "const_<k>" */
+  if (!input) op_name = "const";
+  size_t lo = strlen(op_name), li = input ? strlen(input) + 1 : 0, len = lo + li;
+  char stack[256];
+  char *buf = len + 24 <= sizeof stack ? stack : malloc(len + 24);
+  const char *name = NULL;
+  if (buf && v) {
+    memcpy(buf, op_name, lo);
+    if (input) {
+      buf[lo] = '_';
+      memcpy(buf + lo + 1, input, li - 1);
     }
+    buf[len] = 0;
+    name = fresh_name(c, buf, len);
   }
-  if (!out) mil_diag_error(c->d, MIL_ERR_NOMEM, "%s: out of memory", c->pass);
-  return out;
+  if (buf != stack) free(buf);
+  mil_op *k = name ? mil_const_new(c->p, name, v) : NULL;
+  if (!k || k->n_outputs != 1) {
+    mil_diag_error(c->d, MIL_ERR_NOMEM, "%s: out of memory", c->pass);
+    return NULL;
+  }
+  mil_block_insert_before(anchor, k);
+  return k->outputs[0];
 }
 
 mil_status pass_fuse_finish(pass_fuse_ctx *c, mil_op *op) {
   mil_diag local;
   mil_diag_init(&local);
   mil_status st = pass_finish_op(op, &local);
+  c->names_due = true;
   if (st == MIL_OK) {
-    pass_names *names = pass_fuse_names(c);
-    for (int32_t i = 0; names && i < op->n_outputs; i++) pass_names_add(names, op->outputs[i]->name);
+    if (c->lazy_names && !c->names) {
+      for (int32_t i = 0; i < op->n_outputs && st == MIL_OK; i++)
+        if (!note_name(c, op->outputs[i]->name)) st = MIL_ERR_NOMEM;
+    } else {
+      pass_names *names = pass_fuse_names(c);
+      for (int32_t i = 0; names && i < op->n_outputs; i++) pass_names_add(names, op->outputs[i]->name);
+    }
     if (c->nonrep && !pass_nonrep_note_op(c->nonrep, op)) st = MIL_ERR_NOMEM;
+    if (strncmp(op->type, "constexpr_", 10) == 0) c->constexpr_state = 0;
   }
   if (st == MIL_ERR_NOMEM) {
     mil_diag_error(c->d, MIL_ERR_NOMEM, "%s: out of memory", c->pass);
@@ -263,6 +275,34 @@ void pass_fuse_rollback(mil_op *anchor, mil_op *mark) {
       if (mil_op_remove(op) != MIL_OK) return;
     }
   }
+}
+
+/* Whether c->p may hold a constexpr_* op (the only source of
+ * nonreplaceable vars), decided once per run without walking: the op
+ * counts by type of the registered types must add up to all ops (no op of
+ * an unknown type, which might be a constexpr_* one) with no constexpr_*
+ * type among them. Ops the pass builds are not constexpr_* ones
+ * (pass_fuse_finish forgets the answer otherwise). */
+static bool may_hold_constexpr(pass_fuse_ctx *c) {
+  if (c->constexpr_state) return c->constexpr_state == 2;
+  bool may = false;
+  int64_t total = mil_program_count_ops(c->p), seen = 0;
+  const char *found[256];
+  int n_found = 0;
+  for (size_t i = 0; i < mil_op_def_count() && !may; i++) {
+    const char *t = mil_program_find_string(c->p, mil_op_def_at(i)->type, (size_t)-1);
+    int64_t k = t ? mil_program_count_op_type(c->p, t) : 0;
+    if (k == 0) continue;
+    bool dup = false;
+    for (int j = 0; j < n_found && !dup; j++) dup = found[j] == t;
+    if (dup) continue;
+    if (k < 0 || n_found == 256 || strncmp(t, "constexpr_", 10) == 0) may = true;
+    else found[n_found++] = t;
+    seen += k;
+  }
+  may = may || seen != total;
+  c->constexpr_state = may ? 2 : 1;
+  return may;
 }
 
 /* Collects up to `cap` vars upstream of v (v included) through the
@@ -295,6 +335,7 @@ static bool is_removed(const mil_op *op, mil_op *const *remove, int32_t n) {
  * that the removed ops read from outside is also read near new_var (then
  * old's set is covered); otherwise the exact cone comparison decides. */
 static bool can_replace(pass_fuse_ctx *c, mil_var *old, mil_var *new_var, mil_op *const *remove, int32_t n) {
+  if (!c->nonrep && !may_hold_constexpr(c)) return true; /* every set is empty */
   pass_nonrep *nr = pass_fuse_nonrep(c);
   if (!nr) return false;
   if (!pass_nonrep_has(nr, old)) return true;
@@ -318,9 +359,16 @@ static bool can_replace(pass_fuse_ctx *c, mil_var *old, mil_var *new_var, mil_op
 
 int pass_fuse_replace_and_remove(pass_fuse_ctx *c, mil_op *anchor, mil_var *old, mil_var *new_var,
                                  mil_op *const *remove, int32_t n_remove) {
-  if (!c->nonrep && !pass_fuse_nonrep(c)) return -(int)MIL_ERR_NOMEM;
+  if (!c->nonrep && may_hold_constexpr(c) && !pass_fuse_nonrep(c)) return -(int)MIL_ERR_NOMEM;
   if (!can_replace(c, old, new_var, remove, n_remove)) return 0;
   if (!pass_replace_uses_after(anchor, old, new_var)) return 0;
+  /* lazy naming: the removed ops' names stay taken (once the set would
+   * have been collected) */
+  for (int32_t i = 0; c->lazy_names && c->names_due && !c->names && i < n_remove; i++)
+    if (note_op_names(remove[i], c) != 0) {
+      mil_diag_error(c->d, MIL_ERR_NOMEM, "%s: out of memory", c->pass);
+      return -(int)MIL_ERR_NOMEM;
+    }
   mil_status st = pass_remove_ops(remove, n_remove, c->d);
   if (st != MIL_OK) return -(int)st;
   return 1;
@@ -477,115 +525,6 @@ int64_t *pass_fuse_conv_rows(const pass_np *w, bool deconv, int64_t groups, int6
     rows[e] = per_row ? t / per_row : 0;
   }
   return rows;
-}
-
-/* ---------- generic pattern matcher ---------- */
-
-/* The ops binding v, one entry per binding, oldest binding first (use
- * lists are newest first). Returns the count (may exceed max). */
-static int child_bindings(const mil_var *v, mil_op **out, int max) {
-  int n = 0;
-  for (const mil_use *u = v->uses; u; u = u->next_use)
-    if (u->op) {
-      if (n < max) out[n] = u->op;
-      n++;
-    }
-  for (int i = 0, j = (n < max ? n : max) - 1; i < j; i++, j--) {
-    mil_op *t = out[i];
-    out[i] = out[j];
-    out[j] = t;
-  }
-  return n;
-}
-
-static void pat_record(pass_pat_match *m, int pat_index, mil_op *op) {
-  m->op[pat_index] = op;
-  for (int i = 0; i < m->n_set; i++)
-    if (m->set[i] == op) return;
-  if (m->n_set < PASS_PAT_MAX_SET) m->set[m->n_set++] = op;
-  else m->overflow = true;
-}
-
-/* Next permutation of a[0..n-1] in lexicographic order of positions;
- * false after the last. */
-static bool next_perm(int *a, int n) {
-  int i = n - 2;
-  while (i >= 0 && a[i] >= a[i + 1]) i--;
-  if (i < 0) return false;
-  int j = n - 1;
-  while (a[j] <= a[i]) j--;
-  int t = a[i];
-  a[i] = a[j];
-  a[j] = t;
-  for (int l = i + 1, r = n - 1; l < r; l++, r--) {
-    t = a[l];
-    a[l] = a[r];
-    a[r] = t;
-  }
-  return true;
-}
-
-/* _pattern_detected: pat_index < 0 checks the root var's children. */
-static bool pat_detected(const pass_pattern *pat, pass_pat_match *m, mil_op *prog_op, int pat_index,
-                         mil_var *root, int depth) {
-  if (depth > PASS_PAT_MAX_OPS + 2) return false;
-  const int *pchildren;
-  int np;
-  mil_var *v;
-  if (pat_index >= 0) {
-    const pass_pat_op *po = &pat->ops[pat_index];
-    if (strcmp(prog_op->type, po->type) != 0 || prog_op->n_outputs != 1 || prog_op->block != m->block) return false;
-    pchildren = po->children;
-    np = po->n_children;
-    v = prog_op->outputs[0];
-    if (np == 0) {
-      if (m->final && m->final != prog_op) return false;
-      m->final = prog_op;
-      pat_record(m, pat_index, prog_op);
-      return true;
-    }
-  } else {
-    pchildren = pat->root;
-    np = pat->n_root;
-    v = root;
-  }
-  mil_op *kids[PASS_PAT_MAX_CHILDREN];
-  if (child_bindings(v, kids, PASS_PAT_MAX_CHILDREN) != np) return false;
-  /* itertools.permutations over the pattern children, in order */
-  int perm[PASS_PAT_MAX_CHILDREN];
-  for (int i = 0; i < np; i++) perm[i] = i;
-  bool same = false;
-  do {
-    bool types = true;
-    for (int i = 0; i < np && types; i++) types = strcmp(pat->ops[pchildren[perm[i]]].type, kids[i]->type) == 0;
-    if (!types) continue;
-    bool ok = true;
-    for (int i = 0; i < np && ok; i++) ok = pat_detected(pat, m, kids[i], pchildren[perm[i]], root, depth + 1);
-    if (ok) {
-      same = true;
-      break;
-    }
-  } while (next_perm(perm, np));
-  if (!same) return false;
-  if (pat_index >= 0) pat_record(m, pat_index, prog_op);
-  return true;
-}
-
-bool pass_pat_detect(const pass_pattern *pat, mil_op *op, pass_pat_match *m) {
-  for (int32_t i = 0; i < op->n_inputs; i++)
-    for (int32_t a = 0; a < op->inputs[i].n_args; a++) {
-      mil_var *root = op->inputs[i].args[a].use.var;
-      if (!root) continue;
-      memset(m, 0, sizeof *m);
-      m->block = op->block;
-      if (!pat_detected(pat, m, NULL, -1, root, 0)) continue;
-      if (m->overflow || !m->final) return false;
-      m->root = root;
-      for (int k = 0; k < m->n_set; k++)
-        if (m->set[k] != m->final && pass_fuse_is_output_of(m->set[k]->outputs[0], m->block)) return false;
-      return true;
-    }
-  return false;
 }
 
 /* ---------- gelu ---------- */

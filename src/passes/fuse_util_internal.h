@@ -13,7 +13,10 @@
  *
  * where _fuse_block walks a snapshot of the block's ops, skips ops removed
  * meanwhile, first fuses every nested block of an op to its own fixed
- * point, and then tries the pattern at the op.
+ * point, and then tries the pattern at the op. The sweeps here (in
+ * fuse_walk.c) keep that order but only snapshot the ops a pass can
+ * rewrite at, found by comparing op->type with interned strings, so a
+ * sweep costs one load of each op plus the pattern checks at those.
  */
 #ifndef MIL_FUSE_UTIL_INTERNAL_H
 #define MIL_FUSE_UTIL_INTERNAL_H
@@ -23,7 +26,17 @@
 /* The state a fusion callback gets: the program, a lazily built name set,
  * the constexpr tracking of Var.can_be_replaced_by_var, and the pass name
  * for messages. Zero-initialize, set p / d / pass, free with
- * pass_fuse_ctx_free. */
+ * pass_fuse_ctx_free.
+ *
+ * lazy_names defers collecting the name set until a fresh name's first
+ * candidate "<prefix>_0" is a string the program already holds (a string
+ * it never interned names nothing), keeping the names the set would have
+ * received meanwhile in `noted` (from the first op built on, when it
+ * would have been collected: names_due); the names handed out are the
+ * same. A
+ * pass may set it when it names and builds ops only with pass_fuse_new_op
+ * / pass_fuse_const / pass_fuse_finish and removes ops only with
+ * pass_fuse_replace_and_remove (or pass_fuse_rollback for ops it built). */
 typedef struct pass_fuse_ctx {
   mil_program *p;
   mil_diag *d;
@@ -31,6 +44,11 @@ typedef struct pass_fuse_ctx {
   pass_names *names;
   pass_nonrep *nonrep;
   void *ud; /* the pass's own state */
+  bool lazy_names;
+  const char **noted; /* interned names taken since the run started (lazy_names, set not built) */
+  int32_t n_noted, cap_noted;
+  bool names_due;         /* an op was built: the set would have been collected */
+  int8_t constexpr_state; /* 0 not known, 1 the program holds no constexpr_* op, 2 it may */
 } pass_fuse_ctx;
 
 void pass_fuse_ctx_free(pass_fuse_ctx *c);
@@ -54,6 +72,40 @@ typedef int (*pass_fuse_fn)(pass_fuse_ctx *c, mil_op *op);
  * while they rewrite (at most 100000 per block, a guard against a pattern
  * that keeps re-creating itself). */
 mil_status pass_fuse_run(pass_fuse_ctx *c, pass_fuse_fn fn, bool repeat, bool visit_block_ops, mil_pass_stats *st);
+/* The same offering fn only the ops whose type is one of `types`
+ * (NULL-terminated; NULL = every op). Exactly pass_fuse_run's
+ * result when fn returns 0 without side effects at the other ops; cheaper
+ * since the sweeps compare op->type with the program's interned strings
+ * and only snapshot the ops offered (and those owning nested blocks).
+ * `required` (NULL-terminated or NULL) lists types fn cannot rewrite
+ * without (e.g. every op type of its pattern): a sweep starting while one
+ * of them has no op does nothing. Returns at once when the program holds
+ * no op of the offered types or misses a required one. */
+mil_status pass_fuse_run_types(pass_fuse_ctx *c, pass_fuse_fn fn, bool repeat, bool visit_block_ops,
+                               const char *const *types, const char *const *required, mil_pass_stats *st);
+
+/* The same sweeps for any pass state: fn(ud, op) returns rewrites (> 0), 0,
+ * or -(status) after recording the error. */
+typedef int (*pass_walk_fn)(void *ud, mil_op *op);
+typedef enum pass_walk_nested {
+  PASS_WALK_NESTED_SKIP,    /* nested blocks are not visited */
+  PASS_WALK_NESTED_ONCE,    /* one sweep of each nested block as its op is reached */
+  PASS_WALK_NESTED_FIXPOINT /* nested blocks swept until a sweep rewrites nothing */
+} pass_walk_nested;
+typedef struct pass_walk_spec {
+  const char *pass;         /* for messages */
+  const char *const *types; /* offered op types as for pass_fuse_run_types */
+  bool repeat;              /* function bodies swept until a sweep rewrites nothing */
+  pass_walk_nested nested;
+  bool visit_block_ops; /* ops owning nested blocks are offered too (after their blocks) */
+  const char *const *required; /* as for pass_fuse_run_types */
+} pass_walk_spec;
+/* pass_fuse_run_types for other states (pass_fuse_run is repeat /
+ * FIXPOINT or !repeat / ONCE; tensor_pass_internal.h's pass_t_run and
+ * pass_build's pass_bld_walk are the other combinations with
+ * visit_block_ops). Adds the rewrites to *changes. */
+mil_status pass_walk_run(mil_program *p, mil_diag *d, const pass_walk_spec *s, pass_walk_fn fn, void *ud,
+                         int64_t *changes);
 
 /* ---------- uses ---------- */
 
@@ -174,11 +226,27 @@ typedef struct pass_pat_match {
   int n_set;
   bool overflow;
 } pass_pat_match;
+/* A pattern prepared for one program: its op types as the program's
+ * interned strings, the distinct types of the root's children (the only
+ * ops _detect_pattern can succeed at, as each consumes the root) and the
+ * distinct types of the pattern, NULL-terminated, for pass_fuse_run_types'
+ * offered and required types. */
+typedef struct pass_pat_prep {
+  const pass_pattern *pat;
+  const char *type[PASS_PAT_MAX_OPS];
+  const char *root_types[PASS_PAT_MAX_CHILDREN + 1];
+  const char *all_types[PASS_PAT_MAX_OPS + 1];
+} pass_pat_prep;
+/* Fills pp; false when some op type of the pattern has no op in p (the
+ * pattern cannot match, so a sweep cannot rewrite anything). */
+bool pass_pat_prepare(pass_pat_prep *pp, const pass_pattern *pat, mil_program *p);
 /* coremltools' _detect_pattern(op): tries each input var of op (flattened,
  * in input order) as the root and returns true with m filled for the first
  * one whose child structure matches the pattern and whose non-final ops
  * feed no output of op's block. Matched ops must all lie in op's block. */
 bool pass_pat_detect(const pass_pattern *pat, mil_op *op, pass_pat_match *m);
+/* The same with the pattern prepared once per run (pass_pat_prepare). */
+bool pass_pat_detect_prep(const pass_pat_prep *pp, mil_op *op, pass_pat_match *m);
 
 /* ---------- building ops ---------- */
 

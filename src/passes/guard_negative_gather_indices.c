@@ -44,6 +44,7 @@
  */
 #include <string.h>
 
+#include "passes/fuse_util_internal.h"
 #include "passes/pass_build_internal.h"
 
 #define PASS "guard_negative_gather_indices"
@@ -143,14 +144,22 @@ static int transform(pass_bld *c, mil_op *op) {
   return st != MIL_OK ? -(int)st : 1;
 }
 
+static int visit(void *ud, mil_op *op) { return transform(ud, op); }
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   (void)o;
   pass_bld c = {.p = p, .d = d, .pass = PASS};
-  mil_status st = pass_bld_walk(&c, transform, false);
+  /* pass_bld_walk's single sweep, offering only the gathers (transform
+   * does nothing at other ops) */
+  static const char *const types[] = {"gather", "gather_nd", NULL};
+  const pass_walk_spec spec = {
+      .pass = PASS, .types = types, .repeat = false, .nested = PASS_WALK_NESTED_ONCE, .visit_block_ops = true};
+  mil_status st = pass_walk_run(p, d, &spec, visit, &c, &c.changes);
   pass_bld_free(&c);
   if (stats) stats->changes += c.changes;
   return st;
 }
 
+static const char *const k_anchors[] = {"gather", "gather_nd", NULL};
 const mil_pass_def pass_def_guard_negative_gather_indices = {
-    "common::" PASS, "wrap possibly negative gather indices into range", NULL, 0, run, NULL};
+    "common::" PASS, "wrap possibly negative gather indices into range", NULL, 0, run, k_anchors};

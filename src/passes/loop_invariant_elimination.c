@@ -46,6 +46,7 @@
 
 typedef struct lie {
   mil_program *p;
+  const char *while_loop; /* interned "while_loop" */
   int64_t changes;
   mil_diag *d;
 } lie;
@@ -94,8 +95,8 @@ static const char *suffixed(mil_program *p, const char *s, const char *suffix) {
 }
 
 /* Whether op is a while_loop this pass can reason about. */
-static bool usable_loop(const mil_op *op) {
-  if (strcmp(op->type, "while_loop") != 0 || op->n_blocks < 2) return false;
+static bool usable_loop(const lie *c, const mil_op *op) {
+  if (op->type != c->while_loop || op->n_blocks < 2) return false;
   const mil_input *lv = loop_vars(op);
   if (!lv) return false;
   int32_t n = lv->n_args;
@@ -177,7 +178,7 @@ static mil_status eliminate_block(lie *c, mil_block *b, int depth) {
       mil_status st = eliminate_block(c, op->blocks[i], depth + 1);
       if (st != MIL_OK) return st;
     }
-    if (!usable_loop(op)) continue;
+    if (!usable_loop(c, op)) continue;
     const mil_input *lv = loop_vars(op);
     int32_t n = lv->n_args;
     bool *inv = calloc((size_t)n + 1, sizeof *inv);
@@ -211,7 +212,7 @@ static mil_status eliminate_block(lie *c, mil_block *b, int depth) {
   }
   /* phase 3 */
   for (mil_op *op = b->first; op; op = op->next) {
-    if (!usable_loop(op)) continue;
+    if (!usable_loop(c, op)) continue;
     mil_status st = eliminate(c, op);
     if (st != MIL_OK) return st;
   }
@@ -219,7 +220,8 @@ static mil_status eliminate_block(lie *c, mil_block *b, int depth) {
 }
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
-  lie c = {p, 0, d};
+  lie c = {p, mil_program_find_string(p, "while_loop", (size_t)-1), 0, d};
+  if (!c.while_loop) return MIL_OK; /* no while_loop op */
   mil_status st = MIL_OK;
   for (int32_t fi = 0; fi < p->n_functions && st == MIL_OK; fi++) {
     mil_function *f = p->functions[fi];
@@ -229,5 +231,6 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   return st;
 }
 
+static const char *const k_anchors[] = {"while_loop", NULL};
 const mil_pass_def pass_def_loop_invariant_elimination = {
-    "common::loop_invariant_elimination", "move loop-invariant loop vars out of while_loop", NULL, 0, run, NULL};
+    "common::loop_invariant_elimination", "move loop-invariant loop vars out of while_loop", NULL, 0, run, k_anchors};

@@ -584,7 +584,9 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
       st = mil_diag_error(d, MIL_ERR_NOMEM, PASS ": out of memory");
       break;
     }
-    for (mil_op *op = b->first; op; op = op->next) ops[n++] = op;
+    /* only complex* ops are lowered, and only their outputs get parts */
+    for (mil_op *op = b->first; op; op = op->next)
+      if (strncmp(op->type, "complex", 7) == 0) ops[n++] = op;
     for (int32_t k = 0; k < n && st == MIL_OK; k++)
       if (ops[k]->block == b) st = lower(&c, ops[k]);
     /* the ops with complex results, last first, once nothing reads them */
@@ -609,5 +611,8 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   return st;
 }
 
+static const char *const k_anchors[] = {"complex", "complex_abs", "complex_fft", "complex_fftn", "complex_ifft",
+    "complex_ifftn", "complex_imag", "complex_irfft", "complex_irfftn", "complex_real", "complex_rfft", "complex_rfftn",
+    "complex_shape", "complex_stft", NULL};
 const mil_pass_def pass_def_lower_complex_dialect_ops = {
-    "common::" PASS, "rewrite complex-number ops with real-valued ops", NULL, 0, run, NULL};
+    "common::" PASS, "rewrite complex-number ops with real-valued ops", NULL, 0, run, k_anchors};

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "passes/fuse_util_internal.h"
 #include "passes/pass_build_internal.h"
 
 #define PASS "merge_affine_dequantize_with_consecutive_ops"
@@ -155,14 +156,21 @@ static int transform(pass_bld *c, mil_op *op) {
   return st != MIL_OK ? -(int)st : 1;
 }
 
+/* The op types transform() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"constexpr_affine_dequantize", NULL};
+
+static int walk_fn(void *ud, mil_op *op) { return transform(ud, op); }
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   (void)o;
   pass_bld c = {.p = p, .d = d, .pass = PASS};
-  mil_status st = pass_bld_walk(&c, transform, true);
+  pass_walk_spec ws = {PASS, k_types, true, PASS_WALK_NESTED_FIXPOINT, true, NULL};
+  mil_status st = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
   pass_bld_free(&c);
   if (stats) stats->changes += c.changes;
   return st;
 }
 
+static const char *const k_anchors[] = {"constexpr_affine_dequantize", NULL};
 const mil_pass_def pass_def_merge_affine_dequantize_with_consecutive_ops = {
-    "common::" PASS, "fold per-tensor ops on constexpr_affine_dequantize into its parameters", NULL, 0, run, NULL};
+    "common::" PASS, "fold per-tensor ops on constexpr_affine_dequantize into its parameters", NULL, 0, run, k_anchors};

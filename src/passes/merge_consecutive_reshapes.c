@@ -33,23 +33,27 @@
  * (merge_consecutive_reshapes).
  */
 #include <stdlib.h>
+#include <string.h>
 
+#include "passes/fuse_util_internal.h"
 #include "passes/tensor_pass_internal.h"
 
 static int try_merge(pass_t_ctx *c, mil_op *op) {
   if (!pass_t_is(op, "reshape")) return 0;
-  /* collect the chain */
+  /* collect the chain (on the stack while short) */
   int32_t n = 0, cap = 8;
-  mil_op **chain = malloc((size_t)cap * sizeof *chain);
-  if (!chain) return pass_t_oom(c);
+  mil_op *local[8];
+  mil_op **chain = local;
   mil_op *cur = op;
   while (pass_t_is(cur, "reshape") && cur->block == op->block && cur->n_outputs == 1) {
     if (n == cap) {
-      mil_op **nc = realloc(chain, (size_t)(cap *= 2) * sizeof *nc);
+      mil_op **nc = chain == local ? malloc((size_t)(cap *= 2) * sizeof *nc)
+                                   : realloc(chain, (size_t)(cap *= 2) * sizeof *nc);
       if (!nc) {
-        free(chain);
+        if (chain != local) free(chain);
         return pass_t_oom(c);
       }
+      if (chain == local) memcpy(nc, local, sizeof local);
       chain = nc;
     }
     chain[n++] = cur;
@@ -57,10 +61,7 @@ static int try_merge(pass_t_ctx *c, mil_op *op) {
     if (pass_n_op_uses(out) != 1 || pass_t_is_output_of(out, cur->block)) break;
     cur = pass_only_child_op(out);
   }
-  if (n < 2) {
-    free(chain);
-    return 0;
-  }
+  if (n < 2) return 0; /* a one-op chain is still on the stack */
   mil_op *last = chain[n - 1];
   mil_var *x = mil_op_input_var(chain[0], "x"), *shape = mil_op_input_var(last, "shape");
   int r = 0;
@@ -81,18 +82,26 @@ static int try_merge(pass_t_ctx *c, mil_op *op) {
   if ((r = pass_t_remove(c, chain, n)) < 0) goto out;
   r = 1;
 out:
-  free(chain);
+  if (chain != local) free(chain);
   return r;
 }
+
+/* The op types try_merge() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"reshape", NULL};
+
+static int walk_fn(void *ud, mil_op *op) { return try_merge(ud, op); }
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   pass_t_ctx c = {.p = p, .d = d, .pass = "merge_consecutive_reshapes"};
-  mil_status s = pass_t_run(&c, try_merge, PASS_T_NESTED_STABLE, true);
+  pass_walk_spec ws = {c.pass, k_types, true, PASS_WALK_NESTED_FIXPOINT, true, NULL};
+  mil_status s = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
   if (st) st->changes += c.changes;
   pass_t_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"reshape", NULL};
 const mil_pass_def pass_def_merge_consecutive_reshapes = {
-    "common::merge_consecutive_reshapes", "merge a chain of single-use reshapes into one reshape", NULL, 0, run, NULL};
+    "common::merge_consecutive_reshapes", "merge a chain of single-use reshapes into one reshape", NULL, 0, run,
+    k_anchors};

@@ -33,6 +33,7 @@
  * Mirrors coremltools/converters/mil/mil/passes/defs/optimize_repeat_ops.py
  * (merge_consecutive_transposes).
  */
+#include "passes/fuse_util_internal.h"
 #include "passes/tensor_pass_internal.h"
 
 #define MAX_RANK 64
@@ -67,14 +68,21 @@ static int try_merge(pass_t_ctx *c, mil_op *op) {
   return 1;
 }
 
+/* The op types try_merge() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"transpose", NULL};
+
+static int walk_fn(void *ud, mil_op *op) { return try_merge(ud, op); }
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   pass_t_ctx c = {.p = p, .d = d, .pass = "merge_consecutive_transposes"};
-  mil_status s = pass_t_run(&c, try_merge, PASS_T_NESTED_SKIP, true);
+  pass_walk_spec ws = {c.pass, k_types, true, PASS_WALK_NESTED_SKIP, true, NULL};
+  mil_status s = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
   if (st) st->changes += c.changes;
   pass_t_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"transpose", NULL};
 const mil_pass_def pass_def_merge_consecutive_transposes = {
-    "common::merge_consecutive_transposes", "compose consecutive transposes into one", NULL, 0, run, NULL};
+    "common::merge_consecutive_transposes", "compose consecutive transposes into one", NULL, 0, run, k_anchors};

@@ -36,18 +36,108 @@
  * output can be replaced by the input (coremltools' nonreplaceable-var rule
  * for constexpr outputs). Each block is swept until nothing changes.
  *
+ * The values of marked vars are inferred first (pass_infer_marked_values).
+ * One walk then lists the candidates of each function body; the sweeps of
+ * a body without nested blocks visit only those.
+ *
  * Mirrors coremltools/converters/mil/mil/passes/defs/cleanup/
  * noop_elimination.py.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "passes/pass_internal.h"
 
+/* The op types this pass looks at. */
+typedef enum kind {
+  K_NONE,
+  K_SAME_SHAPE, /* reshape, split, slice_by_size, pad, tile, upsample_*, resize_bilinear, crop */
+  K_IDENTITY,
+  K_ADD,
+  K_MUL,
+  K_POW_DIV, /* pow, real_div */
+  K_FLOOR_DIV,
+  K_SUB,
+  K_SLICE_BY_INDEX,
+  K_TRANSPOSE,
+  K_LINEAR_ACTIVATION,
+} kind;
+
+static const struct {
+  const char *type;
+  kind k;
+} k_kinds[] = {
+    {"reshape", K_SAME_SHAPE},
+    {"split", K_SAME_SHAPE},
+    {"slice_by_size", K_SAME_SHAPE},
+    {"pad", K_SAME_SHAPE},
+    {"tile", K_SAME_SHAPE},
+    {"upsample_nearest_neighbor", K_SAME_SHAPE},
+    {"upsample_bilinear", K_SAME_SHAPE},
+    {"resize_bilinear", K_SAME_SHAPE},
+    {"crop", K_SAME_SHAPE},
+    {"identity", K_IDENTITY},
+    {"add", K_ADD},
+    {"mul", K_MUL},
+    {"pow", K_POW_DIV},
+    {"real_div", K_POW_DIV},
+    {"floor_div", K_FLOOR_DIV},
+    {"sub", K_SUB},
+    {"slice_by_index", K_SLICE_BY_INDEX},
+    {"transpose", K_TRANSPOSE},
+    {"linear_activation", K_LINEAR_ACTIVATION},
+};
+
+#define N_KINDS ((int)(sizeof k_kinds / sizeof k_kinds[0]))
+#define KIND_SLOTS 64 /* a power of two, well above N_KINDS */
+
 typedef struct noop {
-  pass_nonrep *nr;
+  mil_program *p;
+  pass_nonrep *nr; /* built on first need */
   int64_t changes;
   mil_diag *d;
+  /* interned op type -> kind, open addressing on the pointer (the types
+   * the program has never interned are left out: no op has them) */
+  const char *slot_type[KIND_SLOTS];
+  kind slot_kind[KIND_SLOTS];
+  const char *fill;       /* interned "fill", or NULL */
+  const char *in_x, *in_y; /* interned input names "x" and "y", or NULL */
 } noop;
+
+static size_t kind_slot(const char *t) {
+  uintptr_t h = (uintptr_t)t;
+  h ^= h >> 17;
+  h *= (uintptr_t)0x9e3779b97f4a7c15ull;
+  return (size_t)(h >> 11) & (KIND_SLOTS - 1);
+}
+
+static void kinds_init(noop *c) {
+  for (int i = 0; i < N_KINDS; i++) {
+    const char *t = mil_program_find_string(c->p, k_kinds[i].type, (size_t)-1);
+    if (!t) continue;
+    size_t j = kind_slot(t);
+    while (c->slot_type[j]) j = (j + 1) & (KIND_SLOTS - 1);
+    c->slot_type[j] = t;
+    c->slot_kind[j] = k_kinds[i].k;
+  }
+  c->fill = mil_program_find_string(c->p, "fill", (size_t)-1);
+  c->in_x = mil_program_find_string(c->p, "x", (size_t)-1);
+  c->in_y = mil_program_find_string(c->p, "y", (size_t)-1);
+}
+
+/* mil_op_input_var with an interned input name (input names are interned,
+ * so the first input of that name is the first one with this pointer). */
+static mil_var *input_var(const mil_op *op, const char *iname) {
+  for (int32_t i = 0; iname && i < op->n_inputs; i++)
+    if (op->inputs[i].name == iname) return op->inputs[i].n_args > 0 ? op->inputs[i].args[0].use.var : NULL;
+  return NULL;
+}
+
+static kind kind_of(const noop *c, const char *t) {
+  for (size_t j = kind_slot(t); c->slot_type[j]; j = (j + 1) & (KIND_SLOTS - 1))
+    if (c->slot_type[j] == t) return c->slot_kind[j];
+  return K_NONE;
+}
 
 static bool is_output_of(const mil_var *v, const mil_block *b) {
   for (const mil_use *u = v->uses; u; u = u->next_use)
@@ -56,10 +146,10 @@ static bool is_output_of(const mil_var *v, const mil_block *b) {
 }
 
 /* coremltools' has_all_elements_equal_to. */
-static bool all_equal(const mil_var *v, double x) {
+static bool all_equal(const noop *c, const mil_var *v, double x) {
   if (!v) return false;
   if (v->val) return pass_value_all_equal(v->val, x);
-  if (v->op && strcmp(v->op->type, "fill") == 0) {
+  if (v->op && c->fill && v->op->type == c->fill) {
     const mil_value *fv = pass_input_value(v->op, "value");
     if (!fv || fv->kind != MIL_VAL_TENSOR || fv->numel != 1 || !fv->type || fv->type->dtype == MIL_DT_STRING)
       return false;
@@ -72,10 +162,19 @@ static bool same_type(const mil_var *a, const mil_var *b) {
   return a && b && a->type && b->type && mil_type_equal(a->type, b->type);
 }
 
-/* Replaces op's output by v and removes op, when allowed. */
+/* Replaces op's output by v and removes op, when allowed: not when the
+ * output is an output of op's block (looked at last, as it walks the
+ * output's uses; the checks before it only read). */
 static int replace_by(noop *c, mil_op *op, mil_var *v) {
   mil_var *out = op->outputs[0];
-  if (!v || !pass_nonrep_can_replace(c->nr, out, v)) return 0;
+  if (!v || is_output_of(out, op->block)) return 0;
+  /* built before the first replacement, so it describes the program as the
+   * pass found it */
+  if (!c->nr && !(c->nr = pass_nonrep_new(c->p))) {
+    mil_diag_error(c->d, MIL_ERR_NOMEM, "noop_elimination: out of memory");
+    return -(int)MIL_ERR_NOMEM;
+  }
+  if (!pass_nonrep_can_replace(c->nr, out, v)) return 0;
   if (!pass_replace_uses_after(op, out, v)) return 0;
   if (mil_op_remove(op) != MIL_OK) {
     mil_diag_error(c->d, MIL_ERR_INVALID, "noop_elimination: op '%s' (%s) is still used after its replacement",
@@ -89,23 +188,23 @@ static int replace_by(noop *c, mil_op *op, mil_var *v) {
 /* Elementwise binary ops: x_ident / y_ident are the identity values of the
  * x / y operand (has_x / has_y false when that side is not checked). */
 static int remove_binary(noop *c, mil_op *op, bool has_x, double x_ident, bool has_y, double y_ident) {
-  mil_var *x = mil_op_input_var(op, "x"), *y = mil_op_input_var(op, "y");
+  mil_var *x = input_var(op, c->in_x), *y = input_var(op, c->in_y);
   mil_var *keep;
-  if (has_x && all_equal(x, x_ident)) keep = y;
-  else if (has_y && all_equal(y, y_ident)) keep = x;
+  if (has_x && all_equal(c, x, x_ident)) keep = y;
+  else if (has_y && all_equal(c, y, y_ident)) keep = x;
   else return 0;
   if (!same_type(keep, op->outputs[0])) return 0;
   return replace_by(c, op, keep);
 }
 
 static int remove_same_type(noop *c, mil_op *op) {
-  mil_var *x = mil_op_input_var(op, "x");
+  mil_var *x = input_var(op, c->in_x);
   if (!same_type(x, op->outputs[0])) return 0;
   return replace_by(c, op, x);
 }
 
 static int remove_slice_by_index(noop *c, mil_op *op) {
-  mil_var *x = mil_op_input_var(op, "x");
+  mil_var *x = input_var(op, c->in_x);
   if (!same_type(x, op->outputs[0])) return 0;
   const mil_value *stride = pass_input_value(op, "stride");
   if (stride && stride->kind == MIL_VAL_TENSOR)
@@ -121,7 +220,7 @@ static int remove_linear_activation(noop *c, mil_op *op) {
   if (mil_op_find_input(op, "beta") &&
       (!beta || beta->kind != MIL_VAL_TENSOR || beta->numel != 1 || mil_value_get_f64(beta, 0) != 0))
     return 0;
-  return replace_by(c, op, mil_op_input_var(op, "x"));
+  return replace_by(c, op, input_var(op, c->in_x));
 }
 
 static int remove_transpose(noop *c, mil_op *op) {
@@ -134,33 +233,29 @@ static int remove_transpose(noop *c, mil_op *op) {
     if (i > 0 && p < prev) return 0;
     prev = p;
   }
-  return replace_by(c, op, mil_op_input_var(op, "x"));
+  return replace_by(c, op, input_var(op, c->in_x));
 }
 
 static int try_op(noop *c, mil_op *op) {
-  if (op->n_outputs < 1 || is_output_of(op->outputs[0], op->block)) return 0;
-  const char *t = op->type;
-  static const char *const same_shape_ops[] = {
-      "reshape", "split", "slice_by_size", "pad", "tile", "upsample_nearest_neighbor", "upsample_bilinear",
-      "resize_bilinear", "crop"};
-  bool known = false;
-  for (size_t i = 0; i < sizeof same_shape_ops / sizeof *same_shape_ops && !known; i++)
-    known = strcmp(t, same_shape_ops[i]) == 0;
-  if (known) return op->n_outputs == 1 ? remove_same_type(c, op) : 0;
-  if (strcmp(t, "identity") == 0) return op->n_outputs == 1 ? replace_by(c, op, mil_op_input_var(op, "x")) : 0;
-  if (strcmp(t, "add") == 0) return op->n_outputs == 1 ? remove_binary(c, op, true, 0, true, 0) : 0;
-  if (strcmp(t, "mul") == 0) return op->n_outputs == 1 ? remove_binary(c, op, true, 1, true, 1) : 0;
-  if (strcmp(t, "pow") == 0 || strcmp(t, "real_div") == 0)
-    return op->n_outputs == 1 ? remove_binary(c, op, false, 0, true, 1) : 0;
-  if (strcmp(t, "floor_div") == 0) {
-    const mil_var *x = mil_op_input_var(op, "x");
-    if (op->n_outputs != 1 || !x || !x->type || !mil_dtype_is_int(x->type->dtype)) return 0;
+  kind k = kind_of(c, op->type);
+  if (k == K_NONE || op->n_outputs != 1) return 0;
+  switch (k) {
+  case K_SAME_SHAPE: return remove_same_type(c, op);
+  case K_IDENTITY: return replace_by(c, op, input_var(op, c->in_x));
+  case K_ADD: return remove_binary(c, op, true, 0, true, 0);
+  case K_MUL: return remove_binary(c, op, true, 1, true, 1);
+  case K_POW_DIV: return remove_binary(c, op, false, 0, true, 1);
+  case K_FLOOR_DIV: {
+    const mil_var *x = input_var(op, c->in_x);
+    if (!x || !x->type || !mil_dtype_is_int(x->type->dtype)) return 0;
     return remove_binary(c, op, false, 0, true, 1);
   }
-  if (strcmp(t, "sub") == 0) return op->n_outputs == 1 ? remove_binary(c, op, false, 0, true, 0) : 0;
-  if (strcmp(t, "slice_by_index") == 0) return op->n_outputs == 1 ? remove_slice_by_index(c, op) : 0;
-  if (strcmp(t, "transpose") == 0) return op->n_outputs == 1 ? remove_transpose(c, op) : 0;
-  if (strcmp(t, "linear_activation") == 0) return op->n_outputs == 1 ? remove_linear_activation(c, op) : 0;
+  case K_SUB: return remove_binary(c, op, false, 0, true, 0);
+  case K_SLICE_BY_INDEX: return remove_slice_by_index(c, op);
+  case K_TRANSPOSE: return remove_transpose(c, op);
+  case K_LINEAR_ACTIVATION: return remove_linear_activation(c, op);
+  case K_NONE: break;
+  }
   return 0;
 }
 
@@ -191,24 +286,98 @@ static int sweep(noop *c, mil_block *b, int depth) {
   return changed;
 }
 
+/* What the first walk learns about a function body. */
+typedef struct body_info {
+  mil_block *b;
+  int32_t lo, hi; /* its ops of a kind this pass looks at: cands[lo..hi) */
+  bool nested;    /* some op of it has nested blocks */
+} body_info;
+
+typedef struct prep {
+  mil_op **cands;
+  int32_t n, cap;
+} prep;
+
+/* Lists the ops of function body b of a kind this pass looks at, and
+ * whether some op of b has nested blocks. */
+static mil_status prepare_body(noop *c, prep *pr, mil_block *b, body_info *bi) {
+  for (mil_op *op = b->first; op; op = op->next) {
+    if (op->n_blocks > 0) bi->nested = true;
+    if (kind_of(c, op->type) == K_NONE) continue;
+    if (pr->n == pr->cap) {
+      int32_t cap = pr->cap ? pr->cap * 2 : 256;
+      mil_op **n = realloc(pr->cands, (size_t)cap * sizeof *n);
+      if (!n) return mil_diag_error(c->d, MIL_ERR_NOMEM, "noop_elimination: out of memory");
+      pr->cands = n;
+      pr->cap = cap;
+    }
+    pr->cands[pr->n++] = op;
+  }
+  return MIL_OK;
+}
+
+/* The sweeps of a body without nesting, over its listed ops (the sweeps
+ * of the whole block do nothing at the others, and only remove ops). */
+static mil_status sweep_listed(noop *c, const prep *pr, const body_info *bi) {
+  int changed;
+  do {
+    changed = 0;
+    for (int32_t i = bi->lo; i < bi->hi; i++) {
+      mil_op *op = pr->cands[i];
+      if (op->block != bi->b) continue; /* removed */
+      int r = try_op(c, op);
+      if (r < 0) return (mil_status)(-r);
+      if (r > 0) changed = 1;
+    }
+  } while (changed);
+  return MIL_OK;
+}
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
+  (void)o;
   mil_status st = pass_infer_marked_values(p, d);
   if (st != MIL_OK) return st;
-  noop c = {pass_nonrep_new(p), 0, d};
-  if (!c.nr) return mil_diag_error(d, MIL_ERR_NOMEM, "noop_elimination: out of memory");
+  noop c;
+  memset(&c, 0, sizeof c);
+  c.p = p;
+  c.d = d;
+  kinds_init(&c);
+  prep pr = {0};
+  int32_t n_bodies = 0;
+  for (int32_t fi = 0; fi < p->n_functions; fi++) n_bodies += p->functions[fi]->n_specs;
+  body_info *bodies = calloc((size_t)n_bodies + 1, sizeof *bodies);
+  if (!bodies) return mil_diag_error(d, MIL_ERR_NOMEM, "noop_elimination: out of memory");
+  int32_t k = 0;
   for (int32_t fi = 0; fi < p->n_functions && st == MIL_OK; fi++) {
     mil_function *f = p->functions[fi];
-    for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) {
-      int r;
-      while ((r = sweep(&c, f->specs[s].block, 0)) > 0) {
-      }
-      if (r < 0) st = (mil_status)(-r);
+    for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++, k++) {
+      body_info *bi = &bodies[k];
+      bi->b = f->specs[s].block;
+      bi->lo = pr.n;
+      st = prepare_body(&c, &pr, bi->b, bi);
+      bi->hi = pr.n;
     }
   }
+  for (int32_t i = 0; i < n_bodies && st == MIL_OK; i++) {
+    if (!bodies[i].nested) {
+      st = sweep_listed(&c, &pr, &bodies[i]);
+      continue;
+    }
+    int r;
+    while ((r = sweep(&c, bodies[i].b, 0)) > 0) {
+    }
+    if (r < 0) st = (mil_status)(-r);
+  }
+  free(bodies);
+  free(pr.cands);
   pass_nonrep_free(c.nr);
   if (stats) stats->changes += c.changes;
   return st;
 }
 
+static const char *const k_anchors[] = {"add", "mul", "sub", "real_div", "pow", "floor_div", "identity", "reshape",
+    "split", "slice_by_size", "slice_by_index", "pad", "tile", "transpose", "upsample_nearest_neighbor",
+    "upsample_bilinear", "resize_bilinear", "crop", "linear_activation", NULL};
 const mil_pass_def pass_def_noop_elimination = {"common::noop_elimination",
-                                                "remove ops that return their input unchanged", NULL, 0, run, NULL};
+                                                "remove ops that return their input unchanged", NULL, 0, run,
+                                                k_anchors};

@@ -43,6 +43,7 @@
  */
 #include <string.h>
 
+#include "passes/fuse_util_internal.h"
 #include "passes/pass_build_internal.h"
 
 #define PASS "nullify_redundant_quantization_zero_point"
@@ -144,14 +145,21 @@ static int transform(pass_bld *c, mil_op *op) {
   return zp128_pair(c, op);
 }
 
+/* The op types transform() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"quantize", "dequantize", NULL};
+
+static int walk_fn(void *ud, mil_op *op) { return transform(ud, op); }
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   (void)o;
   pass_bld c = {.p = p, .d = d, .pass = PASS};
-  mil_status st = pass_bld_walk(&c, transform, true);
+  pass_walk_spec ws = {PASS, k_types, true, PASS_WALK_NESTED_FIXPOINT, true, NULL};
+  mil_status st = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
   pass_bld_free(&c);
   if (stats) stats->changes += c.changes;
   return st;
 }
 
+static const char *const k_anchors[] = {"quantize", "dequantize", NULL};
 const mil_pass_def pass_def_nullify_redundant_quantization_zero_point = {
-    "common::" PASS, "drop zero points that are 0 (or 128 for uint8)", NULL, 0, run, NULL};
+    "common::" PASS, "drop zero points that are 0 (or 128 for uint8)", NULL, 0, run, k_anchors};

@@ -54,16 +54,20 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   return r;
 }
 
+/* The op types fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"prelu", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "prelu_to_lrelu"};
-  s = pass_fuse_run(&c, fuse, false, false, st);
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "prelu_to_lrelu", .lazy_names = true};
+  s = pass_fuse_run_types(&c, fuse, false, false, k_types, NULL, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"prelu", NULL};
 const mil_pass_def pass_def_prelu_to_lrelu = {"common::prelu_to_lrelu",
                                               "replace a prelu whose alpha is the same for all channels by leaky_relu",
-                                              NULL, 0, run, NULL};
+                                              NULL, 0, run, k_anchors};

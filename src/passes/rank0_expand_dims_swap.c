@@ -176,16 +176,22 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   return st == MIL_OK ? 1 : -(int)st;
 }
 
+/* The op types fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"add", "sub", "mul", "real_div", "floor_div", NULL};
+/* The op types no rewrite can do without. */
+static const char *const k_required[] = {"expand_dims", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
   pass_fuse_ctx c = {.p = p, .d = d, .pass = "rank0_expand_dims_swap"};
-  s = pass_fuse_run(&c, fuse, true, false, st);
+  s = pass_fuse_run_types(&c, fuse, true, false, k_types, k_required, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"expand_dims", NULL};
 const mil_pass_def pass_def_rank0_expand_dims_swap = {
     "common::rank0_expand_dims_swap", "move expand_dims(axes=[0]) before a rank-0 binary elementwise op", NULL, 0,
-    run, NULL};
+    run, k_anchors};

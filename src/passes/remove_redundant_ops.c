@@ -46,7 +46,8 @@
 #define SMALL_VALUE 100
 
 typedef struct rro {
-  pass_nonrep *nr;
+  mil_program *p;
+  pass_nonrep *nr; /* built before the first replacement */
   int64_t changes;
   mil_diag *d;
   bool oom;
@@ -68,6 +69,12 @@ static const mil_value *arg_value(const mil_arg *a) {
 
 static bool value_has_nan(const mil_value *v) {
   if (!mil_dtype_is_float(v->type->dtype)) return false;
+  if (v->type->dtype == MIL_DT_FP32) {
+    const float *f = v->data;
+    for (int64_t i = 0; i < v->numel; i++)
+      if (isnan(f[i])) return true;
+    return false;
+  }
   for (int64_t i = 0; i < v->numel; i++)
     if (isnan(mil_value_get_f64(v, i))) return true;
   return false;
@@ -121,6 +128,37 @@ static uint64_t mix(uint64_t h, uint64_t x) {
   return h * 0xff51afd7ed558ccdULL;
 }
 
+/* The float element as the signature takes it (-0.0 as 0.0). */
+static uint64_t float_bits(double d) {
+  if (d == 0) d = 0; /* -0.0 equals 0.0 */
+  uint64_t x;
+  memcpy(&x, &d, sizeof x);
+  return x;
+}
+
+/* Mixes the elements of v into h: a string's length, 0 for complex, a
+ * float's bits, an integer's value. */
+static uint64_t mix_elements(uint64_t h, const mil_value *v) {
+  mil_dtype dt = v->type->dtype;
+  int64_t n = v->numel;
+  if (dt == MIL_DT_FP32) {
+    const float *f = v->data;
+    for (int64_t e = 0; e < n; e++) h = mix(h, float_bits(f[e]));
+  } else if (dt == MIL_DT_INT32) {
+    const int32_t *q = v->data;
+    for (int64_t e = 0; e < n; e++) h = mix(h, (uint64_t)(int64_t)q[e]);
+  } else if (dt == MIL_DT_STRING) {
+    for (int64_t e = 0; e < n; e++) h = mix(h, (uint64_t)strlen(mil_value_get_str(v, e)));
+  } else if (mil_dtype_is_complex(dt)) {
+    for (int64_t e = 0; e < n; e++) h = mix(h, 0);
+  } else if (mil_dtype_is_float(dt)) {
+    for (int64_t e = 0; e < n; e++) h = mix(h, float_bits(mil_value_get_f64(v, e)));
+  } else {
+    for (int64_t e = 0; e < n; e++) h = mix(h, (uint64_t)mil_value_get_i64(v, e));
+  }
+  return h;
+}
+
 /* A hash consistent with ops_identical (input order does not matter). */
 static uint64_t op_signature(const mil_op *op) {
   uint64_t sum = 0;
@@ -132,19 +170,7 @@ static uint64_t op_signature(const mil_op *op) {
       if (v && !value_has_nan(v)) {
         h = mix(h, (uint64_t)v->type->dtype);
         h = mix(h, (uint64_t)v->numel);
-        for (int64_t e = 0; e < v->numel; e++) {
-          uint64_t x;
-          if (v->type->dtype == MIL_DT_STRING) x = (uint64_t)strlen(mil_value_get_str(v, e));
-          else if (mil_dtype_is_complex(v->type->dtype)) x = 0;
-          else if (mil_dtype_is_float(v->type->dtype)) {
-            double d = mil_value_get_f64(v, e);
-            if (d == 0) d = 0; /* -0.0 equals 0.0 */
-            memcpy(&x, &d, sizeof x);
-          } else {
-            x = (uint64_t)mil_value_get_i64(v, e);
-          }
-          h = mix(h, x);
-        }
+        h = mix_elements(h, v);
       } else {
         h = mix(h, (uint64_t)(uintptr_t)in->args[k].use.var ^ (uint64_t)(uintptr_t)in->args[k].value);
       }
@@ -162,7 +188,10 @@ static bool is_output_of(const mil_var *v, const mil_block *b) {
   return false;
 }
 
-static bool eligible(const mil_op *op) { return op->n_blocks == 0 && strncmp(op->type, "random", 6) != 0; }
+static bool eligible(const mil_op *op) {
+  const char *t = op->type;
+  return op->n_blocks == 0 && !(t[0] == 'r' && strncmp(t, "random", 6) == 0);
+}
 
 static int cmp_order(const void *pa, const void *pb) {
   const mil_op *a = *(mil_op *const *)pa, *b = *(mil_op *const *)pb;
@@ -175,10 +204,69 @@ typedef struct cand {
   uint64_t sig;
 } cand;
 
+/* Settles op, the next member of the class of identical ops being walked:
+ * it is replaced by the first survivor of the class that may replace it and
+ * removed, or becomes a survivor. Returns 1 when op was removed, 0, or
+ * -(status). */
+static int settle(rro *c, mil_op *op, mil_op **survivors, int32_t *n_surv) {
+  if (op->n_outputs != 1) return 0;
+  if (*n_surv > 0 && !is_output_of(op->outputs[0], op->block)) {
+    for (int32_t s = 0; s < *n_surv; s++) {
+      mil_var *keep = survivors[s]->outputs[0];
+      /* nothing has changed before the first query: the tracking built
+       * here describes the program as the pass found it */
+      if (!c->nr && !(c->nr = pass_nonrep_new(c->p))) {
+        c->oom = true;
+        return -(int)MIL_ERR_NOMEM;
+      }
+      if (!pass_nonrep_can_replace(c->nr, op->outputs[0], keep)) continue;
+      if (!pass_replace_uses_after(op, op->outputs[0], keep)) continue;
+      if (mil_op_remove(op) != MIL_OK) {
+        mil_diag_error(c->d, MIL_ERR_INVALID, "remove_redundant_ops: op '%s' (%s) still used after replacement",
+                       op->name, op->type);
+        return -(int)MIL_ERR_INVALID;
+      }
+      c->changes++;
+      return 1;
+    }
+  }
+  survivors[(*n_surv)++] = op;
+  return 0;
+}
+
+#define FEW_OPS 16
+
+/* remove_identical for at most FEW_OPS ops, with the chains found by
+ * comparing signatures directly. (The signatures are those of the ops as
+ * the call starts: replacements made while walking the classes can make
+ * ops of different chains identical, and they stay apart.) */
+static int remove_identical_few(rro *c, mil_op **ops, int32_t n) {
+  bool done[FEW_OPS] = {false};
+  mil_op *survivors[FEW_OPS];
+  uint64_t key[FEW_OPS];
+  for (int32_t i = 0; i < n; i++) key[i] = op_signature(ops[i]) | 1;
+  int changed = 0;
+  for (int32_t start = 0; start < n; start++) {
+    if (done[start]) continue;
+    int32_t n_surv = 0;
+    for (int32_t i = start; i < n; i++) {
+      if (done[i] || key[i] != key[start] || !ops_identical(ops[start], ops[i])) continue;
+      done[i] = true;
+      int r = settle(c, ops[i], survivors, &n_surv);
+      if (r < 0) return r;
+      if (r > 0) changed = 1;
+    }
+  }
+  return changed;
+}
+
 /* Removes the later identical ops of a list of distinct eligible ops of one
  * type in one block, in block order. Returns 1 when something was removed,
- * 0, or -(status). */
+ * 0, or -(status). Ops whose signatures (as the call starts) are equal
+ * are chained, and a class is the later ops of the chain identical to its
+ * first one. */
 static int remove_identical(rro *c, mil_op **ops, int32_t n) {
+  if (n <= FEW_OPS) return remove_identical_few(c, ops, n);
   cand *cs = malloc((size_t)n * sizeof *cs);
   mil_op **survivors = malloc((size_t)n * sizeof *survivors);
   pass_ptrmap first_of = {0}; /* signature -> index of its first candidate + 1 */
@@ -210,36 +298,20 @@ static int remove_identical(rro *c, mil_op **ops, int32_t n) {
    * collisions), in block order; walk each chain once */
   bool *done = calloc((size_t)n, sizeof *done);
   if (!done) c->oom = true;
-  for (int32_t start = 0; start < n && !c->oom; start++) {
+  for (int32_t start = 0; start < n && !c->oom && changed >= 0; start++) {
     if (done[start]) continue;
     /* the class of cs[start]: every later chain member identical to it */
     int32_t n_surv = 0;
     for (int32_t i = start; i >= 0; i = next_same[i]) {
       if (done[i] || !ops_identical(cs[start].op, cs[i].op)) continue;
       done[i] = true;
-      mil_op *op = cs[i].op;
-      if (op->n_outputs != 1) continue;
-      bool removed = false;
-      if (n_surv > 0 && !is_output_of(op->outputs[0], op->block)) {
-        for (int32_t s = 0; s < n_surv && !removed; s++) {
-          mil_var *keep = survivors[s]->outputs[0];
-          if (!pass_nonrep_can_replace(c->nr, op->outputs[0], keep)) continue;
-          if (!pass_replace_uses_after(op, op->outputs[0], keep)) continue;
-          if (mil_op_remove(op) != MIL_OK) {
-            mil_diag_error(c->d, MIL_ERR_INVALID, "remove_redundant_ops: op '%s' (%s) still used after replacement",
-                           op->name, op->type);
-            changed = -(int)MIL_ERR_INVALID;
-            break;
-          }
-          removed = true;
-          c->changes++;
-          if (changed >= 0) changed = 1;
-        }
+      int r = settle(c, cs[i].op, survivors, &n_surv);
+      if (r < 0) {
+        changed = r;
+        break;
       }
-      if (changed < 0) break;
-      if (!removed) survivors[n_surv++] = op;
+      if (r > 0) changed = 1;
     }
-    if (changed < 0) break;
   }
   free(done);
   pass_ptrmap_free(&first_of);
@@ -250,8 +322,47 @@ static int remove_identical(rro *c, mil_op **ops, int32_t n) {
   return changed;
 }
 
+/* transform_var for n <= FEW_OPS consumers kids (in use order): the same
+ * grouping by type, with direct comparisons instead of hashing. */
+static int transform_few(rro *c, mil_op **kids, int32_t n) {
+  /* most vars feed ops of different types: nothing to do */
+  bool pair = false;
+  for (int32_t i = 1; i < n && !pair; i++)
+    for (int32_t j = 0; j < i && !pair; j++) pair = kids[i]->type == kids[j]->type;
+  if (!pair) return 0;
+  int changed = 0;
+  mil_op *group[FEW_OPS];
+  for (int32_t i = 0; i < n && changed >= 0; i++) {
+    const char *type = kids[i]->type;
+    bool seen_type = false, again = false;
+    for (int32_t j = 0; j < i && !seen_type; j++) seen_type = kids[j]->type == type;
+    for (int32_t j = i + 1; j < n && !again; j++) again = kids[j]->type == type;
+    if (seen_type || !again) continue;
+    /* the ops of this type, distinct, eligible; all must share one block */
+    int32_t m = 0;
+    bool one_block = true;
+    const mil_block *blk = kids[i]->block;
+    for (int32_t j = i; j < n; j++) {
+      mil_op *op = kids[j];
+      if (op->type != type) continue;
+      if (op->block != blk) one_block = false;
+      if (!eligible(op)) continue;
+      bool dup = false;
+      for (int32_t k = 0; k < m && !dup; k++) dup = group[k] == op;
+      if (!dup) group[m++] = op;
+    }
+    if (!one_block || m < 2) continue;
+    qsort(group, (size_t)m, sizeof *group, cmp_order);
+    int r = remove_identical(c, group, m);
+    if (r < 0) changed = r;
+    else if (r > 0) changed = 1;
+  }
+  return changed;
+}
+
 /* coremltools' _try_to_transform on var v. */
 static int transform_var(rro *c, mil_var *v) {
+  if (v->n_uses < 2) return 0; /* (block outputs count there too) */
   int32_t n = 0;
   for (const mil_use *u = v->uses; u; u = u->next_use)
     if (u->op) n++;
@@ -269,6 +380,7 @@ static int transform_var(rro *c, mil_var *v) {
   n = 0;
   for (const mil_use *u = v->uses; u; u = u->next_use)
     if (u->op) kids[n++] = u->op;
+  if (n <= FEW_OPS) return transform_few(c, kids, n);
   /* group by type: a stable pass over kids per distinct type, using aux to
    * mark ops already taken (aux is reset below) */
   int changed = 0;
@@ -336,15 +448,13 @@ static int sweep(rro *c, mil_block *b, int depth) {
     int r = transform_var(c, inputs[i]);
     if (r < 0) return r;
   }
-  /* ops removed below are always after the visited op: take a snapshot */
-  mil_op **ops = malloc(((size_t)b->n_ops + 1) * sizeof *ops);
-  if (!ops) return -(int)MIL_ERR_NOMEM;
-  int32_t n = 0;
-  for (mil_op *op = b->first; op; op = op->next) ops[n++] = op;
+  /* the ops removed below always come after the visited op, which stays:
+   * its successor is read once it is done */
   int changed = 0;
-  for (int32_t i = 0; i < n && changed >= 0; i++) {
-    mil_op *op = ops[i];
-    if (op->block != b || mil_op_is_const(op)) continue;
+  mil_op *next;
+  for (mil_op *op = b->first; op && changed >= 0; op = next) {
+    next = op->next;
+    if (mil_op_is_const(op)) continue;
     for (int32_t k = 0; k < op->n_blocks && changed >= 0; k++) {
       int r;
       while ((r = sweep(c, op->blocks[k], depth + 1)) > 0) {
@@ -355,8 +465,8 @@ static int sweep(rro *c, mil_block *b, int depth) {
     int r = transform_var(c, op->outputs[0]);
     if (r < 0) changed = r;
     else if (r > 0) changed = 1;
+    next = op->next;
   }
-  free(ops);
   return changed;
 }
 
@@ -366,8 +476,7 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   rro c;
   memset(&c, 0, sizeof c);
   c.d = d;
-  c.nr = pass_nonrep_new(p);
-  if (!c.nr) return mil_diag_error(d, MIL_ERR_NOMEM, "remove_redundant_ops: out of memory");
+  c.p = p;
   for (int32_t fi = 0; fi < p->n_functions && st == MIL_OK; fi++) {
     mil_function *f = p->functions[fi];
     for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) {

@@ -130,6 +130,7 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   return st;
 }
 
+static const char *const k_anchors[] = {"reshape", NULL};
 const mil_pass_def pass_def_remove_symbolic_reshape = {
     "common::remove_symbolic_reshape", "replace a symbolic reshape shape by a constant with at most one -1", NULL, 0,
-    run, NULL};
+    run, k_anchors};

@@ -32,6 +32,7 @@
  * Mirrors coremltools/converters/mil/mil/passes/defs/
  * optimize_tensor_operation.py (replace_stack_reshape).
  */
+#include "passes/fuse_util_internal.h"
 #include "passes/tensor_pass_internal.h"
 
 static int try_replace(pass_t_ctx *c, mil_op *st) {
@@ -78,15 +79,24 @@ static int try_replace(pass_t_ctx *c, mil_op *st) {
   return 1;
 }
 
+/* The op types try_replace() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"stack", NULL};
+/* The op types no rewrite can do without. */
+static const char *const k_required[] = {"reshape", NULL};
+
+static int walk_fn(void *ud, mil_op *op) { return try_replace(ud, op); }
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   pass_t_ctx c = {.p = p, .d = d, .pass = "replace_stack_reshape"};
-  mil_status s = pass_t_run(&c, try_replace, PASS_T_NESTED_SKIP, false);
+  pass_walk_spec ws = {c.pass, k_types, false, PASS_WALK_NESTED_SKIP, true, k_required};
+  mil_status s = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
   if (st) st->changes += c.changes;
   pass_t_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"stack", NULL};
 const mil_pass_def pass_def_replace_stack_reshape = {
     "common::replace_stack_reshape", "replace a stack followed by a reshape that removes the new axis with a concat",
-    NULL, 0, run, NULL};
+    NULL, 0, run, k_anchors};

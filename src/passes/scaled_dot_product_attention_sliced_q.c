@@ -192,5 +192,6 @@ static const mil_pass_option_def k_options[] = {
      "Q is processed in chunks of seq_length / seq_length_divider"},
 };
 
+static const char *const k_anchors[] = {"scaled_dot_product_attention", NULL};
 const mil_pass_def pass_def_scaled_dot_product_attention_sliced_q = {
-    "common::" PASS, "compute long-sequence attention in slices of Q", k_options, 2, run, NULL};
+    "common::" PASS, "compute long-sequence attention in slices of Q", k_options, 2, run, k_anchors};

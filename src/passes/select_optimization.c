@@ -165,15 +165,20 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   return inf_const(c, op, cv, a->val, b->val);
 }
 
+/* The op types fuse() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"select", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "select_optimization"};
-  s = pass_fuse_run(&c, fuse, false, true, st);
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "select_optimization", .lazy_names = true};
+  s = pass_fuse_run_types(&c, fuse, false, true, k_types, NULL, st);
   pass_fuse_ctx_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"select", NULL};
 const mil_pass_def pass_def_select_optimization = {"common::select_optimization",
-                                                   "simplify select with a constant condition", NULL, 0, run, NULL};
+                                                   "simplify select with a constant condition", NULL, 0, run,
+                                                   k_anchors};

@@ -39,14 +39,6 @@
 
 #include "passes/pass_internal.h"
 
-typedef struct topo {
-  mil_program *p;
-  pass_names *names;
-  int64_t changes;
-  mil_diag *d;
-  bool oom;
-} topo;
-
 /* ---------- an order-maintenance list ----------
  *
  * Ops are moved one at a time to just before another op, and positions
@@ -141,53 +133,92 @@ static void ol_insert_after(olist *l, int32_t p, int32_t i) {
 
 /* ---------- the pass ---------- */
 
-/* A growable list of vars. */
-typedef struct varlist {
-  const mil_var **v;
-  int32_t n, cap;
-} varlist;
+/* The earliest reader seen so far of each var read in the blocks being
+ * walked, one entry per (block, var) in order of first sight. var->aux
+ * holds the index + 1 of the var's entry for the innermost block being
+ * walked; an entry only counts for the block whose entries start at or
+ * before it (`base`), and prev_aux restores the enclosing block's index
+ * when a nested block is done. */
+typedef struct use_entry {
+  mil_var *var;
+  mil_op *op;
+  void *prev_aux;
+} use_entry;
 
-static bool vl_push(varlist *l, const mil_var *v) {
-  if (l->n == l->cap) {
-    int32_t cap = l->cap ? l->cap * 2 : 32;
-    const mil_var **n = realloc(l->v, (size_t)cap * sizeof *n);
-    if (!n) return false;
-    l->v = n;
-    l->cap = cap;
-  }
-  l->v[l->n++] = v;
-  return true;
+typedef struct topo {
+  mil_program *p;
+  const char *cast, *transpose; /* interned, or NULL */
+  pass_names *names;
+  use_entry *uses;
+  int32_t n_uses, cap_uses;
+  int64_t changes;
+  mil_diag *d;
+  bool oom;
+} topo;
+
+static bool is_movable(const topo *c, const mil_op *op) {
+  return (c->cast && op->type == c->cast) || (c->transpose && op->type == c->transpose);
 }
 
-static bool is_movable(const mil_op *op) { return strcmp(op->type, "cast") == 0 || strcmp(op->type, "transpose") == 0; }
+/* The entry of v in the block whose entries start at base, or NULL. */
+static use_entry *entry_of(const topo *c, int32_t base, const mil_var *v) {
+  uintptr_t k = (uintptr_t)v->aux;
+  if (k <= (uintptr_t)base || k > (uintptr_t)c->n_uses) return NULL;
+  use_entry *e = &c->uses[k - 1];
+  return e->var == v ? e : NULL;
+}
 
-/* first_use[v] = op unless an earlier reader is already recorded. */
-static void note_use(topo *c, const olist *l, pass_ptrmap *first_use, varlist *keys, const mil_var *v, mil_op *op) {
+/* first use of v = op unless an earlier reader is already recorded. */
+static void note_use(topo *c, int32_t base, const olist *l, mil_var *v, mil_op *op) {
   if (!v) return;
-  mil_op *cur = pass_ptrmap_get(first_use, v);
-  if (cur && !ol_before(l, op, cur)) return;
-  if (!cur && !vl_push(keys, v)) c->oom = true;
-  if (!pass_ptrmap_put(first_use, v, op)) c->oom = true;
+  use_entry *e = entry_of(c, base, v);
+  if (e) {
+    if (ol_before(l, op, e->op)) e->op = op;
+    return;
+  }
+  if (c->n_uses == c->cap_uses) {
+    int32_t cap = c->cap_uses ? c->cap_uses * 2 : 256;
+    use_entry *n = realloc(c->uses, (size_t)cap * sizeof *n);
+    if (!n) {
+      c->oom = true;
+      return;
+    }
+    c->uses = n;
+    c->cap_uses = cap;
+  }
+  c->uses[c->n_uses] = (use_entry){v, op, v->aux};
+  v->aux = (void *)(uintptr_t)(++c->n_uses);
 }
 
-/* Reorders b; appends to *used the vars read in b (and its outputs). */
-static mil_status reorder_block(topo *c, mil_block *b, varlist *used, int depth) {
+/* Drops the entries from base on, restoring what their vars' aux held. */
+static void drop_uses(topo *c, int32_t base) {
+  while (c->n_uses > base) {
+    use_entry *e = &c->uses[--c->n_uses];
+    e->var->aux = e->prev_aux;
+  }
+}
+
+/* Reorders b; afterwards c->uses[base..] lists the vars read in b (by its
+ * ops and the blocks nested in them) in order of first sight, with their
+ * earliest readers; the caller drops them. */
+static mil_status reorder_block(topo *c, mil_block *b, int depth) {
   if (depth > PASS_MAX_DEPTH)
     return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "topological_reorder: blocks nested deeper than %d levels",
                           PASS_MAX_DEPTH);
   olist l = {0};
   if (!ol_init(&l, b)) return mil_diag_error(c->d, MIL_ERR_NOMEM, "topological_reorder: out of memory");
   int32_t n = l.count - 1;
-  pass_ptrmap first_use = {0};
-  varlist keys = {0};
+  int32_t base = c->n_uses;
+  bool *moved = NULL;
   mil_status st = MIL_OK;
-  int64_t moved = 0;
+  int64_t n_moved = 0;
   for (int32_t i = n; i >= 1 && st == MIL_OK && !c->oom; i--) {
     mil_op *op = l.n[i].op;
-    if (is_movable(op)) {
+    if (is_movable(c, op)) {
       mil_op *before = NULL;
       for (int32_t k = 0; k < op->n_outputs; k++) {
-        mil_op *u = pass_ptrmap_get(&first_use, op->outputs[k]);
+        const use_entry *e = entry_of(c, base, op->outputs[k]);
+        mil_op *u = e ? e->op : NULL;
         if (u && (!before || ol_before(&l, u, before))) before = u;
       }
       if (!c->names && !(c->names = pass_names_new(c->p))) {
@@ -195,49 +226,78 @@ static mil_status reorder_block(topo *c, mil_block *b, varlist *used, int depth)
         break;
       }
       const char *name = pass_names_fresh(c->names, c->p, op->type);
-      if (!name) {
+      if (!moved) moved = calloc((size_t)n + 1, sizeof *moved);
+      if (!name || !moved) {
         c->oom = true;
         break;
       }
       ol_unlink(&l, i);
       ol_insert_after(&l, before ? l.n[ol_index(before)].prev : l.tail, i);
       op->name = name;
-      moved++;
+      moved[i] = true;
+      n_moved++;
     }
-    /* nested blocks may reuse op->aux of their own ops only */
-    varlist inner = {0};
-    for (int32_t k = 0; k < op->n_blocks && st == MIL_OK; k++) st = reorder_block(c, op->blocks[k], &inner, depth + 1);
-    for (int32_t k = 0; k < inner.n; k++) note_use(c, &l, &first_use, &keys, inner.v[k], op);
-    free(inner.v);
+    /* nested blocks may reuse op->aux of their own ops only; what they read
+     * (their outputs too) counts as read by op */
+    for (int32_t k = 0; k < op->n_blocks && st == MIL_OK; k++) {
+      int32_t inner = c->n_uses;
+      st = reorder_block(c, op->blocks[k], depth + 1);
+      int32_t end = c->n_uses;
+      /* move the inner list out of the way of the entries noted below */
+      use_entry *tmp = NULL;
+      if (end > inner && !(tmp = malloc((size_t)(end - inner) * sizeof *tmp))) c->oom = true;
+      if (tmp) memcpy(tmp, c->uses + inner, (size_t)(end - inner) * sizeof *tmp);
+      drop_uses(c, inner);
+      for (int32_t j = 0; tmp && j < end - inner; j++) note_use(c, base, &l, tmp[j].var, op);
+      free(tmp);
+      for (int32_t j = 0; j < op->blocks[k]->n_outputs; j++) note_use(c, base, &l, op->blocks[k]->outputs[j].var, op);
+    }
     for (int32_t k = 0; k < op->n_inputs; k++)
-      for (int32_t a = 0; a < op->inputs[k].n_args; a++)
-        note_use(c, &l, &first_use, &keys, op->inputs[k].args[a].use.var, op);
+      for (int32_t a = 0; a < op->inputs[k].n_args; a++) note_use(c, base, &l, op->inputs[k].args[a].use.var, op);
   }
-  /* apply the new order to the block in one go */
-  if (st == MIL_OK && !c->oom && moved) {
-    for (int32_t i = l.n[0].next; i >= 0; i = l.n[i].next) mil_op_detach(l.n[i].op);
-    for (int32_t i = l.n[0].next; i >= 0; i = l.n[i].next) mil_block_append(b, l.n[i].op);
-    c->changes += moved;
+  /* apply the new order: the ops that did not move keep their order, the
+   * moved ones are put back where the list has them */
+  if (st == MIL_OK && !c->oom && n_moved) {
+    for (int32_t i = 1; i <= n; i++)
+      if (moved[i]) mil_op_detach(l.n[i].op);
+    mil_op *cur = b->first;
+    for (int32_t i = l.n[0].next; i >= 0; i = l.n[i].next) {
+      mil_op *op = l.n[i].op;
+      if (!moved[i]) {
+        cur = op->next;
+        continue;
+      }
+      if (cur) mil_block_insert_before(cur, op);
+      else mil_block_append(b, op);
+    }
+    c->changes += n_moved;
   }
-  for (int32_t k = 0; k < keys.n && used; k++)
-    if (!vl_push(used, keys.v[k])) c->oom = true;
-  for (int32_t k = 0; k < b->n_outputs && used; k++)
-    if (!vl_push(used, b->outputs[k].var)) c->oom = true;
-  free(keys.v);
-  pass_ptrmap_free(&first_use);
+  free(moved);
   free(l.n);
   if (st == MIL_OK && c->oom) st = mil_diag_error(c->d, MIL_ERR_NOMEM, "topological_reorder: out of memory");
   return st;
 }
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
-  topo c = {p, NULL, 0, d, false};
+  (void)o;
+  topo c;
+  memset(&c, 0, sizeof c);
+  c.p = p;
+  c.d = d;
+  c.cast = mil_program_find_string(p, "cast", (size_t)-1);
+  c.transpose = mil_program_find_string(p, "transpose", (size_t)-1);
+  /* nothing to move (a count of -1 is unknown) */
+  if (mil_program_count_op_type(p, "cast") == 0 && mil_program_count_op_type(p, "transpose") == 0) return MIL_OK;
   mil_status st = MIL_OK;
   for (int32_t fi = 0; fi < p->n_functions && st == MIL_OK; fi++) {
     mil_function *f = p->functions[fi];
-    for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) st = reorder_block(&c, f->specs[s].block, NULL, 0);
+    for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) {
+      st = reorder_block(&c, f->specs[s].block, 0);
+      drop_uses(&c, 0);
+    }
   }
   pass_names_free(c.names);
+  free(c.uses);
   if (stats) stats->changes += c.changes;
   return st;
 }

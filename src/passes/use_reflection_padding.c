@@ -45,6 +45,7 @@
  */
 #include <stdlib.h>
 
+#include "passes/fuse_util_internal.h"
 #include "passes/tensor_pass_internal.h"
 
 #define MAX_RANK 64
@@ -149,14 +150,22 @@ out:
   return res;
 }
 
+/* The op types try_pad() can rewrite at (it returns 0 at any other). */
+static const char *const k_types[] = {"concat", NULL};
+
+static int walk_fn(void *ud, mil_op *op) { return try_pad(ud, op); }
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
   pass_t_ctx c = {.p = p, .d = d, .pass = "use_reflection_padding"};
-  mil_status s = pass_t_run(&c, try_pad, PASS_T_NESTED_SKIP, false);
+  pass_walk_spec ws = {c.pass, k_types, false, PASS_WALK_NESTED_SKIP, true, NULL};
+  mil_status s = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
   if (st) st->changes += c.changes;
   pass_t_free(&c);
   return s;
 }
 
+static const char *const k_anchors[] = {"concat", NULL};
 const mil_pass_def pass_def_use_reflection_padding = {
-    "common::use_reflection_padding", "replace a concat of mirrored size-1 slices with a reflect pad", NULL, 0, run, NULL};
+    "common::use_reflection_padding", "replace a concat of mirrored size-1 slices with a reflect pad", NULL, 0,
+    run, k_anchors};
