@@ -77,7 +77,7 @@ void ir_arena_free(ir_arena *ar) {
   ir_raw_free(ar->alloc, ar, sizeof *ar);
 }
 
-void *ir_arena_alloc(ir_arena *ar, size_t n) {
+static void *arena_take(ir_arena *ar, size_t n, bool zero) {
   if (n == 0) n = 1;
   if (n > SIZE_MAX - 2 * ARENA_ALIGN) return NULL;
   size_t need = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
@@ -89,7 +89,7 @@ void *ir_arena_alloc(ir_arena *ar, size_t n) {
     ar->big = c;
     ar->total += need;
     void *p = (char *)c + hdr_size();
-    memset(p, 0, n);
+    if (zero) memset(p, 0, n);
     return p;
   }
   if (!ar->head || ar->head->size - ar->head->used < need) {
@@ -101,9 +101,13 @@ void *ir_arena_alloc(ir_arena *ar, size_t n) {
   void *p = (char *)ar->head + hdr_size() + ar->head->used;
   ar->head->used += need;
   ar->total += need;
-  memset(p, 0, n);
+  if (zero) memset(p, 0, n);
   return p;
 }
+
+void *ir_arena_alloc(ir_arena *ar, size_t n) { return arena_take(ar, n, true); }
+
+void *ir_arena_alloc_uninit(ir_arena *ar, size_t n) { return arena_take(ar, n, false); }
 
 void *ir_arena_alloc_aligned(ir_arena *ar, size_t n, size_t align) {
   if (n == 0 || n > ARENA_CHUNK / 4 || align <= ARENA_ALIGN || (align & (align - 1)) || align > 4096)

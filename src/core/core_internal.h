@@ -27,6 +27,8 @@ IR_HIDDEN void *ir_arena_alloc(ir_arena *ar, size_t n);
  * first old_n*elem bytes of old (old is abandoned, freed with the arena). */
 /* n zeroed bytes at an address that is a multiple of align (a power of two
  * up to 4096; small requests only, else as ir_arena_alloc). */
+/* n bytes left as they are (for bytes the caller writes in full). */
+IR_HIDDEN void *ir_arena_alloc_uninit(ir_arena *ar, size_t n);
 IR_HIDDEN void *ir_arena_alloc_aligned(ir_arena *ar, size_t n, size_t align);
 IR_HIDDEN void *ir_arena_grow(ir_arena *ar, void *old, size_t old_n, size_t new_n, size_t elem);
 IR_HIDDEN size_t ir_arena_bytes(const ir_arena *ar);

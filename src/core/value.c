@@ -49,7 +49,7 @@ static int64_t shape_numel(int32_t rank, const int64_t *shape) {
  * unreachable) from IR_BIG_MIN bytes on. Zeroed when zero (arena memory
  * always is). */
 static void *ir_value_bytes(mil_program *p, mil_value *v, size_t n, bool zero) {
-  if (n < IR_BIG_MIN) return ir_arena_alloc(p->arena, n ? n : 1);
+  if (n < IR_BIG_MIN) return zero ? ir_arena_alloc(p->arena, n ? n : 1) : ir_arena_alloc_uninit(p->arena, n ? n : 1);
   return ir_big_alloc(p, n, zero, &v->big);
 }
 
