@@ -13,12 +13,20 @@ typedef struct intern_slot {
   uint32_t hash;
 } intern_slot;
 
+#define RECENT 1024 /* a power of two */
+
 struct ir_intern {
   const mil_allocator *alloc;
   ir_arena *arena;
   intern_slot *slots;
   size_t cap, count;
+  /* Interned pointers handed out lately, by address: interning a string
+   * that is already an interned pointer (op types and names passed back
+   * in) is then one load and compare, with no hashing. */
+  const char *recent[RECENT];
 };
+
+static size_t recent_of(const char *s) { return (size_t)(((uintptr_t)s >> 3) * 0x9e3779b1u >> 7) & (RECENT - 1); }
 
 /* Word-at-a-time string hash (names are short: most fit in two words). */
 static uint64_t str_hash(const char *s, size_t len) {
@@ -72,6 +80,8 @@ static int grow(ir_intern *t) {
   return 1;
 }
 
+static const char *intern_slow(ir_intern *t, const char *s, size_t len);
+
 /* The slot holding s, or the empty slot where it would go. */
 static intern_slot *probe(const ir_intern *t, const char *s, size_t len, uint32_t h) {
   size_t j = h & (t->cap - 1);
@@ -83,6 +93,14 @@ static intern_slot *probe(const ir_intern *t, const char *s, size_t len, uint32_
 
 const char *ir_intern_str(ir_intern *t, const char *s, size_t len) {
   if (!s) return NULL;
+  const char **r = &t->recent[recent_of(s)];
+  if (*r == s && (len == (size_t)-1 || s[len] == 0)) return s; /* an interned string, whole */
+  const char *got = intern_slow(t, s, len);
+  if (got) t->recent[recent_of(got)] = got;
+  return got;
+}
+
+static const char *intern_slow(ir_intern *t, const char *s, size_t len) {
   if (len == (size_t)-1) len = strlen(s);
   if (len > UINT32_MAX) return NULL;
   if ((t->count + 1) * 2 > t->cap && !grow(t)) return NULL;
