@@ -147,7 +147,9 @@ struct mil_program {
   int32_t n_attrs;
   mil_attr *attrs; /* e.g. "buildInfo" */
   struct ir_arena *arena;  /* private */
-  struct ir_arena *nodes;  /* private: op, var and block records, kept together for walks */
+  struct ir_arena *nodes;  /* private: var and block records */
+  struct ir_arena *ops;    /* private: op records (moved by mil_program_compact_ops) */
+  int64_t ops_made;        /* private: ops created since the last compaction */
   struct ir_intern *strs;  /* private */
   const mil_allocator *alloc;
   uint64_t next_block_id;  /* for fresh "block<N>" names */
@@ -207,6 +209,16 @@ MIL_API size_t mil_program_collect_garbage(mil_program *p, bool only_if_worthwhi
  * decoded protobuf tree in the middle of the heap, which would otherwise
  * stay resident; mil_model_load and mil_pipeline_run call this. */
 MIL_API void mil_release_free_memory(void);
+/* Moves every op record into a fresh block of memory in program order
+ * (each block's ops in sequence, nested blocks after their op), so that
+ * walks over the ops read consecutive memory again after passes have added
+ * many ops. Every mil_op pointer the caller holds becomes invalid (vars,
+ * blocks and values stay where they are); op->aux is cleared. O(ops).
+ * MIL_ERR_NOMEM leaves the program unchanged. The _if_worthwhile form does
+ * it only when at least a quarter of the ops were created since the last
+ * compaction (mil_pipeline_run calls it between passes). */
+MIL_API mil_status mil_program_compact_ops(mil_program *p);
+MIL_API mil_status mil_program_compact_ops_if_worthwhile(mil_program *p);
 /* Recounts the ops by walking every function (O(ops)); needed only after
  * editing p->functions directly (dropping or replacing a function). */
 MIL_API void mil_program_recount_ops(mil_program *p);

@@ -13,13 +13,16 @@ mil_program *mil_program_new(const mil_allocator *alloc) {
   mil_program *p = ir_arena_alloc(ar, sizeof *p);
   ir_intern *strs = p ? ir_intern_new(alloc, ar) : NULL;
   ir_arena *nodes = strs ? ir_arena_new(alloc) : NULL;
-  if (!nodes) {
+  ir_arena *ops = nodes ? ir_arena_new(alloc) : NULL;
+  if (!ops) {
+    if (nodes) ir_arena_free(nodes);
     if (strs) ir_intern_free(strs);
     ir_arena_free(ar);
     return NULL;
   }
   p->arena = ar;
   p->nodes = nodes;
+  p->ops = ops;
   p->strs = strs;
   p->alloc = alloc;
   p->version = 1;
@@ -33,6 +36,7 @@ void mil_program_free(mil_program *p) {
   ir_typetab_free(p);
   ir_intern_free(p->strs);
   ir_arena_free(p->nodes);
+  ir_arena_free(p->ops);
   ir_arena_free(p->arena); /* p itself lives in the arena */
 }
 

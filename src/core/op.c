@@ -27,8 +27,9 @@ void ir_use_unlink(mil_use *u) {
 
 mil_op *mil_op_new(mil_program *p, const char *type, const char *name) {
   /* on a cache line of its own: a walk reads the first 64 bytes only */
-  mil_op *op = ir_arena_alloc_aligned(p->nodes, sizeof *op, 64);
+  mil_op *op = ir_arena_alloc_aligned(p->ops, sizeof *op, 64);
   if (!op) return NULL;
+  p->ops_made++;
   op->program = p;
   op->type = mil_program_intern(p, type, (size_t)-1);
   op->name = name ? mil_program_intern(p, name, (size_t)-1) : NULL;

@@ -589,6 +589,7 @@ mil_status mil_pipeline_run(mil_pipeline *pl, mil_program *p, const mil_pipeline
   /* marked values are filled in by the first skipped pass; later passes
    * make no marked var without its value */
   bool inferred = false;
+  p->ops_made = 0; /* a loaded or built program is in order already */
   for (int32_t i = 0; i < n; i++) {
     const char *name = mil_pipeline_pass_at(pl, i);
     const mil_pass_def *pass = mil_pass_find(name);
@@ -602,6 +603,8 @@ mil_status mil_pipeline_run(mil_pipeline *pl, mil_program *p, const mil_pipeline
     /* weights a pass replaced (fp16 casts, transposed copies) are given back
      * before the next pass makes more */
     if (st == MIL_OK && mil_program_collect_garbage(p, true) > 0) mil_release_free_memory();
+    /* after a pass that added many ops, the op list is put back in memory order */
+    if (st == MIL_OK) st = mil_program_compact_ops_if_worthwhile(p);
     r.seconds = pass_now_seconds() - t0;
     r.changes = ps.changes;
     r.ops_after = ops = mil_program_count_ops(p);

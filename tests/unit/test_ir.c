@@ -4,6 +4,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -437,13 +439,81 @@ static void test_collect_garbage(void **state) {
   mil_program_free(p);
 }
 
+/* Compaction moves the op records into program order and leaves the
+ * program the same: same text, valid, every reference rewritten. */
+static void test_compact_ops(void **state) {
+  (void)state;
+  const char *text = "main[CoreML7](%x: (2, fp32)(Tensor), %p: (bool)(Scalar)) {\n"
+                     "  block0() {\n"
+                     "    %a: (2, fp32)(Tensor) = relu(x=%x, name=\"a\")\n"
+                     "    %c: (2, fp32)(Tensor) = cond(pred=%p, name=\"c\")\n"
+                     "      c_true() {\n"
+                     "        %e: (2, fp32)(Tensor) = exp(x=%a, name=\"e\")\n"
+                     "      } -> (%e)\n"
+                     "      c_false() {\n"
+                     "        %s: (2, fp32)(Tensor) = sin(x=%a, name=\"s\")\n"
+                     "      } -> (%s)\n"
+                     "    %t: (2, fp32)(Tensor) = add(x=%c, y=%a, name=\"t\")\n"
+                     "  } -> (%t)\n"
+                     "}\n";
+  mil_program *p = NULL;
+  mil_diag d = {0};
+  assert_int_equal(mil_parse_program(text, strlen(text), NULL, &p, &d), MIL_OK);
+  mil_block *b = mil_function_body(p->functions[0]);
+  /* add ops at the front so that list order and memory order differ */
+  for (int i = 0; i < 3; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "n%d", i);
+    mil_op *r = mil_op_new(p, "relu", name);
+    mil_op_add_input(r, "x", p->functions[0]->inputs[0]);
+    mil_op_add_output(r, name, p->functions[0]->inputs[0]->type);
+    mil_block_insert_before(b->first, r);
+  }
+  mil_print_options po = {MIL_PRINT_COMPLETE, false};
+  mil_buf before = {0}, after = {0};
+  mil_print_program(p, &po, &before);
+  mil_op *old_first = b->first;
+  assert_int_equal(mil_program_compact_ops(p), MIL_OK);
+  assert_ptr_not_equal(b->first, old_first);
+  mil_print_program(p, &po, &after);
+  assert_string_equal(before.data, after.data);
+  assert_int_equal(mil_program_verify(p, &d), MIL_OK);
+  /* program order is memory order, nested ops right after their op */
+  const mil_op *prev = NULL;
+  for (mil_op *op = b->first; op; op = op->next) {
+    if (prev) assert_true((uintptr_t)op > (uintptr_t)prev);
+    prev = op;
+    assert_ptr_equal(op->block, b);
+    for (int32_t i = 0; i < op->n_outputs; i++) assert_ptr_equal(op->outputs[i]->op, op);
+    for (int32_t i = 0; i < op->n_inputs; i++)
+      for (int32_t k = 0; k < op->inputs[i].n_args; k++) assert_ptr_equal(op->inputs[i].args[k].use.op, op);
+    for (int32_t i = 0; i < op->n_blocks; i++) {
+      assert_ptr_equal(op->blocks[i]->parent, op);
+      for (mil_op *in = op->blocks[i]->first; in; in = in->next) {
+        assert_true((uintptr_t)in > (uintptr_t)prev);
+        prev = in;
+      }
+    }
+  }
+  /* the moved ops still edit like any other */
+  mil_op *t = b->last;
+  assert_string_equal(t->name, "t");
+  mil_block_set_outputs(b, 1, &t->inputs[1].args[0].use.var);
+  assert_int_equal(mil_op_remove(t), MIL_OK);
+  assert_int_equal(mil_program_verify(p, &d), MIL_OK);
+  mil_buf_free(&before);
+  mil_buf_free(&after);
+  mil_diag_clear(&d);
+  mil_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_build_and_uses), cmocka_unit_test(test_insert_order),
       cmocka_unit_test(test_replace_uses_after), cmocka_unit_test(test_clone),
       cmocka_unit_test(test_order_relabel), cmocka_unit_test(test_remove_parts),
       cmocka_unit_test(test_verify_errors), cmocka_unit_test(test_nested_scoping),
-      cmocka_unit_test(test_fp16), cmocka_unit_test(test_values), cmocka_unit_test(test_collect_garbage),
+      cmocka_unit_test(test_fp16), cmocka_unit_test(test_values), cmocka_unit_test(test_collect_garbage), cmocka_unit_test(test_compact_ops),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
