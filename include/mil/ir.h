@@ -163,6 +163,7 @@ struct mil_program {
    * cleared by the passes' value filling once none is left. Code that sets
    * var->mark by hand must set it too. */
   bool marks_pending;
+  struct ir_mappings *mappings; /* private: weight-file mappings its values view (src/core/bigval.c) */
   void *user;              /* free for embedders */
 };
 
@@ -194,7 +195,7 @@ MIL_API int64_t mil_program_count_ops(const mil_program *p);
  * blocks included; O(1), kept like mil_program_count_ops. -1 when the
  * per-type table could not be allocated (treat as "maybe present"). */
 MIL_API int64_t mil_program_count_op_type(const mil_program *p, const char *type);
-/* Frees the bytes of large values (1 MiB and more) that nothing in the
+/* Frees the bytes of large values (16 KiB and more) that nothing in the
  * program refers to any more: no var's value, literal argument or
  * attribute of an op, block, function or the program. Values the caller
  * still holds that are not reachable from p must not be used afterwards.
@@ -209,6 +210,18 @@ MIL_API size_t mil_program_collect_garbage(mil_program *p, bool only_if_worthwhi
  * decoded protobuf tree in the middle of the heap, which would otherwise
  * stay resident; mil_model_load and mil_pipeline_run call this. */
 MIL_API void mil_release_free_memory(void);
+/* Registers a read-only file mapping [base, base + len) that values of p
+ * view (the model loader registers each weight file). drop(ud) is called
+ * when p is freed (the loader passes a reference on the weight file, so the
+ * mapping lives as long as the program). MIL_ERR_NOMEM on failure (drop is
+ * then called at once). */
+MIL_API mil_status mil_program_add_mapping(mil_program *p, const void *base, size_t len, void (*drop)(void *ud),
+                                           void *ud);
+/* Drops the resident pages of every registered mapping from the process's
+ * memory (they are read back from the file when touched again): reading
+ * a few bytes of many weights maps in whole neighbourhoods of them.
+ * mil_pipeline_run calls it after every pass. */
+MIL_API void mil_program_release_mappings(mil_program *p);
 /* Moves every op record into a fresh block of memory in program order
  * (each block's ops in sequence, nested blocks after their op), so that
  * walks over the ops read consecutive memory again after passes have added

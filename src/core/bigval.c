@@ -170,3 +170,61 @@ void mil_release_free_memory(void) {
   (void)malloc_trim(0);
 #endif
 }
+
+/* ---- the program's weight-file mappings ---- */
+
+typedef struct ir_mapping {
+  const void *base;
+  size_t len;
+  void (*drop)(void *ud);
+  void *ud;
+} ir_mapping;
+
+struct ir_mappings {
+  ir_mapping *m;
+  size_t n, cap;
+};
+
+mil_status mil_program_add_mapping(mil_program *p, const void *base, size_t len, void (*drop)(void *ud), void *ud) {
+  ir_mappings *ms = p->mappings;
+  if (!ms) {
+    ms = ir_raw_alloc(p->alloc, sizeof *ms);
+    if (!ms) goto oom;
+    memset(ms, 0, sizeof *ms);
+    p->mappings = ms;
+  }
+  if (ms->n == ms->cap) {
+    size_t nc = ms->cap ? ms->cap * 2 : 4;
+    ir_mapping *nm = ir_raw_realloc(p->alloc, ms->m, ms->cap * sizeof *nm, nc * sizeof *nm);
+    if (!nm) goto oom;
+    ms->m = nm;
+    ms->cap = nc;
+  }
+  ms->m[ms->n++] = (ir_mapping){base, len, drop, ud};
+  return MIL_OK;
+oom:
+  if (drop) drop(ud);
+  return MIL_ERR_NOMEM;
+}
+
+void mil_program_release_mappings(mil_program *p) {
+  ir_mappings *ms = p->mappings;
+  if (!ms) return;
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) return;
+  for (size_t i = 0; i < ms->n; i++) {
+    uintptr_t a = (uintptr_t)ms->m[i].base & ~((uintptr_t)page - 1);
+    uintptr_t e = (uintptr_t)ms->m[i].base + ms->m[i].len;
+    if (e > a) (void)madvise((void *)a, e - a, MADV_DONTNEED);
+  }
+}
+
+void ir_mappings_free(mil_program *p) {
+  ir_mappings *ms = p->mappings;
+  if (!ms) return;
+  for (size_t i = 0; i < ms->n; i++)
+    if (ms->m[i].drop) ms->m[i].drop(ms->m[i].ud);
+  ir_raw_free(p->alloc, ms->m, ms->cap * sizeof *ms->m);
+  ir_raw_free(p->alloc, ms, sizeof *ms);
+  p->mappings = NULL;
+}

@@ -19,6 +19,7 @@
 typedef struct ir_arena ir_arena;
 typedef struct ir_typecount ir_typecount;
 typedef struct ir_typetab ir_typetab;
+typedef struct ir_mappings ir_mappings;
 IR_HIDDEN ir_arena *ir_arena_new(const mil_allocator *a);
 IR_HIDDEN void ir_arena_free(ir_arena *ar);
 /* n zeroed bytes aligned to 16; NULL on out of memory. */
@@ -55,12 +56,13 @@ IR_HIDDEN void ir_typecount_free(mil_program *p);
 IR_HIDDEN void ir_typetab_free(mil_program *p);
 
 /* ---- bigval.c: large value buffers apart from the arena ---- */
-#define IR_BIG_MIN ((size_t)1 << 20)
+#define IR_BIG_MIN ((size_t)16 << 10)
 typedef struct ir_big ir_big;
 /* n bytes (zeroed when zero) listed on p; *out receives the record to store
  * in the value's `big` field. NULL on out of memory. */
 IR_HIDDEN void *ir_big_alloc(mil_program *p, size_t n, bool zero, ir_big **out);
 IR_HIDDEN void ir_big_free_all(mil_program *p);
+IR_HIDDEN void ir_mappings_free(mil_program *p);
 /* Notes that an op holding v was detached: its large buffer may have become
  * unreachable (weighs in mil_program_collect_garbage's decision). */
 IR_HIDDEN void ir_big_note_detached(mil_program *p, const mil_value *v);

@@ -33,6 +33,7 @@ void mil_program_free(mil_program *p) {
   if (!p) return;
   ir_typecount_free(p);
   ir_big_free_all(p);
+  ir_mappings_free(p);
   ir_typetab_free(p);
   ir_intern_free(p->strs);
   ir_arena_free(p->nodes);

@@ -74,6 +74,8 @@ mil_status io_weights_give(io_weights *w, mil_model *m) {
   return MIL_OK;
 }
 
+static void io_blob_drop(void *f) { mil_blob_file_close(f); }
+
 /* The blob file for a BlobFileValue.fileName: like coremltools, only the
  * last path component counts and it is looked up in the weights directory. */
 mil_status io_weights_lookup(io_read *r, const char *file_name, const char *where, mil_blob_file **out) {
@@ -122,7 +124,9 @@ mil_status io_weights_lookup(io_read *r, const char *file_name, const char *wher
   }
   w->files[w->n++] = f;
   *out = f;
-  return MIL_OK;
+  /* the program keeps its own reference: its values view this mapping */
+  return mil_program_add_mapping(r->p, mil_blob_file_base(f), (size_t)mil_blob_file_size(f), io_blob_drop,
+                                 mil_blob_file_retain(f));
 }
 
 /* ------------------------------------------------------------------------ */

@@ -447,6 +447,8 @@ static char *blob_base_dir(const io_parser *P) {
   return strndup(fn, (size_t)(slash - fn));
 }
 
+static void blob_drop(void *f) { mil_blob_file_close(f); }
+
 static mil_blob_file *blob_open(io_parser *P, const char *path, const char *at) {
   for (size_t i = 0; i < P->n_blobs; i++)
     if (strcmp(P->blobs[i].path, path) == 0) return P->blobs[i].f;
@@ -471,6 +473,12 @@ static mil_blob_file *blob_open(io_parser *P, const char *path, const char *at) 
   P->blobs[P->n_blobs].path = copy;
   P->blobs[P->n_blobs].f = f;
   P->n_blobs++;
+  /* the program keeps its own reference: its values view this mapping */
+  if (mil_program_add_mapping(P->p, mil_blob_file_base(f), (size_t)mil_blob_file_size(f), blob_drop,
+                              mil_blob_file_retain(f)) != MIL_OK) {
+    sym_nomem(P, at);
+    return NULL;
+  }
   return f;
 }
 

@@ -135,17 +135,8 @@ static int try_pattern(pass_fuse_ctx *c, mil_op *op) {
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
-  mil_status s = pass_infer_marked_values(p, d);
-  if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_prelu", .lazy_names = true};
   static const pass_pattern *const patterns[2] = {&pattern1, &pattern2};
-  pass_pat_prep pp;
-  c.ud = &pp;
-  for (int k = 0; k < 2 && s == MIL_OK; k++)
-    if (pass_pat_prepare(&pp, patterns[k], p))
-      s = pass_fuse_run_types(&c, try_pattern, true, true, pp.root_types, pp.all_types, st);
-  pass_fuse_ctx_free(&c);
-  return s;
+  return pass_pat_run(p, d, "fuse_prelu", patterns, 2, try_pattern, st);
 }
 
 static const char *const k_anchors[] = {"relu", NULL};

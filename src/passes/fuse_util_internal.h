@@ -240,6 +240,12 @@ typedef struct pass_pat_prep {
 /* Fills pp; false when some op type of the pattern has no op in p (the
  * pattern cannot match, so a sweep cannot rewrite anything). */
 bool pass_pat_prepare(pass_pat_prep *pp, const pass_pattern *pat, mil_program *p);
+/* The run of a pattern pass: fills marked values, then for each of the n
+ * patterns in turn (skipping those whose op types are absent) sweeps the
+ * program until fn rewrites nothing (pass_fuse_run_types, nested blocks
+ * visited, lazy naming), with c.ud pointing at the prepared pattern. */
+mil_status pass_pat_run(mil_program *p, mil_diag *d, const char *pass, const pass_pattern *const *patterns, int n,
+                        pass_fuse_fn fn, mil_pass_stats *st);
 /* coremltools' _detect_pattern(op): tries each input var of op (flattened,
  * in input order) as the root and returns true with m filled for the first
  * one whose child structure matches the pattern and whose non-final ops

@@ -236,6 +236,20 @@ bool pass_pat_prepare(pass_pat_prep *pp, const pass_pattern *pat, mil_program *p
   return possible;
 }
 
+mil_status pass_pat_run(mil_program *p, mil_diag *d, const char *pass, const pass_pattern *const *patterns, int n,
+                        pass_fuse_fn fn, mil_pass_stats *st) {
+  mil_status s = pass_infer_marked_values(p, d);
+  if (s != MIL_OK) return s;
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = pass, .lazy_names = true};
+  pass_pat_prep pp;
+  c.ud = &pp;
+  for (int k = 0; k < n && s == MIL_OK; k++)
+    if (pass_pat_prepare(&pp, patterns[k], p))
+      s = pass_fuse_run_types(&c, fn, true, true, pp.root_types, pp.all_types, st);
+  pass_fuse_ctx_free(&c);
+  return s;
+}
+
 /* The ops binding v, one entry per binding, oldest binding first (use
  * lists are newest first). Returns the count, or max + 1 as soon as it
  * exceeds max. */

@@ -603,6 +603,7 @@ mil_status mil_pipeline_run(mil_pipeline *pl, mil_program *p, const mil_pipeline
     /* weights a pass replaced (fp16 casts, transposed copies) are given back
      * before the next pass makes more */
     if (st == MIL_OK && mil_program_collect_garbage(p, true) > 0) mil_release_free_memory();
+    mil_program_release_mappings(p); /* weight pages the pass read need not stay resident */
     /* after a pass that added many ops, the op list is put back in memory order */
     if (st == MIL_OK) st = mil_program_compact_ops_if_worthwhile(p);
     r.seconds = pass_now_seconds() - t0;
