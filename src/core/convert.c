@@ -20,6 +20,7 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define MIL_HAVE_F16C_PATH 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -79,11 +80,19 @@ __attribute__((target("avx,f16c"))) static size_t f16_to_f32_f16c(const uint16_t
   return i;
 }
 
+/* CPUID leaf 1: OSXSAVE, AVX and F16C, and the OS saving the ymm state
+ * (XGETBV), read directly so that any GCC or clang can build it. */
 static int have_f16c(void) {
   static int known = -1;
   if (known < 0) {
-    __builtin_cpu_init();
-    known = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    unsigned a, b, c, d;
+    int ok = 0;
+    if (__get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 27)) && (c & (1u << 28)) && (c & (1u << 29))) {
+      unsigned lo, hi;
+      __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+      ok = (lo & 6u) == 6u;
+    }
+    known = ok;
   }
   return known;
 }
