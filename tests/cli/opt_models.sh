@@ -1,7 +1,8 @@
 #!/bin/bash
 # `mil opt` on a real model: the DEFAULT pipeline on a small corpus model
 # (squeezenet1_1), written as .mlpackage and validated with `mil validate`;
-# the end-of-run summary goes to stderr only.
+# the end-of-run summary goes to stderr only. Then every corpus model:
+# optimized, validated, and checked with `mil verify` against its input.
 #   bash opt_models.sh MIL TESTS_DIR SHARED_DIR
 set -u
 MIL=$1
@@ -61,4 +62,18 @@ cp "$tmp/stdout" "$tmp/p.mil"
 [ ! -s "$tmp/err" ] || fail "--quiet prints nothing: $(cat "$tmp/err")"
 "$MIL" opt "$IN" -o "$tmp/q.mlpackage" $extra 2>"$tmp/err" >/dev/null || fail "mil opt"
 grep -q "^ops: " "$tmp/err" && fail "no summary without a terminal or --stats"
+
+# the main job on every corpus model: the result validates and computes what
+# the input computes on the recorded input x.npy (mil verify's default
+# tolerances follow the fp16 precision DEFAULT gives the model)
+for d in "$SHARED"/corpus/models/*/; do
+  [ -d "$d/input.mlpackage" ] && [ -f "$d/x.npy" ] || continue
+  name=$(basename "$d")
+  "$MIL" opt "$d/input.mlpackage" -o "$tmp/$name.mlpackage" $extra --quiet 2>"$tmp/err" ||
+    fail "$name: mil opt: $(cat "$tmp/err")"
+  "$MIL" validate "$tmp/$name.mlpackage" >"$tmp/val" 2>&1 || fail "$name: the result does not validate: $(cat "$tmp/val")"
+  "$MIL" verify "$d/input.mlpackage" "$tmp/$name.mlpackage" --input "x=$d/x.npy" >"$tmp/ver" 2>&1 ||
+    fail "$name: mil verify input out: $(cat "$tmp/ver")"
+  grep -q "^PASS" "$tmp/ver" || fail "$name: mil verify printed no PASS: $(cat "$tmp/ver")"
+done
 echo "ok"

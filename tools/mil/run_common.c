@@ -161,6 +161,8 @@ mil_status cli_set_inputs(mil_interp *ip, const cli_input_arg *args, int n_args,
     if (i < n) {
       cli_tensor_free(&kept[i]);
       kept[i] = t;
+      /* the tensor's shape points into the struct: re-point it at the copy */
+      if (t.t.shape == t.shape) kept[i].t.shape = kept[i].shape;
     } else {
       cli_tensor_free(&t);
     }
