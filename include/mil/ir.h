@@ -222,6 +222,11 @@ MIL_API mil_status mil_program_add_mapping(mil_program *p, const void *base, siz
  * a few bytes of many weights maps in whole neighbourhoods of them.
  * mil_pipeline_run calls it after every pass. */
 MIL_API void mil_program_release_mappings(mil_program *p);
+/* After reading bytes [offset, offset + nbytes) of a value that views a
+ * registered mapping: drops the pages around them (2 MiB on each side,
+ * within that mapping), which the read may have mapped in; for other
+ * file-mapped values as mil_value_release_range. */
+MIL_API void mil_program_release_value_pages(const mil_program *p, const mil_value *v, size_t offset, size_t nbytes);
 /* Moves every op record into a fresh block of memory in program order
  * (each block's ops in sequence, nested blocks after their op), so that
  * walks over the ops read consecutive memory again after passes have added

@@ -228,3 +228,26 @@ void ir_mappings_free(mil_program *p) {
   ir_raw_free(p->alloc, ms, sizeof *ms);
   p->mappings = NULL;
 }
+
+/* Pages mapped in around a read reach past the value read: the kernel maps
+ * whole page-cache folios (up to 2 MiB) and neighbouring pages at a fault. */
+#define RELEASE_SLACK ((uintptr_t)2 << 20)
+
+void mil_program_release_value_pages(const mil_program *p, const mil_value *v, size_t offset, size_t nbytes) {
+  if (!v || v->kind != MIL_VAL_TENSOR || !v->file_mapped || offset >= v->nbytes) return;
+  if (nbytes > v->nbytes - offset) nbytes = v->nbytes - offset;
+  const ir_mappings *ms = p ? p->mappings : NULL;
+  uintptr_t a = (uintptr_t)v->data + offset, e = a + nbytes;
+  for (size_t i = 0; ms && i < ms->n; i++) {
+    uintptr_t base = (uintptr_t)ms->m[i].base, end = base + ms->m[i].len;
+    if (a < base || e > end) continue;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) return;
+    uintptr_t lo = a - base > RELEASE_SLACK ? a - RELEASE_SLACK : base;
+    uintptr_t hi = end - e > RELEASE_SLACK ? e + RELEASE_SLACK : end;
+    lo &= ~((uintptr_t)page - 1); /* the mapping starts on a page, so this stays inside it */
+    (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    return;
+  }
+  mil_value_release_range(v, offset, nbytes); /* not a registered mapping: whole pages of the value only */
+}

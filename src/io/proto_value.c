@@ -469,7 +469,7 @@ static Milproto__Value *blob_value(io_write *w, const mil_value *v, const char *
   if (!found) {
     mil_status st = mil_blob_writer_add(w->bw, v->type->dtype, v->data, v->nbytes, v->numel, &off, w->d);
     if (st != MIL_OK) return io_wfail(w, st, "%s: %s: writing the weight blob failed", w->file, where);
-    mil_value_release_pages(v); /* written: a mapped source need not stay resident */
+    mil_program_release_value_pages(w->p, v, 0, v->nbytes); /* written: a mapped source need not stay resident */
     if (v->storage == MIL_STORE_VIEW && v->data &&
         !seen_add(w, (struct io_seen_blob){v->data, v->nbytes, v->type->dtype, off}))
       return OOM(w);

@@ -334,7 +334,7 @@ static mil_status fold_cast(mil_infer_ctx *c) {
         mil_fp32_to_fp16_array((const float *)x->data + at, (uint16_t *)mil_value_data_mut(out) + at, len);
       else
         mil_fp16_to_fp32_array((const uint16_t *)x->data + at, (float *)mil_value_data_mut(out) + at, len);
-      mil_value_release_range(x, at * in_w, len * in_w);
+      mil_program_release_value_pages(c->prog, x, at * in_w, len * in_w);
     }
     c->val[0] = out;
     return MIL_OK;

@@ -223,13 +223,13 @@ static mil_status fold_transpose(mil_infer_ctx *c) {
     if (old && refold_matches(c, old, x, rank, oshape) &&
         (!old->numel || op_transpose_equal(old->data, x->data, es, rank, shape, perm))) {
       c->val[0] = old;
-      mil_value_release_pages(x); /* a weight read through its file mapping need not stay resident */
+      mil_program_release_value_pages(c->prog, x, 0, x->nbytes); /* a weight read through its file mapping need not stay resident */
       return MIL_OK;
     }
     /* a blocked copy into bytes not zeroed first (every one is written) */
     mil_value *v = mil_value_new_tensor_uninit(c->prog, x->type->dtype, rank, oshape, false);
     if (v && v->numel) op_transpose_data(mil_value_data_mut(v), x->data, es, rank, shape, perm);
-    mil_value_release_pages(x);
+    mil_program_release_value_pages(c->prog, x, 0, x->nbytes);
     op_set_val(c, 0, v);
     return MIL_OK;
   }

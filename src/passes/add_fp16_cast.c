@@ -106,7 +106,7 @@ static bool fp16_overflow(const mil_op *op) {
       for (int64_t at = 0; at < v->val->numel && !over; at += SCAN_PIECE) {
         int64_t len = v->val->numel - at < SCAN_PIECE ? v->val->numel - at : SCAN_PIECE;
         over = any_fp16_overflow(u + at, len);
-        mil_value_release_range(v->val, (size_t)at * 4, (size_t)len * 4);
+        mil_program_release_value_pages(op->program, v->val, (size_t)at * 4, (size_t)len * 4);
       }
       if (over) return true;
     }
