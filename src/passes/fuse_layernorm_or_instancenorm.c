@@ -327,41 +327,60 @@ static mil_var *epsilon_of(const mil_op *add, const mil_var *var) {
   return is_rank0(e) ? e : NULL;
 }
 
+/* The head patterns 1 and 3 share: x feeding reduce_mean, sub and mul (in
+ * the order the pattern gives), reduce_mean(x) -> sub(x, mean) -> square ->
+ * reduce_mean -> add(epsilon) -> rsqrt; the matched ops go into ops. */
+typedef struct ln_head {
+  mil_var *root, *eps;
+  mil_op *rsqrt;
+} ln_head;
+
+static bool match_head(pass_t_ctx *c, mil_op *reduce, const char *const *root_kids, int32_t n_root_kids, opset *ops,
+                       ln_head *h) {
+  mil_var *root = in(reduce, "x");
+  if (!root || !root_shape_known(root) || pass_n_op_uses(root) != 3) return false;
+  if (root->op && !child_types(c, root->op, root_kids, n_root_kids, true)) return false;
+  if (!reduce_ok(reduce, "reduce_mean")) return false;
+  push(ops, reduce);
+  if (!child_types(c, reduce, TYPES("sub", "mul"), false)) return false;
+  kids k;
+  children(c, reduce, &k);
+  mil_op *sub1 = pass_t_is(k.op[0], "sub") ? k.op[0] : k.op[1];
+  if (!(in(sub1, "x") == root && in(sub1, "y") == out0(reduce))) return false;
+  push(ops, sub1);
+  mil_op *square = child_at(c, sub1, "square", 0);
+  if (!square) return false;
+  push(ops, square);
+  mil_op *reduce2 = child_at(c, square, "reduce_mean", 0);
+  if (!reduce_ok(reduce2, "reduce_mean")) return false;
+  push(ops, reduce2);
+  mil_op *add_eps = child_at(c, reduce2, "add", 0);
+  if (!add_eps) return false;
+  mil_var *eps = epsilon_of(add_eps, out0(reduce2));
+  if (!eps) return false;
+  push(ops, add_eps);
+  mil_op *rsqrt = child_at(c, add_eps, "rsqrt", 0);
+  if (!rsqrt) return false;
+  push(ops, rsqrt);
+  *h = (ln_head){root, eps, rsqrt};
+  return true;
+}
+
 /* ---------- the patterns ---------- */
 
 static int pattern1(pass_t_ctx *c, mil_op *reduce, mil_block *b) {
   opset ops = {0};
-  mil_var *root = in(reduce, "x");
-  if (!root || !root_shape_known(root) || pass_n_op_uses(root) != 3) return 0;
-  if (root->op && !child_types(c, root->op, TYPES("reduce_mean", "sub", "mul"), true)) return 0;
-  if (!reduce_ok(reduce, "reduce_mean")) return 0;
-  push(&ops, reduce);
-  if (!child_types(c, reduce, TYPES("sub", "mul"), false)) return 0;
-  kids k;
-  children(c, reduce, &k);
-  mil_op *sub1 = pass_t_is(k.op[0], "sub") ? k.op[0] : k.op[1];
-  if (!(in(sub1, "x") == root && in(sub1, "y") == out0(reduce))) return 0;
-  push(&ops, sub1);
-  mil_op *square = child_at(c, sub1, "square", 0);
-  if (!square) return 0;
-  push(&ops, square);
-  mil_op *reduce2 = child_at(c, square, "reduce_mean", 0);
-  if (!reduce_ok(reduce2, "reduce_mean")) return 0;
-  push(&ops, reduce2);
-  mil_op *add1 = child_at(c, reduce2, "add", 0);
-  if (!add1) return 0;
-  mil_var *eps = epsilon_of(add1, out0(reduce2));
-  if (!eps) return 0;
-  push(&ops, add1);
-  mil_op *rsqrt = child_at(c, add1, "rsqrt", 0);
-  if (!rsqrt) return 0;
-  push(&ops, rsqrt);
+  ln_head h;
+  if (!match_head(c, reduce, TYPES("reduce_mean", "sub", "mul"), &ops, &h)) return 0;
+  mil_var *root = h.root, *eps = h.eps;
+  mil_op *rsqrt = h.rsqrt;
   mil_op *mul1 = child_at(c, rsqrt, "mul", 0);
   if (!mul1) return 0;
   mil_var *gamma = other(mul1, out0(rsqrt));
   if (!has_val(gamma)) return 0;
   push(&ops, mul1);
   if (!child_types(c, mul1, TYPES("mul", "mul"), true)) return 0;
+  kids k;
   children(c, mul1, &k);
   mil_op *mul2 = k.op[0], *mul3 = k.op[1];
   mil_var *o2 = in(mul2, "y") == out0(mul1) ? in(mul2, "x") : in(mul2, "y");
@@ -436,31 +455,10 @@ static bool operands_are(const mil_op *op, const mil_var *a, const mil_var *b) {
 
 static int pattern3(pass_t_ctx *c, mil_op *reduce, mil_block *b) {
   opset ops = {0};
-  mil_var *root = in(reduce, "x");
-  if (!root || !root_shape_known(root) || pass_n_op_uses(root) != 3) return 0;
-  if (root->op && !child_types(c, root->op, TYPES("sub", "mul", "reduce_mean"), true)) return 0;
-  if (!reduce_ok(reduce, "reduce_mean")) return 0;
-  push(&ops, reduce);
-  if (!child_types(c, reduce, TYPES("sub", "mul"), false)) return 0;
-  kids k;
-  children(c, reduce, &k);
-  mil_op *sub1 = pass_t_is(k.op[0], "sub") ? k.op[0] : k.op[1];
-  if (!(in(sub1, "x") == root && in(sub1, "y") == out0(reduce))) return 0;
-  push(&ops, sub1);
-  mil_op *square = child_at(c, sub1, "square", 0);
-  if (!square) return 0;
-  push(&ops, square);
-  mil_op *reduce2 = child_at(c, square, "reduce_mean", 0);
-  if (!reduce_ok(reduce2, "reduce_mean")) return 0;
-  push(&ops, reduce2);
-  mil_op *add_eps = child_at(c, reduce2, "add", 0);
-  if (!add_eps) return 0;
-  mil_var *eps = epsilon_of(add_eps, out0(reduce2));
-  if (!eps) return 0;
-  push(&ops, add_eps);
-  mil_op *rsqrt = child_at(c, add_eps, "rsqrt", 0);
-  if (!rsqrt) return 0;
-  push(&ops, rsqrt);
+  ln_head h;
+  if (!match_head(c, reduce, TYPES("sub", "mul", "reduce_mean"), &ops, &h)) return 0;
+  mil_var *root = h.root, *eps = h.eps;
+  mil_op *rsqrt = h.rsqrt;
   mil_op *mul1 = child_at(c, rsqrt, "mul", 0);
   if (!mul1 || !operands_are(mul1, root, out0(rsqrt))) return 0;
   push(&ops, mul1);
