@@ -219,13 +219,15 @@ MIL_API mil_status mil_program_add_mapping(mil_program *p, const void *base, siz
                                            void *ud);
 /* Drops the resident pages of every registered mapping from the process's
  * memory (they are read back from the file when touched again): reading
- * a few bytes of many weights maps in whole neighbourhoods of them.
- * mil_pipeline_run calls it after every pass. */
+ * a few bytes of many weights maps in whole neighbourhoods of them. Does
+ * nothing when the mappings total less than 256 MiB. mil_pipeline_run
+ * calls it after every pass. */
 MIL_API void mil_program_release_mappings(mil_program *p);
-/* After reading bytes [offset, offset + nbytes) of a value that views a
- * registered mapping: drops the pages around them (2 MiB on each side,
- * within that mapping), which the read may have mapped in; for other
- * file-mapped values as mil_value_release_range. */
+/* After reading bytes [offset, offset + nbytes) of a file-mapped value:
+ * drops its whole pages (mil_value_release_range) and, for large weight
+ * files (256 MiB and more registered), every 64 MiB read the whole
+ * mappings, since a read maps in more than the bytes it reads. p is
+ * const in spirit: only its release bookkeeping changes. */
 MIL_API void mil_program_release_value_pages(const mil_program *p, const mil_value *v, size_t offset, size_t nbytes);
 /* Moves every op record into a fresh block of memory in program order
  * (each block's ops in sequence, nested blocks after their op), so that

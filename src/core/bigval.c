@@ -183,6 +183,8 @@ typedef struct ir_mapping {
 struct ir_mappings {
   ir_mapping *m;
   size_t n, cap;
+  size_t total;      /* bytes of all mappings */
+  size_t read_bytes; /* read through them (as reported) since they were last released */
 };
 
 mil_status mil_program_add_mapping(mil_program *p, const void *base, size_t len, void (*drop)(void *ud), void *ud) {
@@ -201,15 +203,28 @@ mil_status mil_program_add_mapping(mil_program *p, const void *base, size_t len,
     ms->cap = nc;
   }
   ms->m[ms->n++] = (ir_mapping){base, len, drop, ud};
+  ms->total += len;
   return MIL_OK;
 oom:
   if (drop) drop(ud);
   return MIL_ERR_NOMEM;
 }
 
+/* Releasing costs a page-table walk over every mapping: worth it for large
+ * weight files only, whose resident pages would otherwise add up. */
+#define RELEASE_MIN_TOTAL ((size_t)256 << 20)
+#define RELEASE_EVERY ((size_t)64 << 20)
+
+static void release_all(const ir_mappings *ms);
+
 void mil_program_release_mappings(mil_program *p) {
   ir_mappings *ms = p->mappings;
-  if (!ms) return;
+  if (!ms || ms->total < RELEASE_MIN_TOTAL) return;
+  ms->read_bytes = 0;
+  release_all(ms);
+}
+
+static void release_all(const ir_mappings *ms) {
   long page = sysconf(_SC_PAGESIZE);
   if (page <= 0) return;
   for (size_t i = 0; i < ms->n; i++) {
@@ -229,25 +244,17 @@ void ir_mappings_free(mil_program *p) {
   p->mappings = NULL;
 }
 
-/* Pages mapped in around a read reach past the value read: the kernel maps
- * whole page-cache folios (up to 2 MiB) and neighbouring pages at a fault. */
-#define RELEASE_SLACK ((uintptr_t)2 << 20)
-
 void mil_program_release_value_pages(const mil_program *p, const mil_value *v, size_t offset, size_t nbytes) {
   if (!v || v->kind != MIL_VAL_TENSOR || !v->file_mapped || offset >= v->nbytes) return;
   if (nbytes > v->nbytes - offset) nbytes = v->nbytes - offset;
-  const ir_mappings *ms = p ? p->mappings : NULL;
-  uintptr_t a = (uintptr_t)v->data + offset, e = a + nbytes;
-  for (size_t i = 0; ms && i < ms->n; i++) {
-    uintptr_t base = (uintptr_t)ms->m[i].base, end = base + ms->m[i].len;
-    if (a < base || e > end) continue;
-    long page = sysconf(_SC_PAGESIZE);
-    if (page <= 0) return;
-    uintptr_t lo = a - base > RELEASE_SLACK ? a - RELEASE_SLACK : base;
-    uintptr_t hi = end - e > RELEASE_SLACK ? e + RELEASE_SLACK : end;
-    lo &= ~((uintptr_t)page - 1); /* the mapping starts on a page, so this stays inside it */
-    (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
-    return;
-  }
-  mil_value_release_range(v, offset, nbytes); /* not a registered mapping: whole pages of the value only */
+  mil_value_release_range(v, offset, nbytes);
+  /* A fault maps in more than the bytes read (whole page-cache folios, up
+   * to 2 MiB, and neighbouring pages), which the value's own pages do not
+   * cover: every RELEASE_EVERY bytes read, the whole mappings go. */
+  ir_mappings *ms = p ? p->mappings : NULL;
+  if (!ms || ms->total < RELEASE_MIN_TOTAL) return;
+  ms->read_bytes += nbytes;
+  if (ms->read_bytes < RELEASE_EVERY) return;
+  ms->read_bytes = 0;
+  release_all(ms);
 }
