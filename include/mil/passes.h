@@ -283,6 +283,7 @@ struct mil_pass_record {
   double seconds;   /* monotonic wall-clock time of the run function */
   int64_t changes;  /* rewrites the pass reported */
   int64_t ops_before, ops_after; /* mil_program_count_ops around the pass */
+  bool skipped;     /* not run: the program held none of the pass's anchor op types */
 };
 
 /* What a pipeline run did. Zero-initialize; free with

@@ -499,8 +499,9 @@ static bool nothing_to_anchor(const mil_pass_def *pass, const mil_program *p) {
  * start with pass_infer_marked_values), so a skip does that instead: the
  * program after a skipped pass is what the pass would have left. */
 static mil_status run_one(const mil_pass_def *pass, mil_program *p, const mil_pass_options *opts, mil_pass_stats *st,
-                          mil_diag *d, bool *inferred) {
+                          mil_diag *d, bool *inferred, bool *skipped) {
   if (!nothing_to_anchor(pass, p)) return pass->run(p, opts, st, d);
+  if (skipped) *skipped = true;
   if (inferred && *inferred) return MIL_OK;
   if (inferred) *inferred = true;
   return pass_infer_marked_values(p, d);
@@ -520,7 +521,7 @@ mil_status mil_pass_run(const mil_pass_def *pass, mil_program *p, const mil_pass
                           pass->name);
   }
   mil_pass_stats st = {0};
-  mil_status s = run_one(pass, p, opts, &st, d, NULL);
+  mil_status s = run_one(pass, p, opts, &st, d, NULL, NULL);
   mil_pass_options_free(own);
   if (changes) *changes = st.changes;
   return s;
@@ -595,11 +596,11 @@ mil_status mil_pipeline_run(mil_pipeline *pl, mil_program *p, const mil_pipeline
     const mil_pass_def *pass = mil_pass_find(name);
     const mil_pass_options *opts = mil_pipeline_options(pl, name);
     if (!pass || !opts) return MIL_ERR_NOMEM; /* validate guaranteed the pass exists */
-    mil_pass_record r = {pass->name, i, 0, 0, ops, ops};
+    mil_pass_record r = {pass->name, i, 0, 0, ops, ops, false};
     mil_pass_stats ps = {0};
     if (ro->before_pass) ro->before_pass(ro->hook_ud, i, n, pass->name, ops);
     double t0 = pass_now_seconds();
-    st = run_one(pass, p, opts, &ps, d, &inferred);
+    st = run_one(pass, p, opts, &ps, d, &inferred, &r.skipped);
     /* weights a pass replaced (fp16 casts, transposed copies) are given back
      * before the next pass makes more */
     if (st == MIL_OK && mil_program_collect_garbage(p, true) > 0) mil_release_free_memory();

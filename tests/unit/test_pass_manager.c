@@ -51,10 +51,21 @@ static mil_status run_fail(mil_program *p, const mil_pass_options *o, mil_pass_s
 }
 static const mil_pass_def k_fixture_fail = {"fixture::fail", "fails", NULL, 0, run_fail, NULL};
 
+/* A pass that declares anchor op types is not called when none is present. */
+static int g_anchor_calls;
+static mil_status run_count_calls(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
+  g_anchor_calls++;
+  st->changes++;
+  return MIL_OK;
+}
+static const char *const k_relu_anchor[] = {"relu", "conv", NULL};
+static const mil_pass_def k_fixture_anchored = {"fixture::anchored", "x", NULL, 0, run_count_calls, k_relu_anchor};
+
 static int setup(void **state) {
   (void)state;
   mil_diag d = {0};
-  const mil_pass_def *defs[] = {&k_fixture_dce, &k_fixture_noop, &k_fixture_mark, &k_fixture_break, &k_fixture_fail};
+  const mil_pass_def *defs[] = {&k_fixture_dce,   &k_fixture_noop, &k_fixture_mark,
+                                &k_fixture_break, &k_fixture_fail, &k_fixture_anchored};
   for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
     if (mil_pass_register(defs[i], &d) != MIL_OK) return -1;
   mil_diag_clear(&d);
@@ -632,18 +643,25 @@ static void test_helpers(void **state) {
   mil_diag_clear(&d);
 }
 
-/* A pass that declares anchor op types is not called when none is present. */
-static int g_anchor_calls;
-static mil_status run_count_calls(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
-  g_anchor_calls++;
-  st->changes++;
-  return MIL_OK;
+
+/* The skip through a pipeline: the report marks the run as skipped. */
+static bool pipeline_skips(mil_program *p) {
+  const char *names[] = {"fixture::anchored"};
+  mil_pipeline *pl = NULL;
+  mil_pipeline_report rep = {0};
+  assert_int_equal(mil_pipeline_new_from_list("t", 1, names, &pl, NULL), MIL_OK);
+  assert_int_equal(mil_pipeline_run(pl, p, NULL, &rep, NULL), MIL_OK);
+  assert_int_equal(rep.n_records, 1);
+  bool skipped = rep.records[0].skipped;
+  assert_int_equal(rep.records[0].changes, skipped ? 0 : 1);
+  mil_pipeline_report_free(&rep);
+  mil_pipeline_free(pl);
+  return skipped;
 }
-static const char *const k_relu_anchor[] = {"relu", "conv", NULL};
 
 static void test_anchor_skip(void **state) {
   (void)state;
-  const mil_pass_def anchored = {"fixture::anchored", "x", NULL, 0, run_count_calls, k_relu_anchor};
+  const mil_pass_def anchored = k_fixture_anchored;
   mil_program *p = parse("main[CoreML7](%x: (2, fp32)(Tensor)) {\n"
                          "  block0() {\n"
                          "    %y: (2, fp32)(Tensor) = sigmoid(x=%x, name=\"y\")\n"
@@ -655,6 +673,8 @@ static void test_anchor_skip(void **state) {
   assert_int_equal(mil_pass_run(&anchored, p, NULL, &changes, &d), MIL_OK);
   assert_int_equal(g_anchor_calls, 0);
   assert_int_equal(changes, 0);
+  assert_true(pipeline_skips(p));
+  assert_int_equal(g_anchor_calls, 0);
   mil_program_free(p);
   p = parse("main[CoreML7](%x: (2, fp32)(Tensor)) {\n"
             "  block0() {\n"
@@ -664,6 +684,8 @@ static void test_anchor_skip(void **state) {
   assert_int_equal(mil_pass_run(&anchored, p, NULL, &changes, &d), MIL_OK);
   assert_int_equal(g_anchor_calls, 1);
   assert_int_equal(changes, 1);
+  assert_false(pipeline_skips(p));
+  assert_int_equal(g_anchor_calls, 2);
   mil_program_free(p);
   mil_diag_clear(&d);
 }

@@ -107,10 +107,17 @@ static void print_timing(const mil_pipeline_report *rep) {
   memcpy(r, rep->records, (size_t)rep->n_records * sizeof *r);
   qsort(r, (size_t)rep->n_records, sizeof *r, cmp_time);
   fprintf(stderr, "%-4s %-58s %10s %6s %8s\n", "#", "pass", "ms", "%", "changes");
-  for (int32_t i = 0; i < rep->n_records; i++)
-    fprintf(stderr, "%-4d %-58s %10.3f %5.1f%% %8lld\n", r[i].index, r[i].pass, r[i].seconds * 1e3,
-            rep->seconds > 0 ? 100.0 * r[i].seconds / rep->seconds : 0.0, (long long)r[i].changes);
+  int32_t skipped = 0;
+  for (int32_t i = 0; i < rep->n_records; i++) {
+    skipped += r[i].skipped;
+    if (r[i].skipped)
+      fprintf(stderr, "%-4d %-58s %10.3f %6s %8s\n", r[i].index, r[i].pass, r[i].seconds * 1e3, "", "skipped");
+    else
+      fprintf(stderr, "%-4d %-58s %10.3f %5.1f%% %8lld\n", r[i].index, r[i].pass, r[i].seconds * 1e3,
+              rep->seconds > 0 ? 100.0 * r[i].seconds / rep->seconds : 0.0, (long long)r[i].changes);
+  }
   fprintf(stderr, "total %.3f ms in %d passes", rep->seconds * 1e3, (int)rep->n_records);
+  if (skipped) fprintf(stderr, " (%d skipped: none of their op types in the program)", (int)skipped);
   if (rep->verify_seconds > 0) fprintf(stderr, " (+ %.3f ms verifying)", rep->verify_seconds * 1e3);
   fprintf(stderr, "\n");
   free(r);
@@ -118,7 +125,10 @@ static void print_timing(const mil_pipeline_report *rep) {
 
 /* The op counts come with the summary, which --stats always prints. */
 static void print_stats(const mil_pipeline_report *rep) {
-  fprintf(stderr, "%d of %d pass runs changed the program:\n", (int)rep->n_changed, (int)rep->n_records);
+  int32_t skipped = 0;
+  for (int32_t i = 0; i < rep->n_records; i++) skipped += rep->records[i].skipped;
+  fprintf(stderr, "%d of %d pass runs changed the program (%d skipped: none of their op types present):\n",
+          (int)rep->n_changed, (int)rep->n_records, (int)skipped);
   for (int32_t i = 0; i < rep->n_records; i++) {
     const mil_pass_record *r = &rep->records[i];
     if (r->changes > 0)

@@ -30,6 +30,11 @@ static void print_pass(const mil_pass_def *p, bool detail) {
            od->default_value && !*od->default_value ? "\"\"" : val, od->doc ? "  -- " : "", od->doc ? od->doc : "");
   }
   mil_pass_options_free(o);
+  if (detail && p->anchors) {
+    printf("    runs only when the program has an op of type:");
+    for (const char *const *a = p->anchors; *a; a++) printf("%s %s", a == p->anchors ? "" : ",", *a);
+    printf("\n");
+  }
 }
 
 static void print_pipeline(const char *name, bool one_per_line) {
