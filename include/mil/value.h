@@ -59,6 +59,9 @@ struct mil_value {
    * read back from the file on the next access. */
   bool file_mapped;
   struct ir_big *big; /* private: the program's large-buffer record holding the bytes, or NULL */
+  /* private: for an fp32 value cast from fp16, that fp16 value; casting it
+   * back to fp16 gives those very bytes, so the cast shares the value */
+  const mil_value *widened_from;
   /* LIST / TUPLE / DICT: n items (DICT: keys[i] -> items[i]) */
   int32_t n;
   const mil_value *const *items;

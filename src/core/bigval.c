@@ -86,6 +86,7 @@ static void mark_value(uint64_t epoch, const mil_value *v, int depth) {
   if (!v || depth > 64) return;
   if (v->kind == MIL_VAL_TENSOR) {
     if (v->big) v->big->epoch = epoch;
+    if (v->widened_from) mark_value(epoch, v->widened_from, depth + 1); /* it may be handed out again */
     return;
   }
   for (int32_t i = 0; i < v->n; i++) {

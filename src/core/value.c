@@ -327,6 +327,7 @@ const mil_value *ir_value_import(mil_program *p, const mil_value *v) {
   if (v->type && !r->type) return NULL;
   if (v->blob_file) r->blob_file = mil_program_intern(p, v->blob_file, (size_t)-1);
   r->big = NULL;
+  r->widened_from = NULL;
   if (v->kind == MIL_VAL_TENSOR) {
     if (v->storage == MIL_STORE_VIEW) return r;
     r->file_mapped = false;

@@ -320,6 +320,13 @@ static mil_status fold_cast(mil_infer_ctx *c) {
   const mil_type *ot = c->out[0];
   bool bulk = ot && ot->kind == MIL_TYPE_TENSOR && mil_type_is_static(ot) && ot->rank <= OP_MAX_RANK &&
               ((from == MIL_DT_FP32 && ot->dtype == MIL_DT_FP16) || (from == MIL_DT_FP16 && ot->dtype == MIL_DT_FP32));
+  if (bulk && from == MIL_DT_FP32 && x->widened_from && x->widened_from->type == ot &&
+      x->widened_from->numel == x->numel) {
+    /* fp16 -> fp32 -> fp16 is exact: the value cast up is the answer (values are immutable, so it is
+     * shared rather than copied; a weight that add_fp16_cast turns around costs one buffer less) */
+    c->val[0] = x->widened_from;
+    return MIL_OK;
+  }
   if (bulk) { /* weight casts: bulk kernel into bytes not zeroed first, then the source may leave memory */
     int64_t shape[OP_MAX_RANK];
     for (int32_t k = 0; k < ot->rank; k++) shape[k] = ot->dims[k].size;
@@ -336,6 +343,7 @@ static mil_status fold_cast(mil_infer_ctx *c) {
         mil_fp16_to_fp32_array((const uint16_t *)x->data + at, (float *)mil_value_data_mut(out) + at, len);
       mil_program_release_value_pages(c->prog, x, at * in_w, len * in_w);
     }
+    if (from == MIL_DT_FP16) out->widened_from = x;
     c->val[0] = out;
     return MIL_OK;
   }

@@ -507,13 +507,47 @@ static void test_compact_ops(void **state) {
   mil_program_free(p);
 }
 
+/* cast fp16 -> fp32 -> fp16 of a known value gives back the very value
+ * (shared, not copied); the fp32 step is computed exactly. */
+static void test_cast_round_trip_shares(void **state) {
+  (void)state;
+  const char *text = "main[CoreML7](%x: (2, fp32)(Tensor)) {\n"
+                     "  block0() {\n"
+                     "    %w: (4, fp16)(Tensor) = const(val=[0.5, -2.0, 65504.0, 0.0001], name=\"w\")\n"
+                     "    %up: (4, fp32)(Tensor) = cast(x=%w, dtype=\"fp32\", name=\"up\")\n"
+                     "    %down: (4, fp16)(Tensor) = cast(x=%up, dtype=\"fp16\", name=\"down\")\n"
+                     "  } -> (%down)\n"
+                     "}\n";
+  mil_program *p = NULL;
+  mil_diag d = {0};
+  assert_int_equal(mil_parse_program(text, strlen(text), NULL, &p, &d), MIL_OK);
+  mil_block *b = mil_function_body(p->functions[0]);
+  mil_op *w = NULL, *up = NULL, *down = NULL;
+  for (mil_op *op = b->first; op; op = op->next) {
+    if (!strcmp(op->name, "w")) w = op;
+    if (!strcmp(op->name, "up")) up = op;
+    if (!strcmp(op->name, "down")) down = op;
+  }
+  assert_true(w && up && down);
+  assert_int_equal(mil_op_infer(up, &d), MIL_OK);
+  assert_int_equal(mil_op_infer(down, &d), MIL_OK);
+  const mil_value *wv = w->outputs[0]->val, *uv = up->outputs[0]->val;
+  assert_non_null(uv);
+  const float *f = uv->data;
+  assert_true(f[0] == 0.5f && f[1] == -2.0f && f[2] == 65504.0f);
+  assert_true(f[3] == mil_fp16_to_fp32(mil_fp32_to_fp16(0.0001f)));
+  assert_ptr_equal(down->outputs[0]->val, wv);
+  mil_diag_clear(&d);
+  mil_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_build_and_uses), cmocka_unit_test(test_insert_order),
       cmocka_unit_test(test_replace_uses_after), cmocka_unit_test(test_clone),
       cmocka_unit_test(test_order_relabel), cmocka_unit_test(test_remove_parts),
       cmocka_unit_test(test_verify_errors), cmocka_unit_test(test_nested_scoping),
-      cmocka_unit_test(test_fp16), cmocka_unit_test(test_values), cmocka_unit_test(test_collect_garbage), cmocka_unit_test(test_compact_ops),
+      cmocka_unit_test(test_fp16), cmocka_unit_test(test_values), cmocka_unit_test(test_collect_garbage), cmocka_unit_test(test_compact_ops), cmocka_unit_test(test_cast_round_trip_shares),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
