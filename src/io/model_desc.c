@@ -769,3 +769,41 @@ mil_status io_desc_validate(const Coreml__ModelDescription *desc, const mil_prog
   }
   return c.st;
 }
+
+/* ---------- the specification version a description needs ---------- */
+
+static int array_min_spec(const Coreml__ArrayFeatureType *a) {
+  if (!a) return 0;
+  if ((int)a->datatype == COREML__ARRAY_FEATURE_TYPE__ARRAY_DATA_TYPE__INT8) return 10;
+  if ((int)a->datatype == COREML__ARRAY_FEATURE_TYPE__ARRAY_DATA_TYPE__FLOAT16) return 7;
+  return 0;
+}
+
+static int features_min_spec(Coreml__FeatureDescription *const *f, size_t n) {
+  int need = 0;
+  for (size_t i = 0; i < n; i++) {
+    const Coreml__FeatureType *t = f[i] ? f[i]->type : NULL;
+    int k = 0;
+    if (t && t->type_case == COREML__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE) k = array_min_spec(t->multiarraytype);
+    else if (t && t->type_case == COREML__FEATURE_TYPE__TYPE_STATE_TYPE && t->statetype &&
+             t->statetype->type_case == COREML__STATE_FEATURE_TYPE__TYPE_ARRAY_TYPE)
+      k = array_min_spec(t->statetype->arraytype);
+    if (k > need) need = k;
+  }
+  return need;
+}
+
+int io_desc_min_spec(const Coreml__ModelDescription *desc) {
+  if (!desc) return 0;
+  int need = features_min_spec(desc->input, desc->n_input);
+  int k = features_min_spec(desc->output, desc->n_output);
+  if (k > need) need = k;
+  if ((k = features_min_spec(desc->state, desc->n_state)) > need) need = k;
+  for (size_t i = 0; i < desc->n_functions; i++) {
+    const Coreml__FunctionDescription *fd = desc->functions[i];
+    if ((k = features_min_spec(fd->input, fd->n_input)) > need) need = k;
+    if ((k = features_min_spec(fd->output, fd->n_output)) > need) need = k;
+    if ((k = features_min_spec(fd->state, fd->n_state)) > need) need = k;
+  }
+  return need;
+}

@@ -180,6 +180,9 @@ IO_MODEL_HIDDEN void io_desc_view_free(io_desc_view *v);
 IO_MODEL_HIDDEN mil_status io_desc_synthesize(const mil_program *p, int spec_version, const Coreml__ModelDescription *old,
                                               Coreml__ModelDescription **out, mil_diag *d);
 /* Model-level checks of formats.md section 8 against the program. */
+/* The least specification version the description's array types need
+ * (FLOAT16: 7, INT8: 10), 0 when any will do. */
+IO_MODEL_HIDDEN int io_desc_min_spec(const Coreml__ModelDescription *desc);
 IO_MODEL_HIDDEN mil_status io_desc_validate(const Coreml__ModelDescription *desc, const mil_program *p,
                                             int spec_version, const char *file, mil_diag *d);
 

@@ -807,9 +807,20 @@ mil_status io_model_decode(const void *buf, size_t len, const char *file, io_wei
       goto done;
     }
   }
-  if ((st = io_desc_validate(pm->description, prog, spec, file, d)) != MIL_OK) goto done;
+  /* the description outlives the decoded tree: copy it out of the arena,
+   * and check the copy (what the model will hold and write back) */
+  Coreml__ModelDescription *desc = pm->description ? io_pb_clone(pm->description) : NULL;
+  if (pm->description && !desc) {
+    st = mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory", file);
+    goto done;
+  }
+  if ((st = io_desc_validate(desc, prog, spec, file, d)) != MIL_OK) {
+    io_pb_free(desc);
+    goto done;
+  }
   mil_model *m = calloc(1, sizeof *m);
   if (!m) {
+    io_pb_free(desc);
     st = mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory", file);
     goto done;
   }
@@ -817,13 +828,7 @@ mil_status io_model_decode(const void *buf, size_t len, const char *file, io_wei
   prog = NULL;
   m->spec_version = spec;
   m->is_updatable = pm->isupdatable;
-  /* the description outlives the decoded tree: copy it out of the arena */
-  m->desc = pm->description ? io_pb_clone(pm->description) : NULL;
-  if (pm->description && !m->desc) {
-    mil_model_free(m);
-    st = mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory", file);
-    goto done;
-  }
+  m->desc = desc;
   *out = m;
 done:
   mil_program_free(prog);

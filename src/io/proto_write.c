@@ -487,6 +487,10 @@ mil_status io_model_encode(mil_model *m, mil_blob_writer *bw, const char *file, 
                             "(CoreML5..CoreML9)", file, m->prog->functions[i]->name, m->prog->functions[i]->opset);
     if (need > spec) spec = need;
   }
+  /* array types the description uses (an int8 input, synced from the
+   * program) may need a later specification version than the model had */
+  int need_desc = io_desc_min_spec(m->desc);
+  if (need_desc > spec) spec = need_desc;
   io_write w;
   memset(&w, 0, sizeof w);
   w.p = m->prog;
