@@ -779,6 +779,34 @@ static void test_reader_accepts_variants(void **state) {
   mil_diag_clear(&d);
 }
 
+/* An int8 function input is described as an INT8 array, which needs
+ * specification version 10: saving a version-9 model raises its version
+ * so that the written model loads back. */
+static void test_int8_input_raises_spec(void **state) {
+  (void)state;
+  const char *text = "main[CoreML8](%x: (2, int8)(Tensor)) {\n"
+                     "  block0() {\n"
+                     "    %y: (2, int8)(Tensor) = identity(x=%x, name=\"y\")\n"
+                     "  } -> (%y)\n"
+                     "}\n";
+  mil_program *p = NULL;
+  mil_diag d = {0};
+  assert_int_equal(mil_parse_program(text, strlen(text), NULL, &p, &d), MIL_OK);
+  mil_model *m = NULL;
+  assert_int_equal(mil_model_from_program(p, 9, &m, &d), MIL_OK);
+  void *buf = NULL;
+  size_t n = 0;
+  assert_int_equal(mil_model_serialize(m, NULL, &buf, &n, &d), MIL_OK);
+  mil_model *again = NULL;
+  mil_status st = mil_model_load_proto(buf, n, "int8.mlmodel", NULL, &again, &d);
+  if (st != MIL_OK) fail_msg("reload: %s", mil_diag_first_error(&d));
+  assert_int_equal(mil_model_spec_version(again), 10);
+  mil_model_free(again);
+  free(buf);
+  mil_model_free(m);
+  mil_diag_clear(&d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_versions),
@@ -790,6 +818,7 @@ int main(void) {
       cmocka_unit_test(test_description_synthesis),
       cmocka_unit_test(test_atomic_save),
       cmocka_unit_test(test_reader_accepts_variants),
+      cmocka_unit_test(test_int8_input_raises_spec),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
