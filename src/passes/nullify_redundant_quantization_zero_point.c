@@ -148,16 +148,10 @@ static int transform(pass_bld *c, mil_op *op) {
 /* The op types transform() can rewrite at (it returns 0 at any other). */
 static const char *const k_types[] = {"quantize", "dequantize", NULL};
 
-static int walk_fn(void *ud, mil_op *op) { return transform(ud, op); }
-
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   (void)o;
-  pass_bld c = {.p = p, .d = d, .pass = PASS};
   pass_walk_spec ws = {PASS, k_types, true, PASS_WALK_NESTED_FIXPOINT, true, NULL};
-  mil_status st = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
-  pass_bld_free(&c);
-  if (stats) stats->changes += c.changes;
-  return st;
+  return pass_bld_walk(p, d, &ws, transform, stats);
 }
 
 static const char *const k_anchors[] = {"quantize", "dequantize", NULL};

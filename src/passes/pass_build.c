@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "passes/fuse_util_internal.h"
 #include "passes/pass_build_internal.h"
 
 void pass_bld_free(pass_bld *c) {
@@ -207,54 +208,21 @@ int pass_bld_try_replace(pass_bld *c, mil_op *anchor, mil_var *old, mil_var *new
   return 1;
 }
 
-/* One sweep over a snapshot of b's ops; nested blocks of an op first. */
-static int walk_block(pass_bld *c, mil_block *b, pass_bld_fn fn, bool repeat, int depth) {
-  if (depth > PASS_MAX_DEPTH) {
-    mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "%s: blocks nested deeper than %d levels", c->pass, PASS_MAX_DEPTH);
-    return -(int)MIL_ERR_UNSUPPORTED;
-  }
-  for (int sweep = 0; sweep < 100000; sweep++) {
-    int32_t n = 0;
-    mil_op **ops = malloc(((size_t)b->n_ops + 1) * sizeof *ops);
-    if (!ops) {
-      mil_diag_error(c->d, MIL_ERR_NOMEM, "%s: out of memory", c->pass);
-      return -(int)MIL_ERR_NOMEM;
-    }
-    for (mil_op *op = b->first; op && n < b->n_ops; op = op->next) ops[n++] = op;
-    int changed = 0;
-    for (int32_t i = 0; i < n; i++) {
-      mil_op *op = ops[i];
-      if (op->block != b) continue; /* removed by an earlier rewrite */
-      for (int32_t k = 0; k < op->n_blocks; k++) {
-        int r = walk_block(c, op->blocks[k], fn, repeat, depth + 1);
-        if (r < 0) {
-          free(ops);
-          return r;
-        }
-      }
-      int r = fn(c, op);
-      if (r < 0) {
-        free(ops);
-        return r;
-      }
-      if (r > 0) {
-        changed = 1;
-        c->changes += r;
-      }
-    }
-    free(ops);
-    if (!repeat || !changed) return 0;
-  }
-  return 0;
+typedef struct bld_walk {
+  pass_bld c; /* first: the walk's ud is the pass_bld too */
+  pass_bld_fn fn;
+} bld_walk;
+
+static int bld_walk_at(void *ud, mil_op *op) {
+  bld_walk *w = ud;
+  return w->fn(&w->c, op);
 }
 
-mil_status pass_bld_walk(pass_bld *c, pass_bld_fn fn, bool repeat) {
-  for (int32_t i = 0; i < c->p->n_functions; i++) {
-    mil_function *f = c->p->functions[i];
-    for (int32_t s = 0; s < f->n_specs; s++) {
-      int r = walk_block(c, f->specs[s].block, fn, repeat, 0);
-      if (r < 0) return (mil_status)(-r);
-    }
-  }
-  return MIL_OK;
+mil_status pass_bld_walk(mil_program *p, mil_diag *d, const pass_walk_spec *spec, pass_bld_fn fn,
+                         mil_pass_stats *stats) {
+  bld_walk w = {{.p = p, .d = d, .pass = spec->pass}, fn};
+  mil_status st = pass_walk_run(p, d, spec, bld_walk_at, &w, &w.c.changes);
+  pass_bld_free(&w.c);
+  if (stats) stats->changes += w.c.changes;
+  return st;
 }

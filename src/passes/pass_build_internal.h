@@ -70,13 +70,14 @@ int pass_bld_try_replace(pass_bld *c, mil_op *anchor, mil_var *old, mil_var *new
 /* A rewrite at op for pass_bld_walk: rewrites made (added to c->changes),
  * or -(status) with the error recorded in c->d. */
 typedef int (*pass_bld_fn)(pass_bld *c, mil_op *op);
-/* coremltools' usual pass loop: for every function body and
- * specialization, walk a snapshot of the block's ops (skipping ops removed
- * meanwhile); at each op first walk its nested blocks the same way, then
- * call fn. With repeat, a block is walked again while a walk changed
- * something (the `while need_transformation` passes). Errors: those of fn,
- * MIL_ERR_NOMEM, MIL_ERR_UNSUPPORTED (nesting deeper than PASS_MAX_DEPTH). */
-mil_status pass_bld_walk(pass_bld *c, pass_bld_fn fn, bool repeat);
+struct pass_walk_spec;
+/* The run of a pass built on pass_bld: a pass_bld for p named spec->pass,
+ * the sweeps of spec (fuse_util_internal.h's pass_walk_run) calling fn at
+ * each offered op, the builder freed and its rewrites added to stats.
+ * Errors: those of fn, MIL_ERR_NOMEM, MIL_ERR_UNSUPPORTED (nesting deeper
+ * than PASS_MAX_DEPTH). */
+mil_status pass_bld_walk(mil_program *p, mil_diag *d, const struct pass_walk_spec *spec, pass_bld_fn fn,
+                         mil_pass_stats *stats);
 
 /* ---------- values ---------- */
 

@@ -246,16 +246,10 @@ static const char *const k_types[] = {"constexpr_lut_to_dense", NULL};
 /* The op types no rewrite can do without. */
 static const char *const k_required[] = {"constexpr_blockwise_shift_scale", NULL};
 
-static int walk_fn(void *ud, mil_op *op) { return transform(ud, op); }
-
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   (void)o;
-  pass_bld c = {.p = p, .d = d, .pass = PASS};
   pass_walk_spec ws = {PASS, k_types, false, PASS_WALK_NESTED_ONCE, true, k_required};
-  mil_status st = pass_walk_run(p, d, &ws, walk_fn, &c, &c.changes);
-  pass_bld_free(&c);
-  if (stats) stats->changes += c.changes;
-  return st;
+  return pass_bld_walk(p, d, &ws, transform, stats);
 }
 
 static const char *const k_anchors[] = {"constexpr_lut_to_dense", NULL};
