@@ -107,15 +107,7 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   mil_op_add_input(m, "y", y);
   mil_op_add_input(m, "transpose_x", cx);
   mil_op_add_input(m, "transpose_y", cy);
-  mil_status st = pass_fuse_finish(c, m);
-  if (st == MIL_ERR_NOMEM) return -(int)st;
-  int r = 0;
-  if (st == MIL_OK && mil_type_equal(m->outputs[0]->type, op->outputs[0]->type)) {
-    mil_op *rm[1] = {op};
-    r = pass_fuse_replace_and_remove(c, op, op->outputs[0], m->outputs[0], rm, 1);
-  }
-  if (r == 0) pass_fuse_rollback(op, mark);
-  return r;
+  return pass_fuse_replace_one(c, op, m, mark);
 }
 
 /* The op types fuse() can rewrite at (it returns 0 at any other). */

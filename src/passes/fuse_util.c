@@ -374,6 +374,18 @@ int pass_fuse_replace_and_remove(pass_fuse_ctx *c, mil_op *anchor, mil_var *old,
   return 1;
 }
 
+int pass_fuse_replace_one(pass_fuse_ctx *c, mil_op *op, mil_op *m, mil_op *mark) {
+  mil_status st = pass_fuse_finish(c, m);
+  if (st == MIL_ERR_NOMEM) return -(int)st;
+  int r = 0;
+  if (st == MIL_OK && mil_type_equal(m->outputs[0]->type, op->outputs[0]->type)) {
+    mil_op *rm[1] = {op};
+    r = pass_fuse_replace_and_remove(c, op, op->outputs[0], m->outputs[0], rm, 1);
+  }
+  if (r == 0) pass_fuse_rollback(op, mark);
+  return r;
+}
+
 /* ---------- a little numpy ---------- */
 
 static bool is_int_dt(mil_dtype dt) { return mil_dtype_is_int(dt); }

@@ -286,6 +286,13 @@ mil_status pass_fuse_finish(pass_fuse_ctx *c, mil_op *op);
  * (a failed rewrite leaves no trace). */
 void pass_fuse_rollback(mil_op *anchor, mil_op *mark);
 
+/* Ends a one-op rewrite: finishes m (built before op since mark, as for
+ * pass_fuse_rollback) and, when it infers op's output type, replaces op's
+ * output by m's and removes op (returns 1); otherwise, or when the
+ * replacement is refused, rolls everything back (returns 0). -(status) on
+ * out of memory. */
+int pass_fuse_replace_one(pass_fuse_ctx *c, mil_op *op, mil_op *m, mil_op *mark);
+
 /* coremltools' Block.try_replace_uses_of_var_after_op followed by
  * remove_ops: when old may be replaced by new_var (constexpr rule), its
  * uses after anchor go to new_var and the ops are removed; returns 1. When
