@@ -41,15 +41,7 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   if (!sc) return -(int)MIL_ERR_NOMEM;
   pass_fuse_copy_inputs(nc, op, NULL, 0);
   mil_op_add_input(nc, "output_shape", sc);
-  mil_status st = pass_fuse_finish(c, nc);
-  if (st == MIL_ERR_NOMEM) return -(int)st;
-  int r = 0;
-  if (st == MIL_OK && mil_type_equal(nc->outputs[0]->type, t)) {
-    mil_op *rm[1] = {op};
-    r = pass_fuse_replace_and_remove(c, op, op->outputs[0], nc->outputs[0], rm, 1);
-  }
-  if (r == 0) pass_fuse_rollback(op, mark);
-  return r;
+  return pass_fuse_replace_one(c, op, nc, mark);
 }
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {

@@ -43,15 +43,7 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   if (!lr) return -(int)MIL_ERR_NOMEM;
   mil_op_add_input(lr, "x", x);
   mil_op_add_input(lr, "alpha", ac);
-  mil_status st = pass_fuse_finish(c, lr);
-  if (st == MIL_ERR_NOMEM) return -(int)st;
-  int r = 0;
-  if (st == MIL_OK && mil_type_equal(lr->outputs[0]->type, res->type)) {
-    mil_op *rm[1] = {op};
-    r = pass_fuse_replace_and_remove(c, op, res, lr->outputs[0], rm, 1);
-  }
-  if (r == 0) pass_fuse_rollback(op, mark);
-  return r;
+  return pass_fuse_replace_one(c, op, lr, mark);
 }
 
 /* The op types fuse() can rewrite at (it returns 0 at any other). */
