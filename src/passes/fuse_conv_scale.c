@@ -136,29 +136,7 @@ static int try_fuse(pass_fuse_ctx *c, mil_op *conv, mil_op *sop) {
     nomem = true;
     goto done;
   }
-  const char *name = sop->outputs[0]->name;
-  mil_op *mark = conv->prev;
-  mil_var *wc = pass_fuse_const(c, conv, name, "weight", wv);
-  mil_var *bc = wc ? pass_fuse_const(c, conv, name, "bias", bv) : NULL;
-  mil_op *nc = bc ? pass_fuse_new_op(c, conv, conv->type, name) : NULL;
-  if (!nc) {
-    r = -(int)MIL_ERR_NOMEM;
-    goto done;
-  }
-  static const char *const skip[] = {"weight", "bias"};
-  mil_op_add_input(nc, "weight", wc);
-  mil_op_add_input(nc, "bias", bc);
-  pass_fuse_copy_inputs(nc, conv, skip, 2);
-  mil_status st = pass_fuse_finish(c, nc);
-  if (st == MIL_ERR_NOMEM) {
-    r = -(int)st;
-    goto done;
-  }
-  if (st == MIL_OK && mil_type_equal(nc->outputs[0]->type, sop->outputs[0]->type)) {
-    mil_op *rm[2] = {conv, sop};
-    r = pass_fuse_replace_and_remove(c, sop, sop->outputs[0], nc->outputs[0], rm, 2);
-  }
-  if (r == 0) pass_fuse_rollback(conv, mark);
+  r = pass_fuse_conv_replace(c, conv, sop, sop->outputs[0]->name, true, wv, bv);
 done:
   free(rows);
   pass_np *all[] = {&s, &w, &b, &nw, &nb, &one};

@@ -386,6 +386,28 @@ int pass_fuse_replace_one(pass_fuse_ctx *c, mil_op *op, mil_op *m, mil_op *mark)
   return r;
 }
 
+int pass_fuse_conv_replace(pass_fuse_ctx *c, mil_op *conv, mil_op *child, const char *name, bool name_consts,
+                           mil_value *wv, mil_value *bv) {
+  mil_op *mark = conv->prev;
+  mil_var *wc = pass_fuse_const(c, conv, name_consts ? name : NULL, name_consts ? "weight" : NULL, wv);
+  mil_var *bc = wc ? pass_fuse_const(c, conv, name_consts ? name : NULL, name_consts ? "bias" : NULL, bv) : NULL;
+  mil_op *nc = bc ? pass_fuse_new_op(c, conv, conv->type, name) : NULL;
+  if (!nc) return -(int)MIL_ERR_NOMEM;
+  static const char *const skip[] = {"weight", "bias"};
+  mil_op_add_input(nc, "weight", wc);
+  mil_op_add_input(nc, "bias", bc);
+  pass_fuse_copy_inputs(nc, conv, skip, 2);
+  mil_status st = pass_fuse_finish(c, nc);
+  if (st == MIL_ERR_NOMEM) return -(int)st;
+  int r = 0;
+  if (st == MIL_OK && mil_type_equal(nc->outputs[0]->type, child->outputs[0]->type)) {
+    mil_op *rm[2] = {conv, child};
+    r = pass_fuse_replace_and_remove(c, child, child->outputs[0], nc->outputs[0], rm, 2);
+  }
+  if (r == 0) pass_fuse_rollback(conv, mark);
+  return r;
+}
+
 /* ---------- a little numpy ---------- */
 
 static bool is_int_dt(mil_dtype dt) { return mil_dtype_is_int(dt); }

@@ -293,6 +293,16 @@ void pass_fuse_rollback(mil_op *anchor, mil_op *mark);
  * out of memory. */
 int pass_fuse_replace_one(pass_fuse_ctx *c, mil_op *op, mil_op *m, mil_op *mark);
 
+/* Folds conv -> child into one op: consts for the new weight and bias
+ * values (named "<name>_weight" / "<name>_bias" when name_consts, else
+ * fresh names), then an op of conv's type named `name` with them and
+ * conv's other inputs, all before conv. When it infers child's output type
+ * it replaces child's output and removes conv and child (returns 1);
+ * otherwise, or when refused, everything is rolled back (0). -(status) on
+ * out of memory. */
+int pass_fuse_conv_replace(pass_fuse_ctx *c, mil_op *conv, mil_op *child, const char *name, bool name_consts,
+                           mil_value *wv, mil_value *bv);
+
 /* coremltools' Block.try_replace_uses_of_var_after_op followed by
  * remove_ops: when old may be replaced by new_var (constexpr rule), its
  * uses after anchor go to new_var and the ops are removed; returns 1. When
