@@ -325,10 +325,8 @@ static bool all_close(const mil_value *a, const mil_value *b) {
     if (memcmp(pa + off, pb + off, (size_t)k * es) == 0) ok = !(is_float && has_nan(dt, pa + off, k));
     else ok = close_range(a, b, i, i + k, atol);
   }
-  if (a->numel * (int64_t)es >= ((int64_t)1 << 16)) {
-    mil_value_release_pages(a);
-    mil_value_release_pages(b);
-  }
+  mil_value_release_pages(a); /* weights read through a file mapping need not stay resident (small ones stay) */
+  mil_value_release_pages(b);
   return ok;
 }
 
