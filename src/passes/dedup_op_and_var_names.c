@@ -40,61 +40,8 @@
 
 #include "passes/pass_internal.h"
 
-/* A set of interned names: open addressing on the pointer, sized for the
- * program up front so that it rarely grows. */
-typedef struct name_set {
-  const char **keys;
-  size_t cap, n; /* cap is a power of two */
-} name_set;
-
-static size_t name_slot(const char *s, size_t cap) {
-  uint64_t h = (uint64_t)(uintptr_t)s;
-  h ^= h >> 29;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  return (size_t)(h >> 17) & (cap - 1);
-}
-
-static bool set_resize(name_set *s, size_t cap) {
-  const char **k = calloc(cap, sizeof *k);
-  if (!k) return false;
-  for (size_t i = 0; i < s->cap; i++)
-    if (s->keys[i]) {
-      size_t j = name_slot(s->keys[i], cap);
-      while (k[j]) j = (j + 1) & (cap - 1);
-      k[j] = s->keys[i];
-    }
-  free(s->keys);
-  s->keys = k;
-  s->cap = cap;
-  return true;
-}
-
-/* Adds name; returns 1 when it was added, 0 when it was there, -1 when out
- * of memory. */
-static int set_add(name_set *s, const char *name) {
-  if ((s->n + 1) * 2 > s->cap && !set_resize(s, s->cap ? s->cap * 2 : 64)) return -1;
-  size_t j = name_slot(name, s->cap);
-  while (s->keys[j]) {
-    if (s->keys[j] == name) return 0;
-    j = (j + 1) & (s->cap - 1);
-  }
-  s->keys[j] = name;
-  s->n++;
-  return 1;
-}
-
-static bool set_has(const name_set *s, const char *name) {
-  if (!s->cap) return false;
-  size_t j = name_slot(name, s->cap);
-  while (s->keys[j]) {
-    if (s->keys[j] == name) return true;
-    j = (j + 1) & (s->cap - 1);
-  }
-  return false;
-}
-
 typedef struct names {
-  name_set seen;    /* interned names */
+  pass_ptrset seen; /* interned names */
   pass_ptrmap next; /* interned base name -> next k to try */
 } names;
 
@@ -114,7 +61,7 @@ typedef struct dedup {
  * "<name>_<k>", k >= 1. Records the result as seen. */
 static const char *fresh(dedup *c, names *ns, const char *name) {
   if (!name) return name;
-  int added = set_add(&ns->seen, name);
+  int added = pass_ptrset_insert(&ns->seen, name);
   if (added > 0) return name;
   if (added < 0) {
     c->oom = true;
@@ -141,12 +88,12 @@ static const char *fresh(dedup *c, names *ns, const char *name) {
         c->oom = true;
         return name;
       }
-      if (!set_has(&ns->seen, out)) break;
+      if (!pass_ptrset_has(&ns->seen, out)) break;
     }
     if (!pass_ptrmap_put(&ns->next, name, (void *)(k + 1))) c->oom = true;
     c->changes++;
   }
-  if (set_add(&ns->seen, out) < 0) c->oom = true;
+  if (pass_ptrset_insert(&ns->seen, out) < 0) c->oom = true;
   return out;
 }
 
@@ -179,8 +126,7 @@ static mil_status dedup_block(dedup *c, mil_block *b, bool is_body, int depth) {
 }
 
 static void names_free(names *n) {
-  free(n->seen.keys);
-  memset(&n->seen, 0, sizeof n->seen);
+  pass_ptrset_free(&n->seen);
   pass_ptrmap_free(&n->next);
 }
 
@@ -201,7 +147,7 @@ static mil_status seed_io(dedup *c, const mil_function *f, const mil_block *body
                           f->name, v->name);
       break;
     }
-    if (!pass_ptrmap_put(&owner, v->name, v) || (v->name && set_add(&c->vars.seen, v->name) < 0) ||
+    if (!pass_ptrmap_put(&owner, v->name, v) || (v->name && pass_ptrset_insert(&c->vars.seen, v->name) < 0) ||
         (i >= f->n_inputs && !pass_ptrset_add(&c->func_outputs, v)))
       st = mil_diag_error(c->d, MIL_ERR_NOMEM, "dedup_op_and_var_names: out of memory");
   }
@@ -221,9 +167,8 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
       mil_block *body = f->specs[s].block;
       c.body = body;
       /* room for a name per op and output without growing */
-      size_t cap = 64;
-      while (cap < (size_t)(mil_program_count_ops(p) + f->n_inputs) * 2 + 64) cap *= 2;
-      if (!set_resize(&c.vars.seen, cap) || !set_resize(&c.ops.seen, cap))
+      size_t n = (size_t)(mil_program_count_ops(p) + f->n_inputs) + 32;
+      if (!pass_ptrset_reserve(&c.vars.seen, n) || !pass_ptrset_reserve(&c.ops.seen, n))
         st = mil_diag_error(d, MIL_ERR_NOMEM, "dedup_op_and_var_names: out of memory");
       else
         st = seed_io(&c, f, body);

@@ -175,6 +175,11 @@ typedef struct pass_ptrset {
 } pass_ptrset;
 /* Adds p (NULL is ignored); false on out of memory. */
 bool pass_ptrset_add(pass_ptrset *s, const void *p);
+/* Adds p: 1 when added, 0 when it was there (or p is NULL), -1 on out of
+ * memory. */
+int pass_ptrset_insert(pass_ptrset *s, const void *p);
+/* Room for n keys without growing; false on out of memory. */
+bool pass_ptrset_reserve(pass_ptrset *s, size_t n);
 bool pass_ptrset_has(const pass_ptrset *s, const void *p);
 void pass_ptrset_free(pass_ptrset *s);
 

@@ -70,23 +70,26 @@ static bool pset_add_new(pset *s, const void *p) {
   return true;
 }
 
-/* Adds p; false on out of memory. */
-static bool pset_add(pset *s, const void *p) {
-  if (!p) return true;
+/* Adds p: 1 when added, 0 when it was there (or NULL), -1 on out of memory. */
+static int pset_insert(pset *s, const void *p) {
+  if (!p) return 0;
   if (s->cap) { /* one probe finds p or the free slot it would take */
     size_t j = ph(p) & (s->cap - 1);
     while (s->keys[j]) {
-      if (s->keys[j] == p) return true;
+      if (s->keys[j] == p) return 0;
       j = (j + 1) & (s->cap - 1);
     }
     if ((s->n + 1) * 2 <= s->cap) {
       s->keys[j] = p;
       s->n++;
-      return true;
+      return 1;
     }
   }
-  return pset_add_new(s, p);
+  return pset_add_new(s, p) ? 1 : -1;
 }
+
+/* Adds p; false on out of memory. */
+static bool pset_add(pset *s, const void *p) { return pset_insert(s, p) >= 0; }
 
 static void pset_free(pset *s) {
   free(s->keys);
@@ -561,6 +564,24 @@ mil_status pass_remove_ops(mil_op *const *ops, int32_t n, mil_diag *d) {
 bool pass_ptrset_add(pass_ptrset *s, const void *p) {
   pset t = {s->keys, s->cap, s->n};
   bool ok = pset_add(&t, p);
+  s->keys = t.keys;
+  s->cap = t.cap;
+  s->n = t.n;
+  return ok;
+}
+
+int pass_ptrset_insert(pass_ptrset *s, const void *p) {
+  pset t = {s->keys, s->cap, s->n};
+  int r = pset_insert(&t, p);
+  s->keys = t.keys;
+  s->cap = t.cap;
+  s->n = t.n;
+  return r;
+}
+
+bool pass_ptrset_reserve(pass_ptrset *s, size_t n) {
+  pset t = {s->keys, s->cap, s->n};
+  bool ok = pset_reserve(&t, n);
   s->keys = t.keys;
   s->cap = t.cap;
   s->n = t.n;
