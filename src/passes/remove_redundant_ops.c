@@ -322,6 +322,36 @@ static int remove_identical(rro *c, mil_op **ops, int32_t n) {
   return changed;
 }
 
+/* The eligible consumers among kids[i..n) of kids[i]'s type, each op once
+ * (seen when given, else by scanning the group), joined when identical;
+ * all of them must lie in one block. 1 when something changed, 0, or
+ * -(status). */
+static int join_type(rro *c, mil_op **kids, int32_t n, int32_t i, mil_op **group, pass_ptrset *seen) {
+  const char *type = kids[i]->type;
+  int32_t m = 0;
+  bool one_block = true;
+  const mil_block *blk = kids[i]->block;
+  for (int32_t j = i; j < n; j++) {
+    mil_op *op = kids[j];
+    if (op->type != type) continue;
+    if (op->block != blk) one_block = false;
+    if (!eligible(op)) continue;
+    bool dup = false;
+    if (seen) {
+      int ins = pass_ptrset_insert(seen, op);
+      if (ins < 0) c->oom = true;
+      dup = ins == 0;
+    } else {
+      for (int32_t k = 0; k < m && !dup; k++) dup = group[k] == op;
+    }
+    if (!dup) group[m++] = op;
+  }
+  if (!one_block || m < 2 || c->oom) return 0;
+  qsort(group, (size_t)m, sizeof *group, cmp_order);
+  int r = remove_identical(c, group, m);
+  return r < 0 ? r : r > 0;
+}
+
 /* transform_var for n <= FEW_OPS consumers kids (in use order): the same
  * grouping by type, with direct comparisons instead of hashing. */
 static int transform_few(rro *c, mil_op **kids, int32_t n) {
@@ -338,22 +368,7 @@ static int transform_few(rro *c, mil_op **kids, int32_t n) {
     for (int32_t j = 0; j < i && !seen_type; j++) seen_type = kids[j]->type == type;
     for (int32_t j = i + 1; j < n && !again; j++) again = kids[j]->type == type;
     if (seen_type || !again) continue;
-    /* the ops of this type, distinct, eligible; all must share one block */
-    int32_t m = 0;
-    bool one_block = true;
-    const mil_block *blk = kids[i]->block;
-    for (int32_t j = i; j < n; j++) {
-      mil_op *op = kids[j];
-      if (op->type != type) continue;
-      if (op->block != blk) one_block = false;
-      if (!eligible(op)) continue;
-      bool dup = false;
-      for (int32_t k = 0; k < m && !dup; k++) dup = group[k] == op;
-      if (!dup) group[m++] = op;
-    }
-    if (!one_block || m < 2) continue;
-    qsort(group, (size_t)m, sizeof *group, cmp_order);
-    int r = remove_identical(c, group, m);
+    int r = join_type(c, kids, n, i, group, NULL);
     if (r < 0) changed = r;
     else if (r > 0) changed = 1;
   }
@@ -405,21 +420,7 @@ static int transform_var(rro *c, mil_var *v) {
       break;
     }
     if ((intptr_t)pass_ptrmap_get(&type_count, type) < 2) continue;
-    /* the ops of this type, distinct, eligible; all must share one block */
-    int32_t m = 0;
-    bool one_block = true;
-    const mil_block *blk = kids[i]->block;
-    for (int32_t j = i; j < n; j++) {
-      mil_op *op = kids[j];
-      if (op->type != type) continue;
-      if (op->block != blk) one_block = false;
-      if (!eligible(op) || pass_ptrset_has(&seen, op)) continue;
-      if (!pass_ptrset_add(&seen, op)) c->oom = true;
-      group[m++] = op;
-    }
-    if (!one_block || m < 2 || c->oom) continue;
-    qsort(group, (size_t)m, sizeof *group, cmp_order);
-    int r = remove_identical(c, group, m);
+    int r = join_type(c, kids, n, i, group, &seen);
     if (r < 0) changed = r;
     else if (r > 0) changed = 1;
   }
