@@ -180,21 +180,13 @@ static void test_kernel_edge_shapes(void **state) {
 
 /* ---------- the transpose op's value inference ---------- */
 
-/* Builds const x (dtype, shape, random contents) -> transpose(perm), infers
- * the transpose and compares its value with the reference. */
-static void check_fold(mil_dtype dt, int32_t rank, const int64_t *shape, const int64_t *perm) {
-  mil_program *p = mil_program_new(NULL);
-  assert_non_null(p);
+/* transpose(x, perm) with x and perm as consts, in main of p; the op is
+ * named "t", the consts "x" and "perm" (*xc / *pc when wanted). */
+static mil_op *transpose_of(mil_program *p, mil_value *xv, int32_t rank, const int64_t *perm, mil_op **xc_out,
+                            mil_op **pc_out) {
   mil_function *f = mil_function_new(p, "main", "CoreML7");
   assert_non_null(f);
   mil_block *b = mil_function_body(f);
-  size_t es = mil_dtype_size(dt);
-  mil_value *xv = mil_value_new_tensor(p, dt, rank, shape, false, NULL);
-  assert_non_null(xv);
-  uint8_t *xd = mil_value_data_mut(xv);
-  if (xv->numel) fill_random(xd, (size_t)xv->numel * es);
-  if (dt == MIL_DT_BOOL)
-    for (int64_t i = 0; i < xv->numel; i++) xd[i] &= 1;
   int64_t pn = rank;
   mil_value *pv = mil_value_new_tensor(p, MIL_DT_INT32, 1, &pn, false, NULL);
   assert_non_null(pv);
@@ -208,6 +200,24 @@ static void check_fold(mil_dtype dt, int32_t rank, const int64_t *shape, const i
   mil_op_add_input(t, "x", xc->outputs[0]);
   mil_op_add_input(t, "perm", pc->outputs[0]);
   mil_block_append(b, t);
+  if (xc_out) *xc_out = xc;
+  if (pc_out) *pc_out = pc;
+  return t;
+}
+
+/* Builds const x (dtype, shape, random contents) -> transpose(perm), infers
+ * the transpose and compares its value with the reference. */
+static void check_fold(mil_dtype dt, int32_t rank, const int64_t *shape, const int64_t *perm) {
+  mil_program *p = mil_program_new(NULL);
+  assert_non_null(p);
+  size_t es = mil_dtype_size(dt);
+  mil_value *xv = mil_value_new_tensor(p, dt, rank, shape, false, NULL);
+  assert_non_null(xv);
+  uint8_t *xd = mil_value_data_mut(xv);
+  if (xv->numel) fill_random(xd, (size_t)xv->numel * es);
+  if (dt == MIL_DT_BOOL)
+    for (int64_t i = 0; i < xv->numel; i++) xd[i] &= 1;
+  mil_op *t = transpose_of(p, xv, rank, perm, NULL, NULL);
   mil_diag d = {0};
   assert_int_equal(mil_op_infer(t, &d), MIL_OK);
   mil_diag_clear(&d);
@@ -244,21 +254,10 @@ static void test_fold_negative_perm(void **state) {
   (void)state;
   int64_t shape[3] = {2, 3, 4}, perm[3] = {-1, 0, -2}, norm[3] = {2, 0, 1};
   mil_program *p = mil_program_new(NULL);
-  mil_function *f = mil_function_new(p, "main", "CoreML7");
-  mil_block *b = mil_function_body(f);
   mil_value *xv = mil_value_new_tensor(p, MIL_DT_FP32, 3, shape, false, NULL);
   float *xd = mil_value_data_mut(xv);
   for (int i = 0; i < 24; i++) xd[i] = (float)i;
-  int64_t pn = 3;
-  mil_value *pv = mil_value_new_tensor(p, MIL_DT_INT32, 1, &pn, false, NULL);
-  for (int i = 0; i < 3; i++) mil_value_set_i64(pv, i, perm[i]);
-  mil_op *xc = mil_const_new(p, "x", xv), *pc = mil_const_new(p, "perm", pv);
-  mil_block_append(b, xc);
-  mil_block_append(b, pc);
-  mil_op *t = mil_op_new(p, "transpose", "t");
-  mil_op_add_input(t, "x", xc->outputs[0]);
-  mil_op_add_input(t, "perm", pc->outputs[0]);
-  mil_block_append(b, t);
+  mil_op *t = transpose_of(p, xv, 3, perm, NULL, NULL);
   mil_diag d = {0};
   assert_int_equal(mil_op_infer(t, &d), MIL_OK);
   mil_diag_clear(&d);
@@ -276,20 +275,11 @@ static void test_fold_again(void **state) {
   (void)state;
   int64_t shape[3] = {5, 40, 3}, perm[3] = {2, 0, 1};
   mil_program *p = mil_program_new(NULL);
-  mil_function *f = mil_function_new(p, "main", "CoreML7");
-  mil_block *b = mil_function_body(f);
   mil_value *xv = mil_value_new_tensor(p, MIL_DT_FP16, 3, shape, false, NULL);
   fill_random(mil_value_data_mut(xv), (size_t)xv->numel * 2);
+  mil_op *xc, *pc;
+  mil_op *t = transpose_of(p, xv, 3, perm, &xc, &pc);
   int64_t pn = 3;
-  mil_value *pv = mil_value_new_tensor(p, MIL_DT_INT32, 1, &pn, false, NULL);
-  for (int i = 0; i < 3; i++) mil_value_set_i64(pv, i, perm[i]);
-  mil_op *xc = mil_const_new(p, "x", xv), *pc = mil_const_new(p, "perm", pv);
-  mil_block_append(b, xc);
-  mil_block_append(b, pc);
-  mil_op *t = mil_op_new(p, "transpose", "t");
-  mil_op_add_input(t, "x", xc->outputs[0]);
-  mil_op_add_input(t, "perm", pc->outputs[0]);
-  mil_block_append(b, t);
   mil_diag d = {0};
   assert_int_equal(mil_op_infer(t, &d), MIL_OK);
   const mil_value *v1 = t->outputs[0]->val;
