@@ -45,7 +45,9 @@ struct mil_value {
   mil_value_kind kind;
   const mil_type *type; /* TENSOR: static tensor type; LIST/TUPLE/DICT: the container type (may be NULL) */
   /* TENSOR */
-  const void *data;
+  /* private: the bytes, or NULL while the value is deferred (computed from
+   * another value when first needed); read them through mil_value_data */
+  const void *raw;
   size_t nbytes;
   int64_t numel;
   mil_storage storage;
@@ -62,6 +64,8 @@ struct mil_value {
   /* private: for an fp32 value cast from fp16, that fp16 value; casting it
    * back to fp16 gives those very bytes, so the cast shares the value */
   const mil_value *widened_from;
+  /* private: a deferred value's recipe (mil_value_new_deferred_fp16), or NULL */
+  const struct ir_deferred *deferred;
   /* LIST / TUPLE / DICT: n items (DICT: keys[i] -> items[i]) */
   int32_t n;
   const mil_value *const *items;
@@ -96,6 +100,33 @@ MIL_API mil_value *mil_value_new_list(mil_program *p, const mil_type *type, int3
 MIL_API mil_value *mil_value_new_tuple(mil_program *p, const mil_type *type, int32_t n, const mil_value *const *items);
 MIL_API mil_value *mil_value_new_dict(mil_program *p, const mil_type *type, int32_t n, const mil_value *const *keys,
                                       const mil_value *const *items);
+
+/* The bytes of a tensor value (layout above; nbytes of them). A deferred
+ * value (mil_value_is_deferred) is computed here on first use and keeps
+ * its bytes from then on, in a large buffer of its program. Returns NULL
+ * for a value with no elements, for a non-tensor, and when the bytes of a
+ * deferred value cannot be allocated. */
+MIL_API const void *mil_value_data(const mil_value *v);
+/* Whether v's bytes are not computed yet (they will be by mil_value_data,
+ * or piecewise, without being kept, by mil_value_read). */
+MIL_API bool mil_value_is_deferred(const mil_value *v);
+/* Copies bytes [offset, offset + n) of tensor value v to dst; a deferred
+ * value computes just those bytes (it stays deferred), so a writer can
+ * stream a large deferred value through a small buffer. The range must lie
+ * inside the value's nbytes and, for a deferred fp16 value, start and end
+ * on element boundaries (2 bytes); returns false otherwise. */
+MIL_API bool mil_value_read(const mil_value *v, size_t offset, size_t n, void *dst);
+/* A deferred fp16 tensor: the elementwise fp32 -> fp16 conversion (round to
+ * nearest even, as numpy's astype and the cast op) of `src`, an fp32 tensor
+ * whose bytes stay valid while the program lives (a weight-file view, or a
+ * value of the program). Nothing is converted now: readers get the bytes
+ * through mil_value_data / mil_value_read, and the weight writer streams
+ * them, so a weight cast to fp16 need never be resident whole. NULL when
+ * src is not such a tensor or on allocation failure. Mirrors the value
+ * coremltools' cast value inference computes (np.astype(np.float16)). */
+MIL_API mil_value *mil_value_new_deferred_fp16(mil_program *p, const mil_value *src);
+/* The value a deferred value is computed from (NULL when v is not deferred). */
+MIL_API const mil_value *mil_value_deferred_source(const mil_value *v);
 
 /* Writable bytes of a value being built (ARENA storage only; NULL for views). */
 MIL_API void *mil_value_data_mut(mil_value *v);

@@ -87,6 +87,7 @@ static void mark_value(uint64_t epoch, const mil_value *v, int depth) {
   if (v->kind == MIL_VAL_TENSOR) {
     if (v->big) v->big->epoch = epoch;
     if (v->widened_from) mark_value(epoch, v->widened_from, depth + 1); /* it may be handed out again */
+    if (v->deferred) mark_value(epoch, ir_deferred_mark_source(v), depth + 1); /* its bytes come from there */
     return;
   }
   for (int32_t i = 0; i < v->n; i++) {
@@ -160,7 +161,7 @@ void mil_value_release_range(const mil_value *v, size_t offset, size_t nbytes) {
   if (nbytes < ((size_t)64 << 10)) return;
   long page = sysconf(_SC_PAGESIZE);
   if (page <= 0) return;
-  uintptr_t a = (uintptr_t)v->data + offset, e = a + nbytes;
+  uintptr_t a = (uintptr_t)v->raw + offset, e = a + nbytes;
   uintptr_t lo = (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1), hi = e & ~((uintptr_t)page - 1);
   /* only whole pages inside the value: its neighbours' pages stay */
   if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);

@@ -66,6 +66,12 @@ IR_HIDDEN void ir_mappings_free(mil_program *p);
 /* Notes that an op holding v was detached: its large buffer may have become
  * unreachable (weighs in mil_program_collect_garbage's decision). */
 IR_HIDDEN void ir_big_note_detached(mil_program *p, const mil_value *v);
+/* deferred.c: element i of a deferred value; the source a deferred value
+ * keeps alive; byte equality of two tensors of equal nbytes (either may be
+ * deferred; neither is computed whole). */
+IR_HIDDEN double ir_deferred_get_f64(const mil_value *v, int64_t i);
+IR_HIDDEN const mil_value *ir_deferred_mark_source(const mil_value *v);
+IR_HIDDEN bool ir_value_bytes_equal(const mil_value *a, const mil_value *b);
 
 /* raw allocation through a mil_allocator */
 IR_HIDDEN void *ir_raw_alloc(const mil_allocator *a, size_t n);

@@ -93,7 +93,7 @@ static mil_value *new_tensor(mil_program *p, mil_dtype dt, int32_t rank, const i
   } else if (data && v->nbytes) {
     memcpy(buf, data, v->nbytes);
   }
-  v->data = buf;
+  v->raw = buf;
   return v;
 }
 
@@ -109,12 +109,14 @@ mil_value *mil_value_new_view(mil_program *p, mil_dtype dt, int32_t rank, const 
   if (!v->type) return NULL;
   v->numel = n;
   v->nbytes = nbytes;
-  v->data = data;
+  v->raw = data;
   v->storage = MIL_STORE_VIEW;
   return v;
 }
 
-void *mil_value_data_mut(mil_value *v) { return v->storage == MIL_STORE_ARENA ? (void *)v->data : NULL; }
+void *mil_value_data_mut(mil_value *v) {
+  return v->storage == MIL_STORE_ARENA && !v->deferred ? (void *)v->raw : NULL;
+}
 
 mil_value *mil_value_new_scalar_f64(mil_program *p, mil_dtype dt, double x) {
   mil_value *v = mil_value_new_tensor(p, dt, 0, NULL, true, NULL);
@@ -170,7 +172,8 @@ static mil_dtype vdt(const mil_value *v) { return v->type->dtype; }
 
 double mil_value_get_f64(const mil_value *v, int64_t i) {
   assert(v->kind == MIL_VAL_TENSOR && i >= 0 && i < v->numel);
-  const void *d = v->data;
+  if (v->deferred) return ir_deferred_get_f64(v, i); /* the one element, not the whole weight */
+  const void *d = v->raw;
   switch (vdt(v)) {
   case MIL_DT_FP32: return ((const float *)d)[i];
   case MIL_DT_FP64: return ((const double *)d)[i];
@@ -186,7 +189,8 @@ double mil_value_get_f64(const mil_value *v, int64_t i) {
 
 int64_t mil_value_get_i64(const mil_value *v, int64_t i) {
   assert(v->kind == MIL_VAL_TENSOR && i >= 0 && i < v->numel);
-  const void *d = v->data;
+  if (v->deferred) return (int64_t)ir_deferred_get_f64(v, i);
+  const void *d = v->raw;
   switch (vdt(v)) {
   case MIL_DT_BOOL: return ((const uint8_t *)d)[i] != 0;
   case MIL_DT_INT8: return ((const int8_t *)d)[i];
@@ -216,12 +220,12 @@ int64_t mil_value_get_i64(const mil_value *v, int64_t i) {
 
 const char *mil_value_get_str(const mil_value *v, int64_t i) {
   assert(v->kind == MIL_VAL_TENSOR && vdt(v) == MIL_DT_STRING && i >= 0 && i < v->numel);
-  return ((const char *const *)v->data)[i];
+  return ((const char *const *)v->raw)[i];
 }
 
 void mil_value_set_f64(mil_value *v, int64_t i, double x) {
   assert(v->kind == MIL_VAL_TENSOR && v->storage == MIL_STORE_ARENA && i >= 0 && i < v->numel);
-  void *d = (void *)v->data;
+  void *d = (void *)v->raw;
   switch (vdt(v)) {
   case MIL_DT_FP32: ((float *)d)[i] = (float)x; return;
   case MIL_DT_FP64: ((double *)d)[i] = x; return;
@@ -245,7 +249,7 @@ void mil_value_set_f64(mil_value *v, int64_t i, double x) {
 
 void mil_value_set_i64(mil_value *v, int64_t i, int64_t x) {
   assert(v->kind == MIL_VAL_TENSOR && v->storage == MIL_STORE_ARENA && i >= 0 && i < v->numel);
-  void *d = (void *)v->data;
+  void *d = (void *)v->raw;
   switch (vdt(v)) {
   case MIL_DT_BOOL: ((uint8_t *)d)[i] = x != 0; return;
   case MIL_DT_INT8: ((int8_t *)d)[i] = (int8_t)x; return;
@@ -284,7 +288,7 @@ bool mil_value_equal(const mil_value *a, const mil_value *b) {
       if (strcmp(mil_value_get_str(a, i), mil_value_get_str(b, i)) != 0) return false;
     return true;
   }
-  return a->nbytes == b->nbytes && (a->nbytes == 0 || memcmp(a->data, b->data, a->nbytes) == 0);
+  return ir_value_bytes_equal(a, b);
 }
 
 uint64_t mil_value_hash(const mil_value *v) {
@@ -311,11 +315,12 @@ uint64_t mil_value_hash(const mil_value *v) {
   }
   /* Hash at most 4096 bytes spread over the payload: cheap for huge weights,
    * consistent with equality (equal values hash equal). */
-  const unsigned char *d = v->data;
-  if (v->nbytes <= 4096) return ir_hash_bytes(d, v->nbytes, h);
-  size_t step = v->nbytes / 64;
-  for (size_t k = 0; k < 64; k++) h = ir_hash_bytes(d + k * step, 64 < step ? 64 : step, h);
-  return ir_hash_bytes(d + v->nbytes - 64, 64, h);
+  unsigned char buf[4096];
+  if (v->nbytes <= 4096) return mil_value_read(v, 0, v->nbytes, buf) ? ir_hash_bytes(buf, v->nbytes, h) : h;
+  size_t step = v->nbytes / 64, w = 64 < step ? 64 : step;
+  for (size_t k = 0; k < 64; k++)
+    if (mil_value_read(v, k * step, w, buf)) h = ir_hash_bytes(buf, w, h);
+  return mil_value_read(v, v->nbytes - 64, 64, buf) ? ir_hash_bytes(buf, 64, h) : h;
 }
 
 const mil_value *ir_value_import(mil_program *p, const mil_value *v) {
@@ -328,6 +333,7 @@ const mil_value *ir_value_import(mil_program *p, const mil_value *v) {
   if (v->blob_file) r->blob_file = mil_program_intern(p, v->blob_file, (size_t)-1);
   r->big = NULL;
   r->widened_from = NULL;
+  r->deferred = NULL;
   if (v->kind == MIL_VAL_TENSOR) {
     if (v->storage == MIL_STORE_VIEW) return r;
     r->file_mapped = false;
@@ -336,10 +342,10 @@ const mil_value *ir_value_import(mil_program *p, const mil_value *v) {
     if (v->type->dtype == MIL_DT_STRING) {
       const char **dst = buf;
       for (int64_t i = 0; i < v->numel; i++) dst[i] = mil_program_intern(p, mil_value_get_str(v, i), (size_t)-1);
-    } else if (v->nbytes) {
-      memcpy(buf, v->data, v->nbytes);
+    } else if (v->nbytes && !mil_value_read(v, 0, v->nbytes, buf)) {
+      return NULL;
     }
-    r->data = buf;
+    r->raw = buf;
     return r;
   }
   const mil_value **items = ir_arena_alloc(p->arena, (size_t)(v->n ? v->n : 1) * sizeof *items);

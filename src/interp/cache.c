@@ -95,14 +95,14 @@ void interp_cache_mark_stable(interp_cache *c, const void *ptr) {
 }
 
 const float *interp_cache_f32(interp_cache *c, const mil_value *v) {
-  if (!c || !v->data || v->numel < 64) return NULL;
-  f32_entry *e = slot(c, v->data);
+  if (!c || !mil_value_data(v) || v->numel < 64) return NULL;
+  f32_entry *e = slot(c, mil_value_data(v));
   if (!e || !e->ptr) return NULL; /* not a stable buffer */
   if (e->f) return e->dtype == v->type->dtype && e->numel == v->numel ? e->f : NULL;
   float *f = malloc((size_t)v->numel * sizeof *f);
   if (!f) return NULL;
   if (v->type->dtype == MIL_DT_FP16) {
-    const uint16_t *s = v->data;
+    const uint16_t *s = mil_value_data(v);
     for (int64_t i = 0; i < v->numel; i++) f[i] = interp_h2f(s[i]);
   } else {
     for (int64_t i = 0; i < v->numel; i++) f[i] = (float)mil_value_get_f64(v, i);
@@ -144,7 +144,7 @@ void interp_cache_put_value(interp_cache *c, const char *name, const mil_value *
     return;
   }
   strcpy(m->name, name);
-  if (v->nbytes) memcpy(m->buf, v->data, v->nbytes);
+  if (v->nbytes) memcpy(m->buf, mil_value_data(v), v->nbytes);
   m->dtype = v->type->dtype;
   m->rank = v->type->rank;
   for (int32_t i = 0; i < m->rank; i++) m->shape[i] = v->type->dims[i].size;

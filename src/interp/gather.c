@@ -82,7 +82,7 @@ static void combine(mil_value *out, int64_t oi, const mil_value *upd, int64_t ui
 static mil_value *copy_of(interp_run *r, mil_infer_ctx *c, const mil_value *data) {
   mil_value *out = interp_new_value(r, c->out[0]);
   if (out && out->nbytes == data->nbytes && out->type->dtype == data->type->dtype) {
-    memcpy(mil_value_data_mut(out), data->data, data->nbytes);
+    memcpy(mil_value_data_mut(out), mil_value_data(data), data->nbytes);
     return out;
   }
   return NULL;
@@ -115,7 +115,7 @@ static mil_status k_gather_nd(interp_run *r, mil_infer_ctx *c) {
         if (!fix_index(c, "gather_nd", &v, xs[bd + k])) return MIL_ERR_INVALID;
         off = off * xs[bd + k] + v;
       }
-      memcpy(d + ((b * ni + i) * rest) * es, (const char *)x->data + (b * xbatch + off * rest) * es, (size_t)rest * es);
+      memcpy(d + ((b * ni + i) * rest) * es, (const char *)mil_value_data(x) + (b * xbatch + off * rest) * es, (size_t)rest * es);
     }
   c->val[0] = out;
   return MIL_OK;

@@ -163,7 +163,7 @@ static mil_status k_crop(interp_run *r, mil_infer_ctx *c) {
   char *d = mil_value_data_mut(out);
   for (int64_t p = 0; p < planes; p++)
     for (int64_t i = 0; i < oh; i++)
-      memcpy(d + ((p * oh + i) * ow) * es, (const char *)x->data + ((p * ih + i + ch[0]) * iw + cw[0]) * es,
+      memcpy(d + ((p * oh + i) * ow) * es, (const char *)mil_value_data(x) + ((p * ih + i + ch[0]) * iw + cw[0]) * es,
              (size_t)ow * es);
   c->val[0] = out;
   return MIL_OK;

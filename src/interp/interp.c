@@ -273,7 +273,7 @@ const mil_tensor *mil_interp_output_at(const mil_interp *ip, int32_t i) {
  * copying them, and records the bytes as stable. */
 static const mil_value *stable_view(mil_interp *ip, const mil_value *v) {
   if (!v || v->kind != MIL_VAL_TENSOR) return v;
-  interp_cache_mark_stable(ip->cache, v->data);
+  interp_cache_mark_stable(ip->cache, mil_value_data(v));
   if (v->storage == MIL_STORE_VIEW) return v;
   mil_value *w = mil_program_alloc(ip->base, sizeof *w);
   if (!w) return v;
@@ -423,7 +423,7 @@ static mil_status collect_outputs(mil_interp *ip, interp_run *r, mil_block *body
                             v->name);
     int64_t shape[MIL_INTERP_MAX_RANK];
     int32_t rank = interp_vshape(val, shape);
-    if (slot_fill(&ip->out[i], val->type->dtype, rank, shape, val->data, val->nbytes) != MIL_OK)
+    if (slot_fill(&ip->out[i], val->type->dtype, rank, shape, mil_value_data(val), val->nbytes) != MIL_OK)
       return mil_diag_error(r->d, MIL_ERR_NOMEM, "out of memory copying output '%s'", v->name);
   }
   return MIL_OK;
@@ -434,8 +434,8 @@ static void write_back_states(mil_interp *ip, interp_run *r) {
     if (!ip->in[i].is_state) continue;
     interp_state_slot *sl = state_slot(r->state, ip->in[i].name);
     const mil_value *v = r->fn->inputs[i]->val;
-    if (sl && v && v->kind == MIL_VAL_TENSOR && v->data != sl->buf && v->nbytes == sl->t.nbytes && v->nbytes)
-      memcpy(sl->buf, v->data, v->nbytes);
+    if (sl && v && v->kind == MIL_VAL_TENSOR && mil_value_data(v) != sl->buf && v->nbytes == sl->t.nbytes && v->nbytes)
+      memcpy(sl->buf, mil_value_data(v), v->nbytes);
   }
 }
 

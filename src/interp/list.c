@@ -175,7 +175,7 @@ static mil_status k_list_gather(interp_run *r, mil_infer_ctx *c) {
     } else if (e->type->dtype != first->type->dtype || e->nbytes != esz) {
       return interp_fail(c, MIL_ERR_TYPE, "list elements %lld and 0 of the gather have different shapes", (long long)k);
     }
-    if (esz) memcpy((char *)mil_value_data_mut(out) + k * esz, e->data, esz);
+    if (esz) memcpy((char *)mil_value_data_mut(out) + k * esz, mil_value_data(e), esz);
   }
   if (!out) {
     const mil_type *et = ls->type->elem;
@@ -204,7 +204,7 @@ static mil_status k_list_scatter(interp_run *r, mil_infer_ctx *c) {
   for (int64_t k = 0; k < n; k++) {
     mil_value *row = interp_new_shape(r, v->type->dtype, vr - 1, vs + 1, false);
     if (!row) return interp_nomem(c);
-    if (rb) memcpy(mil_value_data_mut(row), (const char *)v->data + k * rb, rb);
+    if (rb) memcpy(mil_value_data_mut(row), (const char *)mil_value_data(v) + k * rb, rb);
     rows[k] = row;
     idx[k] = mil_value_get_i64(ind, k);
     if (!(elem = check_elem(c, ls, row))) return MIL_ERR_TYPE;

@@ -103,7 +103,7 @@ static mil_status k_transpose(interp_run *r, mil_infer_ctx *c) {
     if (perm[i] < 0 || perm[i] >= n || seen[perm[i]]) return INTERP_DECLINE;
     seen[perm[i]] = true;
   }
-  return permute_out(r, c, x, x->data, n, xs, perm);
+  return permute_out(r, c, x, mil_value_data(x), n, xs, perm);
 }
 
 /* depth_to_space / pixel_shuffle / space_to_depth / pixel_unshuffle. */
@@ -126,7 +126,7 @@ static mil_status block_op(interp_run *r, mil_infer_ctx *c, const char *factor, 
     int64_t a[6] = {n, C, H / b, b, W / b, b};
     memcpy(vs, a, sizeof vs);
   }
-  return permute_out(r, c, x, x->data, 6, vs, perms[kind]);
+  return permute_out(r, c, x, mil_value_data(x), 6, vs, perms[kind]);
 }
 
 static mil_status k_depth_to_space(interp_run *r, mil_infer_ctx *c) { return block_op(r, c, "block_size", 0); }
@@ -151,7 +151,7 @@ static mil_status k_space_to_batch(interp_run *r, mil_infer_ctx *c) {
   if (!buf) return interp_nomem(c);
   for (int64_t p = 0; p < planes; p++)
     for (int64_t h = 0; h < xs[2]; h++)
-      memcpy(buf + ((p * Hp + h + pad[0]) * Wp + pad[2]) * es, (const char *)x->data + ((p * xs[2] + h) * xs[3]) * es,
+      memcpy(buf + ((p * Hp + h + pad[0]) * Wp + pad[2]) * es, (const char *)mil_value_data(x) + ((p * xs[2] + h) * xs[3]) * es,
              (size_t)xs[3] * es);
   int64_t vs[6] = {xs[0], xs[1], Hp / bsh[0], bsh[0], Wp / bsh[1], bsh[1]}, perm[6] = {3, 5, 0, 1, 2, 4};
   mil_status st = permute_out(r, c, x, buf, 6, vs, perm);
@@ -179,7 +179,7 @@ static mil_status k_batch_to_space(interp_run *r, mil_infer_ctx *c) {
     return interp_nomem(c);
   }
   int64_t vs[6] = {bsh[0], bsh[1], n, xs[1], xs[2], xs[3]}, perm[6] = {2, 3, 4, 0, 5, 1};
-  permute(x->data, buf, es, 6, vs, perm);
+  permute(mil_value_data(x), buf, es, 6, vs, perm);
   char *d = mil_value_data_mut(out);
   for (int64_t p = 0; p < n * xs[1]; p++)
     for (int64_t h = 0; h < os[2]; h++)
@@ -224,7 +224,7 @@ static mil_status k_concat(interp_run *r, mil_infer_ctx *c) {
   if (interleave) {
     int64_t n = first->type->dims[axis].size, k = in->n_args;
     for (int32_t j = 0; j < k; j++) {
-      const char *src = in->args[j].value ? in->args[j].value->data : in->args[j].use.var->val->data;
+      const char *src = in->args[j].value ? mil_value_data(in->args[j].value) : mil_value_data(in->args[j].use.var->val);
       for (int64_t o = 0; o < outer; o++)
         for (int64_t q = 0; q < n && inner; q++)
           memcpy(d + (o * row + (q * k + j) * inner) * es, src + ((o * n + q) * inner) * es, (size_t)inner * es);
@@ -234,7 +234,7 @@ static mil_status k_concat(interp_run *r, mil_infer_ctx *c) {
       const mil_value *v = in->args[j].value ? in->args[j].value : in->args[j].use.var->val;
       int64_t chunk = v->type->dims[axis].size * inner;
       for (int64_t o = 0; o < outer && chunk; o++)
-        memcpy(d + (o * row + at) * es, (const char *)v->data + o * chunk * es, (size_t)chunk * es);
+        memcpy(d + (o * row + at) * es, (const char *)mil_value_data(v) + o * chunk * es, (size_t)chunk * es);
       at += chunk;
     }
   }
@@ -258,7 +258,7 @@ static mil_status k_sliding_windows(interp_run *r, mil_infer_ctx *c) {
   mil_value *out = interp_new_value(r, c->out[0]);
   if (!out || out->numel != outer * nw * size * inner) return out ? INTERP_DECLINE : interp_nomem(c);
   char *d = mil_value_data_mut(out);
-  const char *s = x->data;
+  const char *s = mil_value_data(x);
   for (int64_t o = 0; o < outer; o++)
     for (int64_t w = 0; w < nw; w++)
       memcpy(d + ((o * nw + w) * size) * inner * es, s + (o * xs[axis] + w * stride) * inner * es,
@@ -281,7 +281,7 @@ static mil_status k_reverse_sequence(interp_run *r, mil_infer_ctx *c) {
   int64_t s = 1;
   for (int32_t i = rank - 1; i >= 0; i--) st[i] = s, s *= xs[i];
   char *d = mil_value_data_mut(out);
-  const char *src = x->data;
+  const char *src = mil_value_data(x);
   for (int64_t e = 0; e < x->numel; e++) {
     int64_t b = (e / st[ba]) % xs[ba], q = (e / st[sa]) % xs[sa];
     int64_t L = mil_value_get_i64(len, b);

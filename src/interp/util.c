@@ -27,7 +27,7 @@ const float *interp_f32(interp_run *r, const mil_value *v, float **tmp) {
   mil_dtype dt = v->type->dtype;
   if (dt == MIL_DT_FP32) {
     static const float k_empty[1] = {0};
-    return v->numel ? (const float *)v->data : k_empty;
+    return v->numel ? (const float *)mil_value_data(v) : k_empty;
   }
   if (dt != MIL_DT_FP16 && dt != MIL_DT_BF16 && dt != MIL_DT_FP64) return NULL;
   const float *cached = r ? interp_cache_f32(r->cache, v) : NULL;
@@ -36,7 +36,7 @@ const float *interp_f32(interp_run *r, const mil_value *v, float **tmp) {
   if (!b) return NULL;
   if (dt == MIL_DT_FP16) {
     pthread_once(&g_h2f_once, build_h2f);
-    const uint16_t *s = v->data;
+    const uint16_t *s = mil_value_data(v);
     for (int64_t i = 0; i < v->numel; i++) b[i] = g_h2f[s[i]];
   } else {
     for (int64_t i = 0; i < v->numel; i++) b[i] = (float)mil_value_get_f64(v, i);
@@ -186,7 +186,7 @@ mil_value *interp_view(interp_run *r, const mil_type *t, const mil_value *src) {
   if (!v) return NULL;
   v->kind = MIL_VAL_TENSOR;
   v->type = t;
-  v->data = src->data;
+  v->raw = mil_value_data(src);
   v->nbytes = src->nbytes;
   v->numel = src->numel;
   v->storage = MIL_STORE_VIEW;

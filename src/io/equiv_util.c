@@ -94,8 +94,8 @@ int64_t io_tensor_diff(const mil_value *a, const mil_value *b, double rel, int u
   if (!shape_equal(a->type, b->type) || a->numel != b->numel) return -2;
   mil_dtype dt = a->type->dtype;
   size_t bytes = mil_dtype_storage_bytes(dt, a->numel);
-  if (dt != MIL_DT_STRING && a->data && b->data && a->nbytes >= bytes && b->nbytes >= bytes &&
-      (a->data == b->data || memcmp(a->data, b->data, bytes) == 0) && !mil_dtype_is_subbyte(dt))
+  if (dt != MIL_DT_STRING && mil_value_data(a) && mil_value_data(b) && a->nbytes >= bytes && b->nbytes >= bytes &&
+      (mil_value_data(a) == mil_value_data(b) || memcmp(mil_value_data(a), mil_value_data(b), bytes) == 0) && !mil_dtype_is_subbyte(dt))
     return -1;
   for (int64_t i = 0; i < a->numel; i++) {
     bool ok;
@@ -111,13 +111,13 @@ int64_t io_tensor_diff(const mil_value *a, const mil_value *b, double rel, int u
         double x, y;
         if (es == 4) {
           float fx, fy;
-          memcpy(&fx, (const char *)a->data + (i * 2 + c) * es, 4);
-          memcpy(&fy, (const char *)b->data + (i * 2 + c) * es, 4);
+          memcpy(&fx, (const char *)mil_value_data(a) + (i * 2 + c) * es, 4);
+          memcpy(&fy, (const char *)mil_value_data(b) + (i * 2 + c) * es, 4);
           x = fx;
           y = fy;
         } else {
-          memcpy(&x, (const char *)a->data + (i * 2 + c) * es, 8);
-          memcpy(&y, (const char *)b->data + (i * 2 + c) * es, 8);
+          memcpy(&x, (const char *)mil_value_data(a) + (i * 2 + c) * es, 8);
+          memcpy(&y, (const char *)mil_value_data(b) + (i * 2 + c) * es, 8);
         }
         ok = dbl_close(x, y, rel);
       }
@@ -125,14 +125,14 @@ int64_t io_tensor_diff(const mil_value *a, const mil_value *b, double rel, int u
     }
     case MIL_DT_FP16:
     case MIL_DT_BF16: {
-      uint16_t x = ((const uint16_t *)a->data)[i], y = ((const uint16_t *)b->data)[i];
+      uint16_t x = ((const uint16_t *)mil_value_data(a))[i], y = ((const uint16_t *)mil_value_data(b))[i];
       double fx = mil_value_get_f64(a, i), fy = mil_value_get_f64(b, i);
       ok = x == y || (isnan(fx) && isnan(fy)) || (!isnan(fx) && !isnan(fy) && llabs(ord16(x) - ord16(y)) <= ulps);
       break;
     }
     case MIL_DT_FP8E4M3FN:
     case MIL_DT_FP8E5M2: {
-      uint8_t x = ((const uint8_t *)a->data)[i], y = ((const uint8_t *)b->data)[i];
+      uint8_t x = ((const uint8_t *)mil_value_data(a))[i], y = ((const uint8_t *)mil_value_data(b))[i];
       double fx = mil_value_get_f64(a, i), fy = mil_value_get_f64(b, i);
       ok = x == y || (isnan(fx) && isnan(fy)) || (!isnan(fx) && !isnan(fy) && llabs(ord8(x) - ord8(y)) <= ulps);
       break;

@@ -214,16 +214,16 @@ static const mil_value *narrow_const(mil_program *p, const mil_value *v) {
     if (to_i32) {
       int64_t x;
       if (dt == MIL_DT_UINT64) {
-        uint64_t u = ((const uint64_t *)v->data)[i];
+        uint64_t u = ((const uint64_t *)mil_value_data(v))[i];
         x = u > (uint64_t)INT32_MAX ? INT32_MAX : (int64_t)u;
       } else {
-        x = ((const int64_t *)v->data)[i];
+        x = ((const int64_t *)mil_value_data(v))[i];
       }
       if (x > INT32_MAX) x = INT32_MAX;
       if (x < INT32_MIN) x = INT32_MIN;
       ((int32_t *)mil_value_data_mut(nv))[i] = (int32_t)x;
     } else {
-      ((float *)mil_value_data_mut(nv))[i] = (float)((const double *)v->data)[i];
+      ((float *)mil_value_data_mut(nv))[i] = (float)((const double *)mil_value_data(v))[i];
     }
   }
   return nv;

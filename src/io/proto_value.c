@@ -331,8 +331,8 @@ static size_t seen_slot(const void *data, size_t cap) {
 
 static const struct io_seen_blob *seen_find(const io_write *w, const mil_value *v) {
   if (!w->cap_seen) return NULL;
-  for (size_t k = seen_slot(v->data, w->cap_seen); w->seen[k].data; k = (k + 1) & (w->cap_seen - 1))
-    if (w->seen[k].data == v->data && w->seen[k].nbytes == v->nbytes && w->seen[k].dt == v->type->dtype)
+  for (size_t k = seen_slot(mil_value_data(v), w->cap_seen); w->seen[k].data; k = (k + 1) & (w->cap_seen - 1))
+    if (w->seen[k].data == mil_value_data(v) && w->seen[k].nbytes == v->nbytes && w->seen[k].dt == v->type->dtype)
       return &w->seen[k];
   return NULL;
 }
@@ -374,7 +374,7 @@ static Milproto__TensorValue *tensor_to_proto(io_write *w, const mil_value *v, c
     tv->bools = f;
     if (n && !(f->values = malloc((size_t)n * sizeof *f->values))) goto oom;
     f->n_values = (size_t)n;
-    for (int64_t i = 0; i < n; i++) f->values[i] = ((const uint8_t *)v->data)[i] != 0;
+    for (int64_t i = 0; i < n; i++) f->values[i] = ((const uint8_t *)mil_value_data(v))[i] != 0;
     break;
   }
   case MIL_DT_INT32:
@@ -397,7 +397,7 @@ static Milproto__TensorValue *tensor_to_proto(io_write *w, const mil_value *v, c
     tv->longints = f;
     if (n && !(f->values = malloc((size_t)n * sizeof *f->values))) goto oom;
     f->n_values = (size_t)n;
-    if (n) memcpy(f->values, v->data, (size_t)n * 8);
+    if (n) memcpy(f->values, mil_value_data(v), (size_t)n * 8);
     break;
   }
   case MIL_DT_FP32: {
@@ -407,7 +407,7 @@ static Milproto__TensorValue *tensor_to_proto(io_write *w, const mil_value *v, c
     tv->floats = f;
     if (n && !(f->values = malloc((size_t)n * sizeof *f->values))) goto oom;
     f->n_values = (size_t)n;
-    if (n) memcpy(f->values, v->data, (size_t)n * 4);
+    if (n) memcpy(f->values, mil_value_data(v), (size_t)n * 4);
     break;
   }
   case MIL_DT_FP64: {
@@ -417,7 +417,7 @@ static Milproto__TensorValue *tensor_to_proto(io_write *w, const mil_value *v, c
     tv->doubles = f;
     if (n && !(f->values = malloc((size_t)n * sizeof *f->values))) goto oom;
     f->n_values = (size_t)n;
-    if (n) memcpy(f->values, v->data, (size_t)n * 8);
+    if (n) memcpy(f->values, mil_value_data(v), (size_t)n * 8);
     break;
   }
   case MIL_DT_STRING: {
@@ -444,7 +444,7 @@ static Milproto__TensorValue *tensor_to_proto(io_write *w, const mil_value *v, c
     tv->bytes = f;
     if (v->nbytes) {
       if (!(f->values.data = malloc(v->nbytes))) goto oom;
-      memcpy(f->values.data, v->data, v->nbytes);
+      memcpy(f->values.data, mil_value_data(v), v->nbytes);
       f->values.len = v->nbytes;
     }
     break;
@@ -461,17 +461,17 @@ static Milproto__Value *blob_value(io_write *w, const mil_value *v, const char *
   bool found = false;
   /* one blob per weight: values viewing the same bytes (shared across
    * functions, or the same const printed twice) reuse the first record */
-  const struct io_seen_blob *prev = v->data ? seen_find(w, v) : NULL;
+  const struct io_seen_blob *prev = mil_value_data(v) ? seen_find(w, v) : NULL;
   if (prev) {
     off = prev->offset;
     found = true;
   }
   if (!found) {
-    mil_status st = mil_blob_writer_add(w->bw, v->type->dtype, v->data, v->nbytes, v->numel, &off, w->d);
+    mil_status st = mil_blob_writer_add(w->bw, v->type->dtype, mil_value_data(v), v->nbytes, v->numel, &off, w->d);
     if (st != MIL_OK) return io_wfail(w, st, "%s: %s: writing the weight blob failed", w->file, where);
     mil_program_release_value_pages(w->p, v, 0, v->nbytes); /* written: a mapped source need not stay resident */
-    if (v->storage == MIL_STORE_VIEW && v->data &&
-        !seen_add(w, (struct io_seen_blob){v->data, v->nbytes, v->type->dtype, off}))
+    if (v->storage == MIL_STORE_VIEW && mil_value_data(v) &&
+        !seen_add(w, (struct io_seen_blob){mil_value_data(v), v->nbytes, v->type->dtype, off}))
       return OOM(w);
   }
   Milproto__Value *pv = io_pb_new(&milproto__value__descriptor);

@@ -157,7 +157,7 @@ static int fmt_complex(char *out, double re, double im) {
 
 /* Writes element i of tensor value v (not a string) into out. */
 static inline int fmt_elem(const mil_value *v, mil_dtype dt, int64_t i, char *out) {
-  const unsigned char *d = v->data;
+  const unsigned char *d = mil_value_data(v);
   switch (dt) {
   case MIL_DT_FP32: return io_fmt_double(out, load_f32(d + 4 * i), 0);
   case MIL_DT_FP64: {
@@ -243,7 +243,7 @@ static void print_leaf(io_out *o, const mil_value *v, mil_dtype dt, int64_t i, e
   if (leaf == LEAF_EMPTY) {
     out_put(o, "[]", 2);
   } else if (dt == MIL_DT_STRING) {
-    const char *s = ((const char *const *)v->data)[i];
+    const char *s = ((const char *const *)mil_value_data(v))[i];
     if (!s) s = "";
     if (complete || !in_list) io_print_string(o, s, complete);
     else print_py_repr_str(o, s);
@@ -296,7 +296,7 @@ static void print_tensor(io_out *o, const mil_value *v, bool complete) {
   mil_dtype dt = t ? t->dtype : MIL_DT_FP32;
   int32_t rank = t && t->rank > 0 && t->dims ? t->rank : 0;
   if (rank == 0) {
-    if (v->numel >= 1 && v->data) print_leaf(o, v, dt, 0, LEAF_ELEM, complete, false);
+    if (v->numel >= 1 && mil_value_data(v)) print_leaf(o, v, dt, 0, LEAF_ELEM, complete, false);
     else out_put(o, "[]", 2);
     return;
   }
@@ -310,7 +310,7 @@ static void print_tensor(io_out *o, const mil_value *v, bool complete) {
   } else {
     int64_t n = 1;
     for (int32_t i = 0; i < rank && n >= 0; i++) n = n > INT64_MAX / t->dims[i].size ? -1 : n * t->dims[i].size;
-    if (!v->data || n != v->numel) { /* inconsistent value: print nothing out of bounds */
+    if (!mil_value_data(v) || n != v->numel) { /* inconsistent value: print nothing out of bounds */
       out_put(o, "[]", 2);
       return;
     }

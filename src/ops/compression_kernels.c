@@ -122,7 +122,7 @@ mil_value *cx_lut16(mil_program *p, const mil_value *indices, const mil_value *l
   if (n > INT64_MAX / 8 || (int64_t)indices->nbytes * 8 < n * nbits)
     return fail(d, "constexpr_lut_to_dense: too few packed indices");
   mil_value *v = mil_value_new_tensor(p, lut->type->dtype, rank, shape, false, NULL);
-  for (int64_t k = 0; v && k < n; k++) op_copy_elem(v, k, lut, mil_bits_get(indices->data, k, nbits));
+  for (int64_t k = 0; v && k < n; k++) op_copy_elem(v, k, lut, mil_bits_get(mil_value_data(indices), k, nbits));
   return v;
 }
 
@@ -132,7 +132,7 @@ mil_value *cx_sparse16(mil_program *p, const mil_value *nonzero, const mil_value
   if (n < 0 || (int64_t)mask->nbytes * 8 < n) return fail(d, "constexpr_sparse_to_dense: mask is too short");
   mil_value *v = mil_value_new_tensor(p, nonzero->type->dtype, rank, shape, false, NULL);
   for (int64_t k = 0; v && k < n; k++) {
-    if (!mil_bits_get(mask->data, k, 1)) continue;
+    if (!mil_bits_get(mil_value_data(mask), k, 1)) continue;
     if (j >= nonzero->numel) return fail(d, "constexpr_sparse_to_dense: more mask bits than nonzero values");
     op_copy_elem(v, k, nonzero, j++);
   }

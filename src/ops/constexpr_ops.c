@@ -105,7 +105,7 @@ static mil_status infer_sparse16(mil_infer_ctx *c) {
   const mil_value *mask = op_in_value(c, "mask");
   if (mask) {
     int64_t bits = 0;
-    for (int64_t i = 0; i < (int64_t)mask->nbytes * 8; i++) bits += mil_bits_get(mask->data, i, 1);
+    for (int64_t i = 0; i < (int64_t)mask->nbytes * 8; i++) bits += mil_bits_get(mil_value_data(mask), i, 1);
     if (bits != nz->dims[0].size)
       return op_fail(c,
                      "Number of set bits in mask needs to be equal to number of elements in parameter nonzero_data "
@@ -116,7 +116,7 @@ static mil_status infer_sparse16(mil_infer_ctx *c) {
     return op_fail(c, "Constraint Violated: M = ceil( product(shape) / 8) where M = mask.size (M = %lld, product %lld)",
                    (long long)mt->dims[0].size, (long long)out);
   for (int64_t i = out; mask && i < (int64_t)mask->nbytes * 8; i++)
-    if (mil_bits_get(mask->data, i, 1)) return op_fail(c, "Padded bits in mask should be unset or equals to zero");
+    if (mil_bits_get(mil_value_data(mask), i, 1)) return op_fail(c, "Padded bits in mask should be unset or equals to zero");
   mil_dim d[TOP_RANK];
   for (int i = 0; i < n; i++) d[i] = op_dim(shape[i]);
   op_set_out(c, 0, op_tensor(c, nz->dtype, n, d));

@@ -338,9 +338,9 @@ static mil_status fold_cast(mil_infer_ctx *c) {
     for (size_t at = 0; at < n; at += piece) {
       size_t len = n - at < piece ? n - at : piece;
       if (from == MIL_DT_FP32)
-        mil_fp32_to_fp16_array((const float *)x->data + at, (uint16_t *)mil_value_data_mut(out) + at, len);
+        mil_fp32_to_fp16_array((const float *)mil_value_data(x) + at, (uint16_t *)mil_value_data_mut(out) + at, len);
       else
-        mil_fp16_to_fp32_array((const uint16_t *)x->data + at, (float *)mil_value_data_mut(out) + at, len);
+        mil_fp16_to_fp32_array((const uint16_t *)mil_value_data(x) + at, (float *)mil_value_data_mut(out) + at, len);
       mil_program_release_value_pages(c->prog, x, at * in_w, len * in_w);
     }
     if (from == MIL_DT_FP16) out->widened_from = x;

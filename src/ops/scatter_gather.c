@@ -243,7 +243,7 @@ static mil_status fold_scatter_along_axis(mil_infer_ctx *c) {
   if (!op_value_shape(ind, is, &ir)) return MIL_OK;
   if (dr != ir || dr == 0 || upd->numel != ind->numel) return MIL_OK;
   if (axis < 0) axis += dr;
-  mil_value *v = mil_value_new_tensor(c->prog, data->type->dtype, dr, ds, false, data->data);
+  mil_value *v = mil_value_new_tensor(c->prog, data->type->dtype, dr, ds, false, mil_value_data(data));
   if (!v) return MIL_OK;
   for (int64_t k = 0; k < ind->numel; k++) {
     int64_t iv = mil_value_get_i64(ind, k);

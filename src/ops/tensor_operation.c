@@ -78,7 +78,7 @@ static mil_status fold_flatten2d(mil_infer_ctx *c) {
   int32_t rank;
   if (!op_static_shape(c->out[0], shape, &rank) || op_numel(rank, shape) != x->numel || !op_foldable_dtype(x->type->dtype))
     return MIL_OK;
-  op_set_val(c, 0, mil_value_new_tensor(c->prog, x->type->dtype, rank, shape, false, x->data));
+  op_set_val(c, 0, mil_value_new_tensor(c->prog, x->type->dtype, rank, shape, false, mil_value_data(x)));
   return MIL_OK;
 }
 
@@ -205,7 +205,7 @@ static mil_status fold_band_part(mil_infer_ctx *c) {
   if (!x || !op_foldable_dtype(x->type->dtype)) return MIL_OK;
   if (!op_value_shape(x, shape, &rank)) return MIL_OK;
   if (rank < 2 || !op_int_or(c, "lower", -1, &lo) || !op_int_or(c, "upper", -1, &up)) return MIL_OK;
-  mil_value *v = mil_value_new_tensor(c->prog, x->type->dtype, rank, shape, false, x->data);
+  mil_value *v = mil_value_new_tensor(c->prog, x->type->dtype, rank, shape, false, mil_value_data(x));
   if (!v) return MIL_OK;
   int64_t M = shape[rank - 2], N = shape[rank - 1];
   bool is_float = mil_dtype_is_float(x->type->dtype);

@@ -43,10 +43,10 @@ void op_copy_elem(mil_value *dst, int64_t di, const mil_value *src, int64_t si) 
   mil_dtype dt = dst->type->dtype;
   size_t es = mil_dtype_size(dt);
   if (es) {
-    memcpy((char *)mil_value_data_mut(dst) + (size_t)di * es, (const char *)src->data + (size_t)si * es, es);
+    memcpy((char *)mil_value_data_mut(dst) + (size_t)di * es, (const char *)mil_value_data(src) + (size_t)si * es, es);
   } else if (mil_dtype_is_subbyte(dt)) {
     int b = mil_dtype_bits(dt);
-    mil_bits_set(mil_value_data_mut(dst), di, b, mil_bits_get(src->data, si, b));
+    mil_bits_set(mil_value_data_mut(dst), di, b, mil_bits_get(mil_value_data(src), si, b));
   }
 }
 
@@ -95,7 +95,7 @@ void op_set_val(mil_infer_ctx *c, int i, mil_value *v) {
   int32_t rank;
   if (!op_value_shape(v, shape, &rank) || !op_out_shape_is(c, i, rank, shape)) return;
   if (c->out[i]->is_scalar != v->type->is_scalar)
-    v = mil_value_new_tensor(c->prog, v->type->dtype, rank, shape, c->out[i]->is_scalar, v->data);
+    v = mil_value_new_tensor(c->prog, v->type->dtype, rank, shape, c->out[i]->is_scalar, mil_value_data(v));
   if (!v || v->type->dtype != c->out[i]->dtype) return;
   c->val[i] = v;
 }

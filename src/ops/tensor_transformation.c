@@ -155,7 +155,7 @@ mil_status tt_fold_same_elems(mil_infer_ctx *c) {
     if (x->type->dtype == MIL_DT_STRING)
       for (int64_t i = 0; i < x->numel; i++) ((const char **)mil_value_data_mut(v))[i] = mil_value_get_str(x, i);
     else if (x->nbytes)
-      memcpy(mil_value_data_mut(v), x->data, x->nbytes);
+      memcpy(mil_value_data_mut(v), mil_value_data(x), x->nbytes);
   }
   return MIL_OK;
 }
@@ -221,14 +221,14 @@ static mil_status fold_transpose(mil_infer_ctx *c) {
      * still holds the transposed bytes it is kept, sparing a new buffer. */
     const mil_value *old = c->op->n_outputs > 0 ? c->op->outputs[0]->val : NULL;
     if (old && refold_matches(c, old, x, rank, oshape) &&
-        (!old->numel || op_transpose_equal(old->data, x->data, es, rank, shape, perm))) {
+        (!old->numel || op_transpose_equal(mil_value_data(old), mil_value_data(x), es, rank, shape, perm))) {
       c->val[0] = old;
       mil_program_release_value_pages(c->prog, x, 0, x->nbytes); /* a weight read through its file mapping need not stay resident */
       return MIL_OK;
     }
     /* a blocked copy into bytes not zeroed first (every one is written) */
     mil_value *v = mil_value_new_tensor_uninit(c->prog, x->type->dtype, rank, oshape, false);
-    if (v && v->numel) op_transpose_data(mil_value_data_mut(v), x->data, es, rank, shape, perm);
+    if (v && v->numel) op_transpose_data(mil_value_data_mut(v), mil_value_data(x), es, rank, shape, perm);
     mil_program_release_value_pages(c->prog, x, 0, x->nbytes);
     op_set_val(c, 0, v);
     return MIL_OK;

@@ -223,7 +223,7 @@ mil_status tt_fold_slice_update(mil_infer_ctx *c) {
   if (st || !a.has_begin || !a.has_end || a.nbegin != rank || a.nend != rank) return MIL_OK;
   if (!slice_map(&a, shape, &map, &n, c, oshape, &orank)) return MIL_OK;
   if (n == u->numel) {
-    mil_value *v = mil_value_new_tensor(c->prog, x->type->dtype, rank, shape, x->type->is_scalar, x->data);
+    mil_value *v = mil_value_new_tensor(c->prog, x->type->dtype, rank, shape, x->type->is_scalar, mil_value_data(x));
     if (v) {
       for (int64_t k = 0; k < n; k++) op_copy_elem(v, map[k], u, k);
       op_set_val(c, 0, v);

@@ -101,7 +101,7 @@ static bool fp16_overflow(const mil_op *op) {
       if (v->val->kind != MIL_VAL_TENSOR || !v->val->type || v->val->type->dtype != MIL_DT_FP32) continue;
       /* in pieces, each given back once read: the cast reads the weight again,
        * until then it need not stay resident */
-      const uint32_t *u = (const uint32_t *)v->val->data;
+      const uint32_t *u = (const uint32_t *)mil_value_data(v->val);
       bool over = false;
       for (int64_t at = 0; at < v->val->numel && !over; at += SCAN_PIECE) {
         int64_t len = v->val->numel - at < SCAN_PIECE ? v->val->numel - at : SCAN_PIECE;
@@ -142,8 +142,8 @@ static bool fix_value(const pass_castq *q, mil_program *p, mil_var *x, const mil
   int64_t n = nv->numel;
   bool overflow = false, tiny = false;
   if (ov->type && ov->type->dtype == MIL_DT_FP32) { /* the usual case, on raw bits: weights are large */
-    const uint32_t *o = (const uint32_t *)ov->data;
-    const uint16_t *h = (const uint16_t *)nv->data;
+    const uint32_t *o = (const uint32_t *)mil_value_data(ov);
+    const uint16_t *h = (const uint16_t *)mil_value_data(nv);
     /* an overflow gives an infinite result: look for one first, counting
      * in fixed-size blocks so the loop vectorizes */
     enum { BLK = 256 };

@@ -244,7 +244,7 @@ static uint64_t const_key(const mil_value *v) {
   size_t n = head_bytes(v);
   if (n || !mil_dtype_is_subbyte(v->type->dtype)) {
     /* the head bytes, eight at a time */
-    const unsigned char *p = v->data;
+    const unsigned char *p = mil_value_data(v);
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
       uint64_t w;
@@ -267,7 +267,7 @@ static uint64_t const_key(const mil_value *v) {
 static bool same_key(const mil_value *a, const mil_value *b) {
   if (!same_shape(a, b)) return false;
   size_t n = head_bytes(a);
-  if (n) return n == head_bytes(b) && memcmp(a->data, b->data, n) == 0;
+  if (n) return n == head_bytes(b) && memcmp(mil_value_data(a), mil_value_data(b), n) == 0;
   int64_t k = a->numel < HASH_ELEMS ? a->numel : HASH_ELEMS;
   for (int64_t i = 0; i < k; i++)
     if (mil_value_get_i64(a, i) != mil_value_get_i64(b, i)) return false;
@@ -309,14 +309,14 @@ static bool has_nan(mil_dtype dt, const unsigned char *p, int64_t n) {
 static bool all_close(const mil_value *a, const mil_value *b) {
   mil_dtype dt = a->type->dtype;
   double atol = dt == MIL_DT_FP16 ? 6e-8 : 1e-12;
-  if (a->nbytes == b->nbytes && a->data == b->data) return true;
+  if (a->nbytes == b->nbytes && mil_value_data(a) == mil_value_data(b)) return true;
   bool is_float = dt == MIL_DT_FP16 || dt == MIL_DT_FP32 || dt == MIL_DT_FP64 || dt == MIL_DT_BF16;
   bool plain = is_float || dt == MIL_DT_BOOL || (mil_dtype_is_int(dt) && !mil_dtype_is_subbyte(dt));
   size_t es = mil_dtype_size(dt);
   if (!plain || b->type->dtype != dt || es == 0 || a->nbytes < (size_t)a->numel * es ||
       b->nbytes < (size_t)a->numel * es)
     return close_range(a, b, 0, a->numel, atol);
-  const unsigned char *pa = a->data, *pb = b->data;
+  const unsigned char *pa = mil_value_data(a), *pb = mil_value_data(b);
   const int64_t span = 4096;
   bool ok = true;
   for (int64_t i = 0; i < a->numel && ok; i += span) {

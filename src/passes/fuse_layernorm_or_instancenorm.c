@@ -166,7 +166,7 @@ static mil_value *squeeze(mil_program *p, const mil_value *v) {
   mil_value *o = mil_value_new_tensor(p, t->dtype, r, shape, r == 0, NULL);
   if (!o) return NULL;
   void *dst = mil_value_data_mut(o);
-  if (dst && v->nbytes && v->nbytes <= o->nbytes) memcpy(dst, v->data, v->nbytes);
+  if (dst && v->nbytes && v->nbytes <= o->nbytes) memcpy(dst, mil_value_data(v), v->nbytes);
   return o;
 }
 

@@ -141,8 +141,8 @@ double *pass_fuse_values(const mil_value *v) {
     return NULL;
   double *out = malloc(((size_t)v->numel + 1) * sizeof *out);
   if (!out) return NULL;
-  if (v->type->dtype == MIL_DT_FP32 && v->data && v->nbytes >= (size_t)v->numel * 4) {
-    const float *f = v->data;
+  if (v->type->dtype == MIL_DT_FP32 && mil_value_data(v) && v->nbytes >= (size_t)v->numel * 4) {
+    const float *f = mil_value_data(v);
     for (int64_t i = 0; i < v->numel; i++) out[i] = f[i];
   } else {
     for (int64_t i = 0; i < v->numel; i++) out[i] = mil_value_get_f64(v, i);

@@ -135,7 +135,7 @@ mil_value *pass_bld_reshape(mil_program *p, const mil_value *v, int32_t rank, co
   if (!r) return NULL;
   if (r->numel != v->numel) return NULL;
   void *dst = mil_value_data_mut(r);
-  if (dst && v->nbytes && v->nbytes <= r->nbytes) memcpy(dst, v->data, v->nbytes);
+  if (dst && v->nbytes && v->nbytes <= r->nbytes) memcpy(dst, mil_value_data(v), v->nbytes);
   return r;
 }
 
@@ -145,7 +145,7 @@ mil_value *pass_bld_squeeze(mil_program *p, const mil_value *v) {
   if (t->is_scalar || t->rank <= 0) {
     mil_value *r = mil_value_new_tensor(p, t->dtype, 0, NULL, t->is_scalar, NULL);
     if (r && mil_value_data_mut(r) && v->nbytes && v->nbytes <= r->nbytes)
-      memcpy(mil_value_data_mut(r), v->data, v->nbytes);
+      memcpy(mil_value_data_mut(r), mil_value_data(v), v->nbytes);
     return r;
   }
   int64_t shape[64];

@@ -71,7 +71,7 @@ static mil_value *transpose_value(mil_program *prog, const mil_value *v, const i
   mil_value *o = mil_value_new_tensor(prog, dt, r, oshape, r == 0 && v->type->is_scalar, NULL);
   uint8_t *dst = o ? mil_value_data_mut(o) : NULL;
   if (!dst) return NULL;
-  const uint8_t *src = v->data;
+  const uint8_t *src = mil_value_data(v);
   int64_t idx[RT_MAX_RANK] = {0};
   for (int64_t k = 0; k < numel; k++) {
     int64_t off = 0;

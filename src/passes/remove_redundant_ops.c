@@ -70,7 +70,7 @@ static const mil_value *arg_value(const mil_arg *a) {
 static bool value_has_nan(const mil_value *v) {
   if (!mil_dtype_is_float(v->type->dtype)) return false;
   if (v->type->dtype == MIL_DT_FP32) {
-    const float *f = v->data;
+    const float *f = mil_value_data(v);
     for (int64_t i = 0; i < v->numel; i++)
       if (isnan(f[i])) return true;
     return false;
@@ -142,10 +142,10 @@ static uint64_t mix_elements(uint64_t h, const mil_value *v) {
   mil_dtype dt = v->type->dtype;
   int64_t n = v->numel;
   if (dt == MIL_DT_FP32) {
-    const float *f = v->data;
+    const float *f = mil_value_data(v);
     for (int64_t e = 0; e < n; e++) h = mix(h, float_bits(f[e]));
   } else if (dt == MIL_DT_INT32) {
-    const int32_t *q = v->data;
+    const int32_t *q = mil_value_data(v);
     for (int64_t e = 0; e < n; e++) h = mix(h, (uint64_t)(int64_t)q[e]);
   } else if (dt == MIL_DT_STRING) {
     for (int64_t e = 0; e < n; e++) h = mix(h, (uint64_t)strlen(mil_value_get_str(v, e)));

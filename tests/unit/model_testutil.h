@@ -139,7 +139,7 @@ MT_FN bool mt_value_eq(const mil_value *a, const mil_value *b) {
         if (strcmp(mil_value_get_str(a, i), mil_value_get_str(b, i))) return false;
       return true;
     }
-    return a->nbytes == 0 || memcmp(a->data, b->data, a->nbytes) == 0;
+    return a->nbytes == 0 || memcmp(mil_value_data(a), mil_value_data(b), a->nbytes) == 0;
   }
   if (a->n != b->n) return false;
   for (int32_t i = 0; i < a->n; i++) {

@@ -353,7 +353,7 @@ static void test_values(void **state) {
   mil_value *v = mil_value_new_tensor(p, MIL_DT_INT4, 1, n5, false, NULL);
   int64_t src[5] = {1, -2, 3, -8, 7};
   for (int i = 0; i < 5; i++) mil_value_set_i64(v, i, src[i]);
-  const uint8_t *b = v->data;
+  const uint8_t *b = mil_value_data(v);
   assert_int_equal(v->nbytes, 3);
   assert_int_equal(b[0], 0xE1);
   assert_int_equal(b[1], 0x83);
@@ -363,20 +363,20 @@ static void test_values(void **state) {
   int64_t n7[1] = {7}, n3[1] = {3};
   mil_value *u3 = mil_value_new_tensor(p, MIL_DT_UINT3, 1, n7, false, NULL);
   for (int i = 0; i < 7; i++) mil_value_set_i64(u3, i, i + 1);
-  b = u3->data;
+  b = mil_value_data(u3);
   assert_int_equal(b[0], 0xD1);
   assert_int_equal(b[1], 0x58);
   assert_int_equal(b[2], 0x1F);
   mil_value *u6 = mil_value_new_tensor(p, MIL_DT_UINT6, 1, n3, false, NULL);
   int64_t s6[3] = {63, 1, 2};
   for (int i = 0; i < 3; i++) mil_value_set_i64(u6, i, s6[i]);
-  b = u6->data;
+  b = mil_value_data(u6);
   assert_int_equal(b[0], 0x7F);
   assert_int_equal(b[1], 0x20);
   assert_int_equal(b[2], 0x00);
   for (int i = 0; i < 3; i++) assert_int_equal(mil_value_get_i64(u6, i), s6[i]);
   /* equality and hashing */
-  mil_value *u6b = mil_value_new_tensor(p, MIL_DT_UINT6, 1, n3, false, u6->data);
+  mil_value *u6b = mil_value_new_tensor(p, MIL_DT_UINT6, 1, n3, false, mil_value_data(u6));
   assert_true(mil_value_equal(u6, u6b));
   assert_true(mil_value_hash(u6) == mil_value_hash(u6b));
   mil_value_set_i64(u6b, 2, 3);
@@ -387,7 +387,7 @@ static void test_values(void **state) {
   assert_string_equal(mil_value_get_str(s, 1), "same");
   mil_value *sc = mil_value_new_scalar_f64(p, MIL_DT_FP16, 0.1);
   assert_true(sc->type->is_scalar);
-  assert_int_equal(((const uint16_t *)sc->data)[0], 0x2e66);
+  assert_int_equal(((const uint16_t *)mil_value_data(sc))[0], 0x2e66);
   assert_string_equal(mil_dtype_name(MIL_DT_UINT6), "uint6");
   mil_dtype dt;
   assert_true(mil_dtype_from_name("fp16", 4, &dt) && dt == MIL_DT_FP16);
@@ -533,7 +533,7 @@ static void test_cast_round_trip_shares(void **state) {
   assert_int_equal(mil_op_infer(down, &d), MIL_OK);
   const mil_value *wv = w->outputs[0]->val, *uv = up->outputs[0]->val;
   assert_non_null(uv);
-  const float *f = uv->data;
+  const float *f = mil_value_data(uv);
   assert_true(f[0] == 0.5f && f[1] == -2.0f && f[2] == 65504.0f);
   assert_true(f[3] == mil_fp16_to_fp32(mil_fp32_to_fp16(0.0001f)));
   assert_ptr_equal(down->outputs[0]->val, wv);

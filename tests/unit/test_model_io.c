@@ -292,7 +292,7 @@ static void test_rich_package_roundtrip(void **state) {
     assert_int_equal(v->val->blob_offset % 64, 0);
   }
   assert_null(find_var(p, "main", "small_i32")->val->blob_file);
-  assert_memory_equal(find_var(p, "main", "w_int4")->val->data, k_int4_packed, 5);
+  assert_memory_equal(mil_value_data(find_var(p, "main", "w_int4")->val), k_int4_packed, 5);
   for (int i = 0; i < 10; i++) assert_int_equal(mil_value_get_i64(find_var(p, "main", "w_int4")->val, i), k_int4[i]);
   assert_int_equal(mil_value_get_i64(find_var(p, "main", "w_uint6")->val, 3), 40);
   assert_int_equal(mil_value_get_i64(find_var(p, "main", "w_uint3")->val, 6), 7);
@@ -303,8 +303,8 @@ static void test_rich_package_roundtrip(void **state) {
   assert_string_equal(mil_value_get_str(find_var(p, "main", "s_str")->val, 0), "valid");
   assert_string_equal(mil_value_get_str(find_var(p, "main", "t_str")->val, 1), "bc");
   assert_int_equal(find_var(p, "main", "t_bf16")->type->dtype, MIL_DT_BF16);
-  assert_int_equal(((const uint16_t *)find_var(p, "main", "t_bf16")->val->data)[1], 0xBF80);
-  assert_int_equal(((const uint8_t *)find_var(p, "main", "t_fp8")->val->data)[3], 0x7E);
+  assert_int_equal(((const uint16_t *)mil_value_data(find_var(p, "main", "t_bf16")->val))[1], 0xBF80);
+  assert_int_equal(((const uint8_t *)mil_value_data(find_var(p, "main", "t_fp8")->val))[3], 0x7E);
   assert_int_equal(find_var(p, "main", "t_empty")->val->numel, 0);
   assert_int_equal(find_var(p, "main", "labels")->val->kind, MIL_VAL_LIST);
   assert_string_equal(mil_value_get_str(find_var(p, "main", "labels")->val->items[1], 0), "dog");
@@ -489,7 +489,7 @@ static void test_mlmodel_all_immediate(void **state) {
   assert_false(mt_exists(wd));
   mil_model *a = load_ok(mm);
   assert_int_equal(mil_model_function_desc(a, NULL)->inputs[0].array_dtype, MIL_ARRAY_FLOAT16);
-  assert_memory_equal(find_var(mil_model_program(a), "main", "c")->val->data, h, 6);
+  assert_memory_equal(mil_value_data(find_var(mil_model_program(a), "main", "c")->val), h, 6);
   mil_model_free(a);
   mil_model_free(m);
   mil_diag_clear(&d);
@@ -524,13 +524,13 @@ static void test_mil_text_roundtrip(void **state) {
   assert_int_equal(mil_model_spec_version(t), 8);
   const mil_var *tw = find_var(mil_model_program(t), "main", "w");
   assert_non_null(tw);
-  assert_memory_equal(tw->val->data, w, sizeof w);
+  assert_memory_equal(mil_value_data(tw->val), w, sizeof w);
   /* and from text to a package again */
   save_ok(t, pkg2);
   mil_model *a2 = load_ok(pkg2);
   mt_err e = {{0}};
   if (!mt_desc_eq(mil_model_description(a), mil_model_description(a2), &e)) fail_msg("%s", e.msg);
-  assert_memory_equal(find_var(mil_model_program(a2), "main", "w")->val->data, w, sizeof w);
+  assert_memory_equal(mil_value_data(find_var(mil_model_program(a2), "main", "w")->val), w, sizeof w);
   mil_model_free(a2);
   mil_model_free(t);
   mil_model_free(a);
@@ -772,8 +772,8 @@ static void test_reader_accepts_variants(void **state) {
   mil_diag_clear(&d);
   assert_int_equal(mil_model_load_proto(buf, n, "hand.mlmodel", NULL, &m, &d), MIL_OK);
   c8 = find_var(mil_model_program(m), "main", "c8");
-  assert_int_equal(((const uint16_t *)c8->val->data)[1], 0xC000); /* -2.0 in binary16 */
-  assert_int_equal(((const uint16_t *)c8->val->data)[2], 0x3800); /* 0.5 */
+  assert_int_equal(((const uint16_t *)mil_value_data(c8->val))[1], 0xC000); /* -2.0 in binary16 */
+  assert_int_equal(((const uint16_t *)mil_value_data(c8->val))[2], 0x3800); /* 0.5 */
   mil_model_free(m);
   free(buf);
   mil_diag_clear(&d);

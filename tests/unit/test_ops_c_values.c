@@ -202,7 +202,7 @@ static mil_mark infer_mark(const char *opset, const char *inputs, const char *bo
       const mil_value *v = t->outputs[out]->val;
       for (int64_t i = 0; i < v->numel && i < 16; i++) keep[i] = mil_value_get_f64(v, i);
       fake.numel = v->numel;
-      fake.data = keep;
+      fake.raw = keep;
       *val = &fake;
     }
   }
@@ -225,7 +225,7 @@ static void test_symbolic_values(void **state) {
                               T("(int32)(Scalar)") "gather(x=%s, indices=%i, name=\"t\")\n", 0, &v),
                    MIL_MARK_VALUE);
   assert_non_null(v);
-  assert_true(((double *)v->data)[0] == 3);
+  assert_true(((double *)mil_value_data(v))[0] == 3);
   assert_int_equal(infer_mark(I15, sym_x,
                               "    %s: (2,int32)(Tensor) = shape(x=%x, name=\"s\")\n" CI("i", 0)
                               T("(int32)(Scalar)") "gather(x=%s, indices=%i, name=\"t\")\n", 0, &v),

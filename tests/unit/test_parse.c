@@ -276,38 +276,38 @@ static void test_const_values(void **state) {
   const mil_value *v = const_val(p, "f");
   assert_int_equal(v->type->dtype, MIL_DT_FP32);
   assert_int_equal(v->numel, 6);
-  const float *f = v->data;
+  const float *f = mil_value_data(v);
   float want_f = 0.14991318212994142f; /* the compiler's nearest float */
   assert_memory_equal(&f[0], &want_f, 4);
   assert_true(f[1] == -1.5f && f[2] == 2.0f && f[3] == 1e-05f);
   assert_true(isinf(f[4]) && f[4] > 0 && isinf(f[5]) && f[5] < 0);
   v = const_val(p, "h");
-  const uint16_t *h = v->data;
+  const uint16_t *h = mil_value_data(v);
   /* 1 + 2^-11 + 2^-40 lies just above the midpoint of 1.0 and the next
    * half (1 + 2^-10): rounding once gives 0x3C01; via float it would tie
    * down to 0x3C00 */
   assert_int_equal(h[0], 0x3C01);
   assert_int_equal(h[1], 0x7BFF);
   v = const_val(p, "d");
-  const double *dd = v->data;
+  const double *dd = mil_value_data(v);
   double want_d[3] = {0.1, 5e-324, 1.7976931348623157e+308};
   assert_memory_equal(dd, want_d, sizeof want_d);
   v = const_val(p, "n");
   assert_false(v->type->is_scalar);
   assert_int_equal(v->type->rank, 0);
-  assert_true(isnan(*(const float *)v->data));
-  const int32_t *i32 = const_val(p, "i")->data;
+  assert_true(isnan(*(const float *)mil_value_data(v)));
+  const int32_t *i32 = mil_value_data(const_val(p, "i"));
   assert_true(i32[0] == INT32_MIN && i32[1] == INT32_MAX && i32[2] == 0 && i32[3] == -7);
-  const uint8_t *u8 = const_val(p, "u8")->data;
+  const uint8_t *u8 = mil_value_data(const_val(p, "u8"));
   assert_true(u8[0] == 0 && u8[1] == 255);
-  const int8_t *i8 = const_val(p, "i8")->data;
+  const int8_t *i8 = mil_value_data(const_val(p, "i8"));
   assert_true(i8[0] == -128 && i8[1] == 127);
-  const int64_t *i64 = const_val(p, "l")->data;
+  const int64_t *i64 = mil_value_data(const_val(p, "l"));
   assert_true(i64[0] == INT64_MIN && i64[1] == INT64_MAX);
   v = const_val(p, "ul");
   assert_true(v->type->is_scalar);
-  assert_true(*(const uint64_t *)v->data == UINT64_MAX);
-  const uint8_t *bb = const_val(p, "b")->data;
+  assert_true(*(const uint64_t *)mil_value_data(v) == UINT64_MAX);
+  const uint8_t *bb = mil_value_data(const_val(p, "b"));
   assert_true(bb[0] == 1 && bb[1] == 0 && bb[2] == 1);
   assert_string_equal(mil_value_get_str(const_val(p, "s"), 0), "a\"b\\c\nA\xc3\xa9");
   v = const_val(p, "ss");
@@ -315,7 +315,7 @@ static void test_const_values(void **state) {
   assert_string_equal(mil_value_get_str(v, 1), "");
   /* uint4 packs LSB first: 1,15 -> 0xF1; 0,7 -> 0x70; 8 -> 0x08 */
   v = const_val(p, "q");
-  const uint8_t *q = v->data;
+  const uint8_t *q = mil_value_data(v);
   assert_int_equal(v->nbytes, 3);
   assert_true(q[0] == 0xF1 && q[1] == 0x70 && (q[2] & 0x0F) == 0x08);
   v = const_val(p, "k");
@@ -326,10 +326,10 @@ static void test_const_values(void **state) {
   v = const_val(p, "e");
   assert_int_equal(v->numel, 0);
   assert_int_equal(v->type->rank, 2);
-  const float *cf = const_val(p, "c")->data;
+  const float *cf = mil_value_data(const_val(p, "c"));
   assert_true(cf[0] == 1.0f && cf[1] == 2.0f && cf[2] == 0.0f && cf[3] == -3.5f);
   v = const_val(p, "sc");
-  assert_true(signbit(*(const float *)v->data));
+  assert_true(signbit(*(const float *)mil_value_data(v)));
   mil_program_free(p);
 }
 
@@ -373,7 +373,7 @@ static void test_float_conversion(void **state) {
   }
   snprintf(text + n, cap - n, "], name=\"v\")\n  } -> (%%v)\n}\n");
   mil_program *p = parse_ok(text);
-  const double *got = const_val(p, "v")->data;
+  const double *got = mil_value_data(const_val(p, "v"));
   int bad = 0;
   for (int i = 0; i < N; i++)
     if (memcmp(&got[i], &want[i], sizeof(double)) != 0 && bad++ < 5) printf("element %d differs\n", i);
@@ -407,7 +407,7 @@ static void test_coremltools_form(void **state) {
   assert_int_equal(v->type->dtype, MIL_DT_INT32);
   assert_int_equal(v->type->rank, 1);
   assert_int_equal(v->numel, 2);
-  assert_int_equal(((const int32_t *)v->data)[0], 1);
+  assert_int_equal(((const int32_t *)mil_value_data(v))[0], 1);
   mil_op *t = find_op(b, "t");
   assert_ptr_equal(t->prev, op);
   assert_ptr_equal(t->inputs[1].args[0].use.var, op->outputs[0]);
@@ -420,12 +420,12 @@ static void test_coremltools_form(void **state) {
   assert_true(y->val->type->is_scalar);
   assert_int_equal(y->val->type->dtype, MIL_DT_FP32);
   float want = 0.1f;
-  assert_memory_equal(y->val->data, &want, 4);
+  assert_memory_equal(mil_value_data(y->val), &want, 4);
   mil_op *c = find_op(b, "c");
   v = c->inputs[1].args[0].use.var->val;
   assert_int_equal(v->type->rank, 2);
   assert_int_equal(v->type->dims[1].size, 2);
-  assert_int_equal(((const int32_t *)v->data)[3], 3);
+  assert_int_equal(((const int32_t *)mil_value_data(v))[3], 3);
   v = c->inputs[2].args[0].use.var->val;
   assert_int_equal(v->type->dtype, MIL_DT_STRING);
   assert_string_equal(mil_value_get_str(v, 0), "valid");
@@ -498,7 +498,7 @@ static void test_file_and_blob(void **state) {
   if (st != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
   const mil_value *v = const_val(p, "w");
   assert_int_equal(v->numel, 12);
-  assert_memory_equal(v->data, data, sizeof data);
+  assert_memory_equal(mil_value_data(v), data, sizeof data);
   assert_string_equal(v->blob_file, "@model_path/weights/weight.bin");
   assert_int_equal(v->blob_offset, off);
   /* printed back with blob references, the text names the same blob */
@@ -517,7 +517,7 @@ static void test_file_and_blob(void **state) {
   fclose(f);
   mil_parse_options opt = {.filename = "mem.mil", .base_dir = dir};
   assert_int_equal(mil_parse_program(text, n, &opt, &p, &d), MIL_OK);
-  assert_memory_equal(const_val(p, "w")->data, data, sizeof data);
+  assert_memory_equal(mil_value_data(const_val(p, "w")), data, sizeof data);
   mil_program_free(p);
   /* a shape that does not match the blob is a format error */
   char bad[1024];

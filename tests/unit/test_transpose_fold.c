@@ -231,7 +231,7 @@ static void check_fold(mil_dtype dt, int32_t rank, const int64_t *shape, const i
   uint8_t *want = calloc(1, nb);
   assert_non_null(want);
   naive_transpose(want, xd, es, rank, shape, perm);
-  if (xv->numel) assert_memory_equal(got->data, want, (size_t)xv->numel * es);
+  if (xv->numel) assert_memory_equal(mil_value_data(got), want, (size_t)xv->numel * es);
   free(want);
   mil_program_free(p);
 }
@@ -265,7 +265,7 @@ static void test_fold_negative_perm(void **state) {
   assert_non_null(got);
   float want[24];
   naive_transpose((uint8_t *)want, (const uint8_t *)xd, 4, 3, shape, norm);
-  assert_memory_equal(got->data, want, sizeof want);
+  assert_memory_equal(mil_value_data(got), want, sizeof want);
   mil_program_free(p);
 }
 
@@ -285,21 +285,21 @@ static void test_fold_again(void **state) {
   const mil_value *v1 = t->outputs[0]->val;
   assert_non_null(v1);
   uint8_t want[600 * 2];
-  naive_transpose(want, xv->data, 2, 3, shape, perm);
-  assert_memory_equal(v1->data, want, sizeof want);
+  naive_transpose(want, mil_value_data(xv), 2, 3, shape, perm);
+  assert_memory_equal(mil_value_data(v1), want, sizeof want);
   /* same input: the same value */
   assert_int_equal(mil_op_infer(t, &d), MIL_OK);
   assert_ptr_equal(t->outputs[0]->val, v1);
   /* new input bytes: a new value with the new bytes */
-  mil_value *xv2 = mil_value_new_tensor(p, MIL_DT_FP16, 3, shape, false, xv->data);
+  mil_value *xv2 = mil_value_new_tensor(p, MIL_DT_FP16, 3, shape, false, mil_value_data(xv));
   ((uint8_t *)mil_value_data_mut(xv2))[7] ^= 0x5a;
   mil_var_set_value(xc->outputs[0], xv2);
   assert_int_equal(mil_op_infer(t, &d), MIL_OK);
   const mil_value *v2 = t->outputs[0]->val;
   assert_non_null(v2);
   assert_ptr_not_equal(v2, v1);
-  naive_transpose(want, xv2->data, 2, 3, shape, perm);
-  assert_memory_equal(v2->data, want, sizeof want);
+  naive_transpose(want, mil_value_data(xv2), 2, 3, shape, perm);
+  assert_memory_equal(mil_value_data(v2), want, sizeof want);
   /* another perm with the same output bytes count: the shape decides */
   mil_value *pv2 = mil_value_new_tensor(p, MIL_DT_INT32, 1, &pn, false, NULL);
   int64_t perm2[3] = {1, 2, 0};
@@ -310,8 +310,8 @@ static void test_fold_again(void **state) {
   assert_non_null(v3);
   assert_ptr_not_equal(v3, v2);
   assert_int_equal(v3->type->dims[0].size, 40);
-  naive_transpose(want, xv2->data, 2, 3, shape, perm2);
-  assert_memory_equal(v3->data, want, sizeof want);
+  naive_transpose(want, mil_value_data(xv2), 2, 3, shape, perm2);
+  assert_memory_equal(mil_value_data(v3), want, sizeof want);
   mil_diag_clear(&d);
   mil_program_free(p);
 }
