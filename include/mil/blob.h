@@ -210,6 +210,19 @@ MIL_API mil_status mil_blob_writer_open(const char *path, unsigned flags, mil_bl
 MIL_API mil_status mil_blob_writer_add(mil_blob_writer *w, mil_dtype dt, const void *data, size_t nbytes, int64_t numel,
                                        uint64_t *meta_offset_out, mil_diag *d);
 
+/* Produces bytes [offset, offset + n) of a payload into dst (n is at most
+ * 4 MiB); returns false on failure. */
+typedef bool (*mil_blob_read_fn)(void *ud, size_t offset, size_t n, void *dst);
+
+/* As mil_blob_writer_add, with the payload's bytes produced piecewise by
+ * `read` (called with increasing and repeated ranges of at most 4 MiB), so
+ * that a payload computed on the fly (a deferred value, value.h) is written
+ * without being held whole. A reader failure is MIL_ERR_IO (the writer
+ * stays usable when it happens before anything of the blob is written).
+ * Other errors as mil_blob_writer_add. */
+MIL_API mil_status mil_blob_writer_add_stream(mil_blob_writer *w, mil_dtype dt, mil_blob_read_fn read, void *ud,
+                                              size_t nbytes, int64_t numel, uint64_t *meta_offset_out, mil_diag *d);
+
 /* Number of distinct blobs written so far. */
 MIL_API uint32_t mil_blob_writer_count(const mil_blob_writer *w);
 

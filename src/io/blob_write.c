@@ -119,32 +119,67 @@ static uint64_t hs_final(const hstate *s, const uint8_t *tail, size_t tn, uint64
  * stripe_len(n) bytes, which never include the last byte. */
 static size_t stripe_len(size_t n) { return (n - 1) / 64 * 64; }
 
-static uint64_t full_hash_mem(const uint8_t *data, size_t n, uint8_t last, mil_dtype dt) {
+/* A blob's payload: in memory, or produced piecewise by a reader
+ * (mil_blob_writer_add_stream) into a buffer of STREAM_CHUNK bytes. */
+#define STREAM_CHUNK (4u << 20)
+
+typedef struct bsrc {
+  const uint8_t *mem;
+  mil_blob_read_fn read;
+  void *ud;
+  uint8_t *buf;
+} bsrc;
+
+/* Bytes [off, off + n) of the payload (n <= STREAM_CHUNK), valid until the
+ * next call; NULL when the reader fails. */
+static const uint8_t *src_at(const bsrc *s, size_t off, size_t n) {
+  if (s->mem) return s->mem + off;
+  return s->read(s->ud, off, n, s->buf) ? s->buf : NULL;
+}
+
+/* The full hash of the payload as written: n - 1 bytes, then `last`.
+ * false when the reader fails. */
+static bool full_hash_src(const bsrc *src, size_t n, uint8_t last, mil_dtype dt, uint64_t *out) {
   hstate s;
   hs_init(&s, (uint64_t)dt);
   size_t m = stripe_len(n);
-  hs_stripes(&s, data, m);
+  for (size_t i = 0; i < m;) {
+    size_t k = m - i > CMP_CHUNK ? CMP_CHUNK : m - i; /* multiples of 64 */
+    const uint8_t *p = src_at(src, i, k);
+    if (!p) return false;
+    hs_stripes(&s, p, k);
+    i += k;
+  }
   uint8_t tail[64];
-  memcpy(tail, data + m, n - 1 - m);
+  const uint8_t *p = n - 1 - m ? src_at(src, m, n - 1 - m) : tail;
+  if (!p) return false;
+  memcpy(tail, p, n - 1 - m);
   tail[n - 1 - m] = last;
-  return hs_final(&s, tail, n - m, n);
+  *out = hs_final(&s, tail, n - m, n);
+  return true;
 }
 
 /* Sampled key: dtype, size, first SAMPLE_HEAD bytes, SAMPLE_WORDS words at
- * evenly spaced offsets, the last byte. */
-static uint64_t sample_key(const uint8_t *data, size_t n, uint8_t last, mil_dtype dt) {
+ * evenly spaced offsets, the last byte. false when the reader fails. */
+static bool sample_key(const bsrc *src, size_t n, uint8_t last, mil_dtype dt, uint64_t *out) {
   uint64_t h = mum((uint64_t)dt ^ K1, (uint64_t)n ^ K2);
   size_t body = n - 1;
   size_t head = body < SAMPLE_HEAD ? body : SAMPLE_HEAD;
+  const uint8_t *data = head ? src_at(src, 0, head) : NULL;
+  if (head && !data) return false;
   size_t i = 0;
   for (; i + 8 <= head; i += 8) h = mum(h ^ K3, load64(data + i) ^ K4);
   for (; i < head; i++) h = mum(h ^ K1, (uint64_t)data[i] ^ K3);
   if (body > SAMPLE_HEAD + 8) {
     size_t span = body - SAMPLE_HEAD - 8;
-    for (size_t k = 1; k <= SAMPLE_WORDS; k++)
-      h = mum(h ^ K2, load64(data + SAMPLE_HEAD + span / SAMPLE_WORDS * k) ^ K4);
+    for (size_t k = 1; k <= SAMPLE_WORDS; k++) {
+      const uint8_t *wd = src_at(src, SAMPLE_HEAD + span / SAMPLE_WORDS * k, 8);
+      if (!wd) return false;
+      h = mum(h ^ K2, load64(wd) ^ K4);
+    }
   }
-  return mum(h ^ K3, (uint64_t)last ^ K1);
+  *out = mum(h ^ K3, (uint64_t)last ^ K1);
+  return true;
 }
 
 /* ---- low-level output ---------------------------------------------------- */
@@ -259,23 +294,29 @@ static int read_region(mil_blob_writer *w, uint64_t pos, uint8_t *dst, size_t k)
   return 0;
 }
 
-/* Does the file region [off, off + n) hold `data` (n - 1 bytes) followed by
- * `last`? Returns 1 / 0, or -1 on a read error. */
-static int region_equal(mil_blob_writer *w, uint64_t off, const uint8_t *data, size_t n, uint8_t last,
+/* Does the file region [off, off + n) hold the payload's first n - 1
+ * bytes followed by `last`? Returns 1 / 0, or -1 on a read error (errno
+ * set; EIO when the source's reader failed). */
+static int region_equal(mil_blob_writer *w, uint64_t off, const bsrc *src, size_t n, uint8_t last,
                         uint8_t *scratch) {
   for (size_t i = 0; i < n;) {
     size_t k = n - i > CMP_CHUNK ? CMP_CHUNK : n - i;
     if (read_region(w, off + i, scratch, k) != 0) return -1;
     bool has_last = i + k == n;
     size_t body = has_last ? k - 1 : k;
-    if (body && memcmp(scratch, data + i, body) != 0) return 0;
+    const uint8_t *p = body ? src_at(src, i, body) : scratch;
+    if (!p) {
+      errno = EIO;
+      return -1;
+    }
+    if (body && memcmp(scratch, p, body) != 0) return 0;
     if (has_last && scratch[body] != last) return 0;
     i += k;
   }
   return 1;
 }
 
-/* full_hash_mem of a blob already in the file (its last byte is stored
+/* full_hash_src of a blob already in the file (its last byte is stored
  * masked, so the two agree). */
 static int full_hash_file(mil_blob_writer *w, const dedup_entry *e, uint8_t *scratch, uint64_t *out) {
   size_t n = (size_t)e->nbytes, m = stripe_len(n);
@@ -311,9 +352,54 @@ static mil_status tab_grow(mil_blob_writer *w, mil_diag *d) {
 
 /* ---- add ----------------------------------------------------------------- */
 
+static mil_status add_src(mil_blob_writer *w, mil_dtype dt, bsrc *src, size_t nbytes, int64_t numel,
+                          uint64_t *meta_offset_out, mil_diag *d);
+
 mil_status mil_blob_writer_add(mil_blob_writer *w, mil_dtype dt, const void *data, size_t nbytes, int64_t numel,
                                uint64_t *meta_offset_out, mil_diag *d) {
   if (meta_offset_out) *meta_offset_out = 0;
+  if (!data && w && w->err == MIL_OK && nbytes)
+    return mil_diag_error(d, MIL_ERR_INVALID, "%s: blob #%u: NULL data", w->path, w->count);
+  bsrc src = {data, NULL, NULL, NULL};
+  return add_src(w, dt, &src, nbytes, numel, meta_offset_out, d);
+}
+
+mil_status mil_blob_writer_add_stream(mil_blob_writer *w, mil_dtype dt, mil_blob_read_fn read, void *ud, size_t nbytes,
+                                      int64_t numel, uint64_t *meta_offset_out, mil_diag *d) {
+  if (meta_offset_out) *meta_offset_out = 0;
+  if (!read && w && w->err == MIL_OK)
+    return mil_diag_error(d, MIL_ERR_INVALID, "%s: blob #%u: NULL reader", w->path, w->count);
+  bsrc src = {NULL, read, ud, NULL};
+  if (w && !(src.buf = malloc(STREAM_CHUNK)))
+    return mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory in the weight writer", w->path);
+  mil_status st = add_src(w, dt, &src, nbytes, numel, meta_offset_out, d);
+  free(src.buf);
+  return st;
+}
+
+static mil_status src_fail(mil_blob_writer *w, mil_diag *d) {
+  return mil_diag_error(d, MIL_ERR_IO, "%s: blob #%u: reading the payload from its source failed", w->path, w->count);
+}
+
+/* The payload's n - 1 first bytes, then `last`, appended to the file. */
+static mil_status put_payload(mil_blob_writer *w, const bsrc *src, size_t n, uint8_t last, mil_diag *d) {
+  mil_status st = MIL_OK;
+  if (src->mem) {
+    st = put(w, src->mem, n - 1, d);
+  } else {
+    for (size_t i = 0; st == MIL_OK && i < n - 1;) {
+      size_t k = n - 1 - i > STREAM_CHUNK ? STREAM_CHUNK : n - 1 - i;
+      const uint8_t *p = src_at(src, i, k);
+      if (!p) return src_fail(w, d);
+      st = put(w, p, k, d);
+      i += k;
+    }
+  }
+  return st == MIL_OK ? put(w, &last, 1, d) : st;
+}
+
+static mil_status add_src(mil_blob_writer *w, mil_dtype dt, bsrc *src, size_t nbytes, int64_t numel,
+                          uint64_t *meta_offset_out, mil_diag *d) {
   if (!w) return mil_diag_error(d, MIL_ERR_INVALID, "mil_blob_writer_add: NULL writer");
   if (w->err != MIL_OK)
     return mil_diag_error(d, MIL_ERR_INVALID, "%s: mil_blob_writer_add after an earlier write error", w->path);
@@ -332,17 +418,17 @@ mil_status mil_blob_writer_add(mil_blob_writer *w, mil_dtype dt, const void *dat
   if ((uint64_t)nbytes != want)
     return mil_diag_error(d, MIL_ERR_INVALID, "%s: blob #%u: %zu bytes given, expected %llu for %lld %s elements",
                           w->path, w->count, nbytes, ULL(want), (long long)numel, io_blob_dtype_name(dt));
-  if (!data) return mil_diag_error(d, MIL_ERR_INVALID, "%s: blob #%u: NULL data", w->path, w->count);
-  const uint8_t *src = data;
   uint64_t pad = t->bits < 8 ? nbytes * 8 - n * (uint64_t)t->bits : 0;
-  uint8_t last = src[nbytes - 1];
+  const uint8_t *lp = src_at(src, nbytes - 1, 1);
+  if (!lp) return src_fail(w, d);
+  uint8_t last = *lp;
   if (pad) last &= (uint8_t)(0xFFu >> pad); /* unused high bits are zero in the file */
 
   uint64_t key = 0, full = 0;
   bool have_full = false;
   bool dedup = !(w->flags & MIL_BLOB_WRITE_NO_DEDUP);
   if (dedup) {
-    key = sample_key(src, nbytes, last, dt);
+    if (!sample_key(src, nbytes, last, dt, &key)) return src_fail(w, d);
     uint8_t *scratch = NULL;
     for (size_t j = (size_t)key & (w->tab_cap - 1); w->tab_cap && w->tab[j].used; j = (j + 1) & (w->tab_cap - 1)) {
       dedup_entry *e = &w->tab[j];
@@ -350,7 +436,10 @@ mil_status mil_blob_writer_add(mil_blob_writer *w, mil_dtype dt, const void *dat
       if (!scratch && !(scratch = malloc(CMP_CHUNK)))
         return mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory in the weight writer", w->path);
       if (!have_full) {
-        full = full_hash_mem(src, nbytes, last, dt);
+        if (!full_hash_src(src, nbytes, last, dt, &full)) {
+          free(scratch);
+          return src_fail(w, d);
+        }
         have_full = true;
       }
       int eq = 1;
@@ -384,8 +473,7 @@ mil_status mil_blob_writer_add(mil_blob_writer *w, mil_dtype dt, const void *dat
   io_put_le64(rec + IO_BLOB_META_PADDING, pad);
   mil_status st = put(w, NULL, (size_t)(meta - end), d);
   if (st == MIL_OK) st = put(w, rec, sizeof rec, d);
-  if (st == MIL_OK) st = put(w, src, nbytes - 1, d);
-  if (st == MIL_OK) st = put(w, &last, 1, d);
+  if (st == MIL_OK) st = put_payload(w, src, nbytes, last, d);
   if (st != MIL_OK) return st;
 
   if (dedup) {

@@ -329,13 +329,22 @@ static size_t seen_slot(const void *data, size_t cap) {
   return (size_t)(h >> 20) & (cap - 1);
 }
 
+/* What identifies a value's bytes: their address, or for a deferred value
+ * its source (a value record, never the address of any value's bytes). */
+static const void *seen_key(const mil_value *v) {
+  return mil_value_is_deferred(v) ? (const void *)mil_value_deferred_source(v) : mil_value_data(v);
+}
+
 static const struct io_seen_blob *seen_find(const io_write *w, const mil_value *v) {
-  if (!w->cap_seen) return NULL;
-  for (size_t k = seen_slot(mil_value_data(v), w->cap_seen); w->seen[k].data; k = (k + 1) & (w->cap_seen - 1))
-    if (w->seen[k].data == mil_value_data(v) && w->seen[k].nbytes == v->nbytes && w->seen[k].dt == v->type->dtype)
+  const void *key = seen_key(v);
+  if (!w->cap_seen || !key) return NULL;
+  for (size_t k = seen_slot(key, w->cap_seen); w->seen[k].data; k = (k + 1) & (w->cap_seen - 1))
+    if (w->seen[k].data == key && w->seen[k].nbytes == v->nbytes && w->seen[k].dt == v->type->dtype)
       return &w->seen[k];
   return NULL;
 }
+
+static bool read_value(void *ud, size_t offset, size_t n, void *dst) { return mil_value_read(ud, offset, n, dst); }
 
 static bool seen_add(io_write *w, struct io_seen_blob e) {
   if ((w->n_seen + 1) * 2 > w->cap_seen) {
@@ -461,17 +470,21 @@ static Milproto__Value *blob_value(io_write *w, const mil_value *v, const char *
   bool found = false;
   /* one blob per weight: values viewing the same bytes (shared across
    * functions, or the same const printed twice) reuse the first record */
-  const struct io_seen_blob *prev = mil_value_data(v) ? seen_find(w, v) : NULL;
+  const struct io_seen_blob *prev = seen_find(w, v);
   if (prev) {
     off = prev->offset;
     found = true;
   }
   if (!found) {
-    mil_status st = mil_blob_writer_add(w->bw, v->type->dtype, mil_value_data(v), v->nbytes, v->numel, &off, w->d);
+    bool deferred = mil_value_is_deferred(v);
+    mil_status st = deferred ? mil_blob_writer_add_stream(w->bw, v->type->dtype, read_value, (void *)v, v->nbytes,
+                                                          v->numel, &off, w->d)
+                             : mil_blob_writer_add(w->bw, v->type->dtype, mil_value_data(v), v->nbytes, v->numel,
+                                                   &off, w->d);
     if (st != MIL_OK) return io_wfail(w, st, "%s: %s: writing the weight blob failed", w->file, where);
     mil_program_release_value_pages(w->p, v, 0, v->nbytes); /* written: a mapped source need not stay resident */
-    if (v->storage == MIL_STORE_VIEW && mil_value_data(v) &&
-        !seen_add(w, (struct io_seen_blob){mil_value_data(v), v->nbytes, v->type->dtype, off}))
+    if ((v->storage == MIL_STORE_VIEW || deferred) && seen_key(v) &&
+        !seen_add(w, (struct io_seen_blob){seen_key(v), v->nbytes, v->type->dtype, off}))
       return OOM(w);
   }
   Milproto__Value *pv = io_pb_new(&milproto__value__descriptor);

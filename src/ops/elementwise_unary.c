@@ -327,6 +327,16 @@ static mil_status fold_cast(mil_infer_ctx *c) {
     c->val[0] = x->widened_from;
     return MIL_OK;
   }
+  if (bulk && from == MIL_DT_FP32 && x->file_mapped && x->nbytes >= ((size_t)64 << 10)) {
+    /* a weight read from a weight file: its fp16 bytes are computed when
+     * read (mostly by the weight writer, streaming), and the source costs
+     * no memory meanwhile */
+    mil_value *out = mil_value_new_deferred_fp16(c->prog, x);
+    if (out && out->type == ot) {
+      c->val[0] = out;
+      return MIL_OK;
+    }
+  }
   if (bulk) { /* weight casts: bulk kernel into bytes not zeroed first, then the source may leave memory */
     int64_t shape[OP_MAX_RANK];
     for (int32_t k = 0; k < ot->rank; k++) shape[k] = ot->dims[k].size;

@@ -42,6 +42,7 @@
  * (add_fp16_cast, FP16ComputePrecision, CastTypeQuantization).
  */
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "passes/cast_quantization_internal.h"
@@ -66,49 +67,118 @@ static const char *const k_epsilon_ops[] = {"inverse", "log", "rsqrt", NULL};
 #define F32_BITS_65504 0x477fe000u
 #define F32_BITS_1E38 0x7e967699u
 
-/* Whether some element has 65504 < |v| < float32(1e38), tested on the bit
- * patterns (|v| orders like its bits; NaN and infinity lie above 1e38).
- * Per fixed-size block (so the loops vectorize): when the OR of the
- * magnitudes is at most 65504 no element can exceed it, else the elements
- * are counted. */
-static bool any_fp16_overflow(const uint32_t *u, int64_t n) {
+/* What the fp16 cast of an fp32 weight needs to know of its magnitudes,
+ * read off the bit patterns (with the sign cleared, |v| orders like its
+ * bits; infinities and NaN lie above every finite value):
+ *   below: the largest |v| under float32(1e38), which coremltools' overflow
+ *          check compares with 65504 (larger ones count as infinities);
+ *   huge:  some finite |v| >= 65520, which the cast rounds to infinity. */
+typedef struct mag {
+  uint32_t below;
+  bool huge;
+} mag;
+
+#define F32_BITS_65520 0x477ff000u
+#define F32_BITS_INF 0x7f800000u
+
+/* Over fixed-size blocks, so that the loops vectorize. */
+static mag scan_range(const uint32_t *u, size_t n) {
   enum { BLK = 256 };
-  const uint32_t lo = F32_BITS_65504 + 1u, span = F32_BITS_1E38 - lo;
-  int64_t i = 0;
-  for (; i + BLK <= n; i += BLK) {
-    uint32_t any = 0;
-    for (int j = 0; j < BLK; j++) any |= u[i + j];
-    if ((any & 0x7fffffffu) < lo) continue;
-    uint32_t c = 0;
-    for (int j = 0; j < BLK; j++) c += ((u[i + j] & 0x7fffffffu) - lo) < span;
-    if (c) return true;
+  uint32_t below = 0, huge = 0;
+  size_t i = 0;
+  for (; i + BLK <= n; i += BLK)
+    for (int j = 0; j < BLK; j++) {
+      uint32_t a = u[i + j] & 0x7fffffffu;
+      uint32_t b = a < F32_BITS_1E38 ? a : 0;
+      below = b > below ? b : below;
+      huge |= (a - F32_BITS_65520) < (F32_BITS_INF - F32_BITS_65520);
+    }
+  for (; i < n; i++) {
+    uint32_t a = u[i] & 0x7fffffffu;
+    if (a < F32_BITS_1E38 && a > below) below = a;
+    huge |= (a - F32_BITS_65520) < (F32_BITS_INF - F32_BITS_65520);
   }
-  uint32_t c = 0;
-  for (; i < n; i++) c += ((u[i] & 0x7fffffffu) - lo) < span;
-  return c != 0;
+  return (mag){below, huge != 0};
+}
+
+typedef struct scan_job {
+  const uint32_t *u;
+  size_t n;
+  mag m;
+} scan_job;
+
+static void *scan_job_run(void *arg) {
+  scan_job *j = arg;
+  j->m = scan_range(j->u, j->n);
+  return NULL;
+}
+
+/* Elements per piece: 32 MiB of fp32, read by two threads (reading a
+ * weight is bound by page faults and memory, which two cores share out),
+ * then given back to the file. */
+#define SCAN_PIECE ((size_t)8 << 20)
+#define SCAN_SPLIT_MIN ((size_t)1 << 20)
+
+static mag scan_weight(const mil_program *p, const mil_value *w) {
+  const uint32_t *u = mil_value_data(w);
+  size_t n = (size_t)w->numel;
+  mag m = {0, false};
+  if (!u) return m;
+  for (size_t at = 0; at < n; at += SCAN_PIECE) {
+    size_t len = n - at < SCAN_PIECE ? n - at : SCAN_PIECE, lo = len / 2;
+    scan_job upper = {u + at + lo, len - lo, {0, false}};
+    pthread_t th;
+    bool threaded = len >= SCAN_SPLIT_MIN && pthread_create(&th, NULL, scan_job_run, &upper) == 0;
+    mag a = scan_range(u + at, threaded ? lo : len);
+    if (threaded) {
+      pthread_join(th, NULL);
+      if (upper.m.below > a.below) a.below = upper.m.below;
+      a.huge |= upper.m.huge;
+    }
+    if (a.below > m.below) m.below = a.below;
+    m.huge |= a.huge;
+    mil_program_release_value_pages(p, w, at * 4, len * 4);
+  }
+  return m;
+}
+
+/* The scans of one run, by weight: the overflow check and the cast of the
+ * same weight read it once. Open addressing on the value's address. */
+#define MAG_SLOTS 4096
+static _Thread_local struct {
+  const mil_value *v;
+  mag m;
+} g_mags[MAG_SLOTS];
+
+static void mags_clear(void) { memset(g_mags, 0, sizeof g_mags); }
+
+static mag weight_mag(const mil_program *p, const mil_value *w) {
+  if (w->nbytes < ((size_t)64 << 10)) { /* small: scanning is cheaper than remembering */
+    const uint32_t *u = mil_value_data(w);
+    return u ? scan_range(u, (size_t)w->numel) : (mag){0, false};
+  }
+  size_t h = ((uintptr_t)w >> 4) * 0x9e3779b97f4a7c15ull >> 52, k;
+  for (k = 0; k < 64; k++) {
+    size_t s = (h + k) & (MAG_SLOTS - 1);
+    if (g_mags[s].v == w) return g_mags[s].m;
+    if (!g_mags[s].v) {
+      g_mags[s].v = w;
+      return g_mags[s].m = scan_weight(p, w);
+    }
+  }
+  return scan_weight(p, w);
 }
 
 /* coremltools' fp16_overflow: an fp32 const input holds a finite value
  * (|v| < 1e38) beyond fp16's largest. numpy compares the float32 array
  * with float32(1e38) and 65504. */
-#define SCAN_PIECE ((int64_t)1 << 21) /* elements: 8 MiB of fp32 */
-
 static bool fp16_overflow(const mil_op *op) {
   for (int32_t i = 0; i < op->n_inputs; i++)
     for (int32_t k = 0; k < op->inputs[i].n_args; k++) {
       const mil_var *v = op->inputs[i].args[k].use.var;
       if (!v || !v->val || !pass_castq_is_of(v, MIL_DT_FP32) || !pass_var_is_const(v)) continue;
       if (v->val->kind != MIL_VAL_TENSOR || !v->val->type || v->val->type->dtype != MIL_DT_FP32) continue;
-      /* in pieces, each given back once read: the cast reads the weight again,
-       * until then it need not stay resident */
-      const uint32_t *u = (const uint32_t *)mil_value_data(v->val);
-      bool over = false;
-      for (int64_t at = 0; at < v->val->numel && !over; at += SCAN_PIECE) {
-        int64_t len = v->val->numel - at < SCAN_PIECE ? v->val->numel - at : SCAN_PIECE;
-        over = any_fp16_overflow(u + at, len);
-        mil_program_release_value_pages(op->program, v->val, (size_t)at * 4, (size_t)len * 4);
-      }
-      if (over) return true;
+      if (weight_mag(op->program, v->val).below > F32_BITS_65504) return true;
     }
   return false;
 }
@@ -141,24 +211,16 @@ static bool fix_value(const pass_castq *q, mil_program *p, mil_var *x, const mil
   if (!nv->type || nv->type->dtype != MIL_DT_FP16) return true;
   int64_t n = nv->numel;
   bool overflow = false, tiny = false;
-  if (ov->type && ov->type->dtype == MIL_DT_FP32) { /* the usual case, on raw bits: weights are large */
-    const uint32_t *o = (const uint32_t *)mil_value_data(ov);
-    const uint16_t *h = (const uint16_t *)mil_value_data(nv);
-    /* an overflow gives an infinite result: look for one first, counting
-     * in fixed-size blocks so the loop vectorizes */
-    enum { BLK = 256 };
-    int64_t i = 0;
-    uint32_t n_inf = 0;
-    for (; i + BLK <= n && !n_inf; i += BLK) {
-      uint16_t c = 0;
-      for (int j = 0; j < BLK; j++) c += (h[i + j] & 0x7fffu) == 0x7c00u;
-      n_inf = c;
-    }
-    if (n_inf) i = 0;
-    for (; i < n && !overflow; i++)
-      overflow = (o[i] & 0x7f800000u) != 0x7f800000u && (h[i] & 0x7fffu) == 0x7c00u;
+  if (ov->type && ov->type->dtype == MIL_DT_FP32) {
+    /* the usual case, from the source's bits alone (the result of a weight
+     * may not be computed yet): a finite value overflows to infinity from
+     * |v| >= 65520 on (round to nearest even) */
+    overflow = weight_mag(p, ov).huge;
     /* results with |v| <= 2^-24 only matter for small values */
-    for (i = 0; n < 400 && i < n && !tiny; i++) tiny = (h[i] & 0x7fffu) <= 1u;
+    if (n < 400) {
+      const uint16_t *h = mil_value_data(nv);
+      for (int64_t i = 0; h && i < n && !tiny; i++) tiny = (h[i] & 0x7fffu) <= 1u;
+    }
   } else
     for (int64_t i = 0; i < n; i++) {
       double o = mil_value_get_f64(ov, i), v = mil_value_get_f64(nv, i);
@@ -191,7 +253,10 @@ static bool fix_value(const pass_castq *q, mil_program *p, mil_var *x, const mil
 static const pass_castq k_fp16 = {PASS, "fp32", "fp16", MIL_DT_FP32, type_ok, is_valid_op, should_cast, fix_value};
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
-  return pass_castq_run(&k_fp16, p, o, true, stats, d);
+  mags_clear();
+  mil_status st = pass_castq_run(&k_fp16, p, o, true, stats, d);
+  mags_clear();
+  return st;
 }
 
 static const mil_pass_option_def k_options[] = {

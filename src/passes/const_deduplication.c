@@ -244,7 +244,8 @@ static uint64_t const_key(const mil_value *v) {
   size_t n = head_bytes(v);
   if (n || !mil_dtype_is_subbyte(v->type->dtype)) {
     /* the head bytes, eight at a time */
-    const unsigned char *p = mil_value_data(v);
+    unsigned char p[HASH_ELEMS * 16];
+    if (n > sizeof p || !mil_value_read(v, 0, n, p)) return h;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
       uint64_t w;
@@ -267,7 +268,11 @@ static uint64_t const_key(const mil_value *v) {
 static bool same_key(const mil_value *a, const mil_value *b) {
   if (!same_shape(a, b)) return false;
   size_t n = head_bytes(a);
-  if (n) return n == head_bytes(b) && memcmp(mil_value_data(a), mil_value_data(b), n) == 0;
+  if (n) {
+    unsigned char ha[HASH_ELEMS * 16], hb[HASH_ELEMS * 16];
+    return n == head_bytes(b) && n <= sizeof ha && mil_value_read(a, 0, n, ha) && mil_value_read(b, 0, n, hb) &&
+           memcmp(ha, hb, n) == 0;
+  }
   int64_t k = a->numel < HASH_ELEMS ? a->numel : HASH_ELEMS;
   for (int64_t i = 0; i < k; i++)
     if (mil_value_get_i64(a, i) != mil_value_get_i64(b, i)) return false;
@@ -304,25 +309,47 @@ static bool has_nan(mil_dtype dt, const unsigned char *p, int64_t n) {
   return false;
 }
 
+/* Whether a and b hold bytes from one place: the same bytes, or deferred
+ * from the same source. */
+static bool same_bytes_source(const mil_value *a, const mil_value *b) {
+  if (mil_value_is_deferred(a) || mil_value_is_deferred(b))
+    return mil_value_is_deferred(a) && mil_value_is_deferred(b) &&
+           mil_value_deferred_source(a) == mil_value_deferred_source(b);
+  return mil_value_data(a) == mil_value_data(b);
+}
+
+/* Bytes [off, off + len) of v: in place, or computed into buf (len <= its
+ * size) for a deferred value; NULL when they cannot be had. */
+static const unsigned char *span_bytes(const mil_value *v, size_t off, size_t len, unsigned char *buf) {
+  if (!mil_value_is_deferred(v)) {
+    const unsigned char *p = mil_value_data(v);
+    return p ? p + off : NULL;
+  }
+  return mil_value_read(v, off, len, buf) ? buf : NULL;
+}
+
 /* numpy.allclose(a, b, rtol=0, atol=atol). Spans whose bytes are equal are
  * settled without converting them: equal unless they hold a NaN. */
 static bool all_close(const mil_value *a, const mil_value *b) {
   mil_dtype dt = a->type->dtype;
   double atol = dt == MIL_DT_FP16 ? 6e-8 : 1e-12;
-  if (a->nbytes == b->nbytes && mil_value_data(a) == mil_value_data(b)) return true;
+  if (a->nbytes == b->nbytes && same_bytes_source(a, b)) return true;
   bool is_float = dt == MIL_DT_FP16 || dt == MIL_DT_FP32 || dt == MIL_DT_FP64 || dt == MIL_DT_BF16;
   bool plain = is_float || dt == MIL_DT_BOOL || (mil_dtype_is_int(dt) && !mil_dtype_is_subbyte(dt));
   size_t es = mil_dtype_size(dt);
   if (!plain || b->type->dtype != dt || es == 0 || a->nbytes < (size_t)a->numel * es ||
       b->nbytes < (size_t)a->numel * es)
     return close_range(a, b, 0, a->numel, atol);
-  const unsigned char *pa = mil_value_data(a), *pb = mil_value_data(b);
-  const int64_t span = 4096;
+  enum { SPAN = 4096 };
+  static _Thread_local unsigned char ba[SPAN * 8], bb[SPAN * 8];
   bool ok = true;
-  for (int64_t i = 0; i < a->numel && ok; i += span) {
-    int64_t k = a->numel - i < span ? a->numel - i : span;
-    size_t off = (size_t)i * es;
-    if (memcmp(pa + off, pb + off, (size_t)k * es) == 0) ok = !(is_float && has_nan(dt, pa + off, k));
+  for (int64_t i = 0; i < a->numel && ok; i += SPAN) {
+    int64_t k = a->numel - i < SPAN ? a->numel - i : SPAN;
+    size_t off = (size_t)i * es, len = (size_t)k * es;
+    /* a deferred weight is computed a span at a time, not whole */
+    const unsigned char *pa = span_bytes(a, off, len, ba), *pb = span_bytes(b, off, len, bb);
+    if (!pa || !pb) ok = close_range(a, b, i, i + k, atol);
+    else if (memcmp(pa, pb, len) == 0) ok = !(is_float && has_nan(dt, pa, k));
     else ok = close_range(a, b, i, i + k, atol);
   }
   mil_value_release_pages(a); /* weights read through a file mapping need not stay resident (small ones stay) */

@@ -1,0 +1,274 @@
+/* Deferred fp16 values: mil_value_new_deferred_fp16, mil_value_read,
+ * mil_value_data, element access, equality and hashing, the weight
+ * writer's streamed blobs, and add_fp16_cast on weights read from a weight
+ * file (the casts stay deferred, the saved model holds the same bytes as
+ * an eager conversion, overflow saturates and out-of-range weights keep
+ * their op in fp32). References are computed element by element with
+ * mil_fp32_to_fp16 (the scalar conversion, checked exhaustively in
+ * test_convert). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "mil/passes.h"
+#include "unit/model_testutil.h"
+
+static uint64_t g_rng = 0x243f6a8885a308d3ull;
+static uint64_t rnd(void) {
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return g_rng;
+}
+
+/* Random floats with the values conversion must get right mixed in:
+ * NaN, infinities, zeros of both signs, fp16 subnormals and ties, the
+ * edges of fp16's range. */
+static float sample(size_t i) {
+  static const float special[] = {0.0f, -0.0f, 65504.0f, 65519.99f, -65504.0f, 5.9604645e-08f, 2.9802322e-08f,
+                                  1.0009765625f, 1.00048828125f, 6.1035156e-05f, -3.0e-8f, 1.5f};
+  uint64_t r = rnd();
+  if (r % 97 == 0) return special[(r >> 8) % (sizeof special / sizeof special[0])];
+  if (r % 1013 == 0) return (r >> 12) % 2 ? __builtin_inff() : __builtin_nanf("");
+  float f = (float)((double)(int64_t)(r >> 11) / 9007199254740992.0 * 8.0 - 4.0);
+  return i % 3 == 0 ? f * 100.0f : f;
+}
+
+static void fill(float *w, size_t n) {
+  for (size_t i = 0; i < n; i++) w[i] = sample(i);
+}
+
+static void reference(const float *w, uint16_t *h, size_t n) {
+  for (size_t i = 0; i < n; i++) h[i] = mil_fp32_to_fp16(w[i]);
+}
+
+/* ---- the value itself ---- */
+
+static void test_value(void **state) {
+  (void)state;
+  mil_program *p = mil_program_new(NULL);
+  enum { R = 96, C = 700 };
+  int64_t shape[2] = {R, C};
+  mil_value *src = mil_value_new_tensor(p, MIL_DT_FP32, 2, shape, false, NULL);
+  float *w = mil_value_data_mut(src);
+  fill(w, R * C);
+  uint16_t *want = malloc(R * C * 2);
+  reference(w, want, R * C);
+
+  mil_value *v = mil_value_new_deferred_fp16(p, src);
+  assert_non_null(v);
+  assert_true(mil_value_is_deferred(v));
+  assert_ptr_equal(mil_value_deferred_source(v), src);
+  assert_int_equal(v->type->dtype, MIL_DT_FP16);
+  assert_int_equal(v->type->rank, 2);
+  assert_int_equal(v->type->dims[1].size, C);
+  assert_int_equal(v->numel, R * C);
+  assert_int_equal(v->nbytes, R * C * 2);
+  assert_null(mil_value_data_mut(v)); /* not writable */
+
+  /* pieces: aligned, odd offsets and lengths, single bytes, the last byte */
+  uint8_t buf[8192];
+  const size_t offs[][2] = {{0, 2}, {1, 1}, {1, 2}, {3, 5000}, {100, 4096}, {R * C * 2 - 1, 1}, {R * C * 2 - 777, 777}};
+  for (size_t k = 0; k < sizeof offs / sizeof offs[0]; k++) {
+    assert_true(mil_value_read(v, offs[k][0], offs[k][1], buf));
+    assert_memory_equal(buf, (const uint8_t *)want + offs[k][0], offs[k][1]);
+  }
+  assert_false(mil_value_read(v, R * C * 2 - 1, 2, buf)); /* past the end */
+  assert_true(mil_value_is_deferred(v));                   /* reads leave it deferred */
+
+  /* elements */
+  for (int64_t i = 0; i < R * C; i += 37) {
+    double got = mil_value_get_f64(v, i), exp = mil_fp16_to_fp32(want[i]);
+    if (exp != exp) assert_true(got != got);
+    else assert_true(got == exp);
+  }
+
+  /* equal to the same bytes made eagerly, hashing alike */
+  mil_value *eager = mil_value_new_tensor(p, MIL_DT_FP16, 2, shape, false, want);
+  assert_true(mil_value_equal(v, eager));
+  assert_true(mil_value_equal(eager, v));
+  assert_int_equal(mil_value_hash(v), mil_value_hash(eager));
+  mil_value *v2 = mil_value_new_deferred_fp16(p, src);
+  assert_true(mil_value_equal(v, v2));
+  ((uint16_t *)mil_value_data_mut(eager))[R * C - 1] ^= 1; /* one bit off, in the last element */
+  assert_false(mil_value_equal(v, eager));
+
+  /* computed whole on demand, then no longer deferred */
+  const uint16_t *all = mil_value_data(v);
+  assert_non_null(all);
+  assert_false(mil_value_is_deferred(v));
+  assert_memory_equal(all, want, R * C * 2);
+  assert_ptr_equal(mil_value_data(v), all);
+
+  /* only fp32 tensors with bytes can be a source */
+  assert_null(mil_value_new_deferred_fp16(p, eager));
+  assert_null(mil_value_new_deferred_fp16(p, v2));
+  free(want);
+  mil_program_free(p);
+}
+
+/* ---- streamed blobs ---- */
+
+static bool read_value(void *ud, size_t off, size_t n, void *dst) { return mil_value_read(ud, off, n, dst); }
+static bool read_fails(void *ud, size_t off, size_t n, void *dst) {
+  (void)ud, (void)off, (void)n, (void)dst;
+  return false;
+}
+
+static void test_writer_stream(void **state) {
+  (void)state;
+  mil_program *p = mil_program_new(NULL);
+  enum { N = (3 << 20) + 5 }; /* more than one 4 MiB piece of fp16 */
+  int64_t shape[1] = {N};
+  mil_value *src = mil_value_new_tensor(p, MIL_DT_FP32, 1, shape, false, NULL);
+  fill(mil_value_data_mut(src), N);
+  uint16_t *want = malloc((size_t)N * 2);
+  reference(mil_value_data(src), want, N);
+  mil_value *v = mil_value_new_deferred_fp16(p, src);
+
+  char *dir = mt_tempdir();
+  char *a = mt_path(dir, "a.bin"), *b = mt_path(dir, "b.bin");
+  mil_diag d;
+  mil_diag_init(&d);
+  /* a: streamed, then the same bytes from memory (a duplicate: one record) */
+  mil_blob_writer *w = NULL;
+  uint64_t o1 = 0, o2 = 0, o3 = 0;
+  assert_int_equal(mil_blob_writer_open(a, 0, &w, &d), MIL_OK);
+  assert_int_equal(mil_blob_writer_add_stream(w, MIL_DT_FP16, read_value, v, (size_t)N * 2, N, &o1, &d), MIL_OK);
+  assert_int_equal(mil_blob_writer_add(w, MIL_DT_FP16, want, (size_t)N * 2, N, &o2, &d), MIL_OK);
+  assert_int_equal(o1, o2);
+  assert_int_equal(mil_blob_writer_add_stream(w, MIL_DT_FP16, read_fails, NULL, 8, 4, &o3, &d), MIL_ERR_IO);
+  assert_int_equal(mil_blob_writer_count(w), 1);
+  assert_int_equal(mil_blob_writer_close(w, &d), MIL_OK);
+  /* b: from memory only */
+  assert_int_equal(mil_blob_writer_open(b, 0, &w, &d), MIL_OK);
+  assert_int_equal(mil_blob_writer_add(w, MIL_DT_FP16, want, (size_t)N * 2, N, &o3, &d), MIL_OK);
+  assert_int_equal(mil_blob_writer_close(w, &d), MIL_OK);
+  size_t la = 0, lb = 0;
+  unsigned char *fa = mt_read(a, &la), *fb = mt_read(b, &lb);
+  assert_int_equal(la, lb);
+  assert_memory_equal(fa, fb, la);
+  assert_true(mil_value_is_deferred(v)); /* streamed, never held whole */
+  free(fa);
+  free(fb);
+  mil_diag_clear(&d);
+  mt_rm_rf(dir);
+  free(a);
+  free(b);
+  free(dir);
+  free(want);
+  mil_program_free(p);
+}
+
+/* ---- add_fp16_cast on weights from a weight file ---- */
+
+enum { K = 64, M = 300 }; /* weights (K, M): 75 KiB of fp32 each */
+
+static void put_weight(mil_buf *t, const char *name, const float *w) {
+  mil_buf_printf(t, "    %%%s: (%d, %d, fp32)*(Tensor) = const(val=[", name, K, M);
+  for (int i = 0; i < K; i++) {
+    mil_buf_puts(t, i ? ", [" : "[");
+    for (int j = 0; j < M; j++) {
+      char num[32];
+      mil_format_double(num, w[i * M + j]);
+      mil_buf_printf(t, "%s%s", j ? ", " : "", num);
+    }
+    mil_buf_puts(t, "]");
+  }
+  mil_buf_printf(t, "], name=\"%s\")\n", name);
+}
+
+static const mil_op *find_op_named(const mil_program *p, const char *name) {
+  const mil_block *b = mil_function_body(mil_program_find_function(p, "main"));
+  for (const mil_op *op = b->first; op; op = op->next)
+    if (!strcmp(op->name, name)) return op;
+  return NULL;
+}
+
+static void test_add_fp16_cast(void **state) {
+  (void)state;
+  float *w1 = malloc(K * M * 4), *w2 = malloc(K * M * 4), *w3 = malloc(K * M * 4);
+  for (int i = 0; i < K * M; i++) { /* no infinities or NaN: the text form round-trips them, but keep it plain */
+    w1[i] = (float)((double)(int64_t)(rnd() >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    w2[i] = w1[i] * 3.0f;
+    w3[i] = w1[i];
+  }
+  w2[5] = 2e38f;    /* taken as infinity by the overflow check; the cast saturates it to 65504 */
+  w3[7] = 70000.0f; /* beyond fp16: its op stays fp32 */
+  mil_buf t = {0};
+  mil_buf_puts(&t, "main[CoreML6](%x: (2, 64, fp32)(Tensor)) {\n  block0() {\n");
+  put_weight(&t, "w1", w1);
+  put_weight(&t, "w2", w2);
+  put_weight(&t, "w3", w3);
+  mil_buf_puts(&t, "    %y1: (2, 300, fp32)(Tensor) = matmul(x=%x, y=%w1, name=\"y1\")\n"
+                   "    %y2: (2, 300, fp32)(Tensor) = matmul(x=%x, y=%w2, name=\"y2\")\n"
+                   "    %y3: (2, 300, fp32)(Tensor) = matmul(x=%x, y=%w3, name=\"y3\")\n"
+                   "  } -> (%y1, %y2, %y3)\n}\n");
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_program *prog = NULL;
+  mil_status st = mil_parse_program(t.data, t.len, NULL, &prog, &d);
+  if (st != MIL_OK) fprintf(stderr, "%s\n", mil_diag_first_error(&d));
+  assert_int_equal(st, MIL_OK);
+  mil_buf_free(&t);
+
+  /* saved and loaded again, the weights are views of the weight file */
+  char *dir = mt_tempdir();
+  char *a = mt_path(dir, "a.mlpackage"), *b = mt_path(dir, "b.mlpackage");
+  mil_model *m = NULL;
+  assert_int_equal(mil_model_from_program(prog, 7, &m, &d), MIL_OK);
+  assert_int_equal(mil_model_save(m, a, &d), MIL_OK);
+  mil_model_free(m);
+  assert_int_equal(mil_model_load(a, &m, &d), MIL_OK);
+  mil_program *p = mil_model_program(m);
+  assert_true(find_op_named(p, "w1")->outputs[0]->val->file_mapped);
+
+  int64_t changes = 0;
+  assert_int_equal(mil_pass_run(mil_pass_find("common::add_fp16_cast"), p, NULL, &changes, &d), MIL_OK);
+  const mil_op *c1 = find_op_named(p, "w1_to_fp16"), *c2 = find_op_named(p, "w2_to_fp16");
+  assert_non_null(c1);
+  assert_non_null(c2);
+  assert_null(find_op_named(p, "w3_to_fp16")); /* y3 stays fp32 */
+  assert_non_null(find_op_named(p, "y3"));
+  assert_true(mil_value_is_deferred(c1->outputs[0]->val));
+  assert_false(mil_value_is_deferred(c2->outputs[0]->val)); /* saturated: computed and rewritten */
+  assert_int_equal(((const uint16_t *)mil_value_data(c2->outputs[0]->val))[5], 0x7bff);
+
+  assert_int_equal(mil_pass_run(mil_pass_find("common::const_elimination"), p, NULL, &changes, &d), MIL_OK);
+  assert_int_equal(mil_model_save(m, b, &d), MIL_OK);
+  mil_model_free(m);
+  assert_int_equal(mil_model_load(b, &m, &d), MIL_OK);
+  p = mil_model_program(m);
+  uint16_t *want = malloc(K * M * 2);
+  reference(w1, want, K * M);
+  const mil_value *got = find_op_named(p, "w1_to_fp16")->outputs[0]->val;
+  assert_int_equal(got->type->dtype, MIL_DT_FP16);
+  assert_non_null(got->blob_file);
+  assert_memory_equal(mil_value_data(got), want, K * M * 2);
+  reference(w2, want, K * M);
+  want[5] = 0x7bff;
+  assert_memory_equal(mil_value_data(find_op_named(p, "w2_to_fp16")->outputs[0]->val), want, K * M * 2);
+  assert_int_equal(find_op_named(p, "w3")->outputs[0]->val->type->dtype, MIL_DT_FP32);
+  mil_model_free(m);
+  mil_diag_clear(&d);
+  mt_rm_rf(dir);
+  free(a);
+  free(b);
+  free(dir);
+  free(want);
+  free(w1);
+  free(w2);
+  free(w3);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_value),
+      cmocka_unit_test(test_writer_stream),
+      cmocka_unit_test(test_add_fp16_cast),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
