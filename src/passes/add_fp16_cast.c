@@ -81,25 +81,46 @@ typedef struct mag {
 #define F32_BITS_65520 0x477ff000u
 #define F32_BITS_INF 0x7f800000u
 
-/* Over fixed-size blocks, so that the loops vectorize. */
-static mag scan_range(const uint32_t *u, size_t n) {
-  enum { BLK = 256 };
+static mag scan_serial(const uint32_t *u, size_t n) {
   uint32_t below = 0, huge = 0;
-  size_t i = 0;
-  for (; i + BLK <= n; i += BLK)
-    for (int j = 0; j < BLK; j++) {
-      uint32_t a = u[i + j] & 0x7fffffffu;
-      uint32_t b = a < F32_BITS_1E38 ? a : 0;
-      below = b > below ? b : below;
-      huge |= (a - F32_BITS_65520) < (F32_BITS_INF - F32_BITS_65520);
-    }
-  for (; i < n; i++) {
+  for (size_t i = 0; i < n; i++) {
     uint32_t a = u[i] & 0x7fffffffu;
     if (a < F32_BITS_1E38 && a > below) below = a;
     huge |= (a - F32_BITS_65520) < (F32_BITS_INF - F32_BITS_65520);
   }
   return (mag){below, huge != 0};
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+/* Eight elements a step; the magnitudes are below 2^31, so signed
+ * comparisons order them. */
+__attribute__((target("avx2"))) static mag scan_avx2(const uint32_t *u, size_t n) {
+  const __m256i abs = _mm256_set1_epi32(0x7fffffff), lim = _mm256_set1_epi32((int)F32_BITS_1E38),
+                lo = _mm256_set1_epi32((int)F32_BITS_65520 - 1), inf = _mm256_set1_epi32((int)F32_BITS_INF);
+  __m256i below = _mm256_setzero_si256(), huge = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i a = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(u + i)), abs);
+    below = _mm256_max_epi32(below, _mm256_and_si256(a, _mm256_cmpgt_epi32(lim, a)));
+    huge = _mm256_or_si256(huge, _mm256_and_si256(_mm256_cmpgt_epi32(a, lo), _mm256_cmpgt_epi32(inf, a)));
+  }
+  uint32_t b[8];
+  _mm256_storeu_si256((__m256i *)(void *)b, below);
+  mag m = scan_serial(u + i, n - i);
+  for (int k = 0; k < 8; k++) m.below = b[k] > m.below ? b[k] : m.below;
+  m.huge |= !_mm256_testz_si256(huge, huge);
+  return m;
+}
+
+static mag scan_range(const uint32_t *u, size_t n) {
+  static int avx2 = -1;
+  if (avx2 < 0) avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+  return avx2 ? scan_avx2(u, n) : scan_serial(u, n);
+}
+#else
+static mag scan_range(const uint32_t *u, size_t n) { return scan_serial(u, n); }
+#endif
 
 typedef struct scan_job {
   const uint32_t *u;
