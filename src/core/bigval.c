@@ -216,6 +216,7 @@ oom:
  * weight files only, whose resident pages would otherwise add up. */
 #define RELEASE_MIN_TOTAL ((size_t)256 << 20)
 #define RELEASE_EVERY ((size_t)64 << 20)
+#define FAULT_AROUND ((size_t)64 << 10)
 
 static void release_all(const ir_mappings *ms);
 
@@ -255,7 +256,9 @@ void mil_program_release_value_pages(const mil_program *p, const mil_value *v, s
    * cover: every RELEASE_EVERY bytes read, the whole mappings go. */
   ir_mappings *ms = p ? p->mappings : NULL;
   if (!ms || ms->total < RELEASE_MIN_TOTAL) return;
-  ms->read_bytes += nbytes;
+  /* a read maps at least the fault-around window (64 KiB) whatever its size:
+   * reading the first elements of thousands of weights adds up too */
+  ms->read_bytes += nbytes > FAULT_AROUND ? nbytes : FAULT_AROUND;
   if (ms->read_bytes < RELEASE_EVERY) return;
   ms->read_bytes = 0;
   release_all(ms);

@@ -309,12 +309,10 @@ static bool has_nan(mil_dtype dt, const unsigned char *p, int64_t n) {
   return false;
 }
 
-/* Whether a and b hold bytes from one place: the same bytes, or deferred
- * from the same source. */
+/* Whether a and b hold bytes from one place: the same bytes, or the same
+ * deferred value. */
 static bool same_bytes_source(const mil_value *a, const mil_value *b) {
-  if (mil_value_is_deferred(a) || mil_value_is_deferred(b))
-    return mil_value_is_deferred(a) && mil_value_is_deferred(b) &&
-           mil_value_deferred_source(a) == mil_value_deferred_source(b);
+  if (mil_value_is_deferred(a) || mil_value_is_deferred(b)) return a == b;
   return mil_value_data(a) == mil_value_data(b);
 }
 
@@ -419,6 +417,10 @@ static void find_consts(dedup *c, mil_op *const *ops, int32_t n) {
     mil_op *op = ops[i];
     const mil_value *val = op->outputs[0]->val;
     uint64_t h = const_key(val);
+    /* the first elements of a weight read through a file mapping: counted,
+     * so that reading those of thousands of weights does not keep them all
+     * mapped (a deferred value's reads count themselves) */
+    if (!mil_value_is_deferred(val)) mil_program_release_value_pages(op->program, val, 0, head_bytes(val));
     int32_t hit = -1;
     for (int32_t g = groups_with_hash(c, h); g >= 0 && hit < 0; g = c->groups[g].next_same_hash) {
       const mil_value *gv = c->groups[g].first->outputs[0]->val;
