@@ -64,7 +64,7 @@ struct mil_value {
   /* private: for an fp32 value cast from fp16, that fp16 value; casting it
    * back to fp16 gives those very bytes, so the cast shares the value */
   const mil_value *widened_from;
-  /* private: a deferred value's recipe (mil_value_new_deferred_fp16), or NULL */
+  /* private: a deferred value's recipe (mil_value_new_deferred_cast), or NULL */
   const struct ir_deferred *deferred;
   /* LIST / TUPLE / DICT: n items (DICT: keys[i] -> items[i]) */
   int32_t n;
@@ -112,19 +112,30 @@ MIL_API const void *mil_value_data(const mil_value *v);
 MIL_API bool mil_value_is_deferred(const mil_value *v);
 /* Copies bytes [offset, offset + n) of tensor value v to dst; a deferred
  * value computes just those bytes (it stays deferred), so a writer can
- * stream a large deferred value through a small buffer. The range must lie
- * inside the value's nbytes and, for a deferred fp16 value, start and end
- * on element boundaries (2 bytes); returns false otherwise. */
+ * stream a large deferred value through a small buffer. Returns false when
+ * the range does not lie inside the value's nbytes (or v is not a tensor
+ * with bytes). */
 MIL_API bool mil_value_read(const mil_value *v, size_t offset, size_t n, void *dst);
-/* A deferred fp16 tensor: the elementwise fp32 -> fp16 conversion (round to
- * nearest even, as numpy's astype and the cast op) of `src`, an fp32 tensor
- * whose bytes stay valid while the program lives (a weight-file view, or a
- * value of the program). Nothing is converted now: readers get the bytes
- * through mil_value_data / mil_value_read, and the weight writer streams
- * them, so a weight cast to fp16 need never be resident whole. NULL when
- * src is not such a tensor or on allocation failure. Mirrors the value
- * coremltools' cast value inference computes (np.astype(np.float16)). */
-MIL_API mil_value *mil_value_new_deferred_fp16(mil_program *p, const mil_value *src);
+/* A deferred cast of an fp32 or fp16 tensor `src` to `to` (fp16 from fp32,
+ * round to nearest even as numpy's astype and the cast op; fp32 from a
+ * deferred fp16 value, exact). `src` is a tensor whose bytes stay valid
+ * while the program lives (a weight-file view or a value of the program),
+ * or a deferred value: the recipes compose, so a weight cast, transposed
+ * and cast again is still read straight from the weight file. Nothing is
+ * converted now: readers get the bytes through mil_value_data /
+ * mil_value_read, and the weight writer streams them, so a weight cast to
+ * fp16 need never be resident whole. NULL when the cast is not one of
+ * these or on allocation failure (the caller then computes it). Mirrors
+ * the value coremltools' cast value inference computes. */
+MIL_API mil_value *mil_value_new_deferred_cast(mil_program *p, const mil_value *src, mil_dtype to);
+/* A deferred transpose (np.transpose(src, perm)) of an fp32 or fp16 tensor
+ * (bytes as for mil_value_new_deferred_cast, or deferred) whose perm,
+ * leaving out axes of size 1, moves a leading run of axes behind the rest:
+ * a matrix transpose of src seen as rows x columns, as every transposed
+ * weight is. NULL for other perms, and when src is itself transposed along
+ * another split. */
+MIL_API mil_value *mil_value_new_deferred_transpose(mil_program *p, const mil_value *src, int32_t rank,
+                                                    const int64_t *perm);
 /* The value a deferred value is computed from (NULL when v is not deferred). */
 MIL_API const mil_value *mil_value_deferred_source(const mil_value *v);
 

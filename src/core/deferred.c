@@ -1,56 +1,149 @@
-/* Deferred values: an fp16 weight computed from its fp32 source only when
- * its bytes are read.
+/* Deferred values: a weight's cast or transpose computed from its source
+ * only when its bytes are read.
  *
  * add_fp16_cast casts every fp32 weight of a model to fp16, and coremltools'
- * value inference computes each cast right away (np.astype). For a model
- * whose weights are gigabytes, computing them during the pipeline means
- * holding the fp16 copies in memory until the model is saved, and paying
- * the conversion while the graph passes wait. A deferred value holds only a
- * reference to its source (a weight-file view, which costs no memory while
- * its pages are not touched): the bytes come from mil_value_data (computed
- * once and kept) or from mil_value_read (computed piecewise, not kept), and
- * the weight writer streams them to the output file. Element reads
- * (mil_value_get_f64) convert the one element. The result is bit-identical
- * to converting eagerly: the same kernel rounds every element.
+ * value inference computes each cast right away (np.astype), as it does the
+ * transposes of weights that fusions and reduce_transposes introduce. For
+ * a model whose weights are gigabytes, computing them during the pipeline
+ * means holding the new copies in memory until the model is saved, and
+ * paying for the copies while the graph passes wait. A deferred value holds
+ * only a recipe over its source (typically a weight-file view, which costs
+ * no memory while its pages are not touched): an optional matrix transpose,
+ * then a conversion. Its bytes come from mil_value_data (computed once and
+ * kept) or mil_value_read (computed piecewise, not kept), and the weight
+ * writer streams them to the output file; element reads convert the one
+ * element. Results are bit-identical to computing eagerly: the same
+ * conversion kernels round every element, and a transpose only moves them.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core_internal.h"
 
+typedef enum conv {
+  CONV_COPY,        /* same dtype as the source */
+  CONV_F32_F16,     /* fp32 -> fp16 */
+  CONV_F32_F16_F32, /* fp32 -> fp16 -> fp32: the source rounded to fp16 */
+} conv;
+
 struct ir_deferred {
   mil_program *p;
-  const mil_value *src; /* fp32, same shape, bytes not deferred */
+  const mil_value *src; /* fp32 or fp16, bytes not deferred */
+  conv conv;
+  /* transposed: the value is src seen as rows x cols, transposed (element
+   * (i, j) of the cols x rows result is source element j * cols + i) */
+  bool transposed;
+  int64_t rows, cols;
 };
 
-/* Elements converted per step when streaming (8 MiB of fp32): large enough
- * for the bulk kernel's threads, small enough to give source pages back as
- * it goes. */
+/* Elements per step when streaming (8 MiB of fp32): large enough for the
+ * bulk kernels' threads, small enough to give source pages back as it
+ * goes. */
 #define PIECE ((size_t)2 << 20)
 
-mil_value *mil_value_new_deferred_fp16(mil_program *p, const mil_value *src) {
-  if (!p || !src || src->kind != MIL_VAL_TENSOR || !src->type || src->type->dtype != MIL_DT_FP32 || src->deferred)
-    return NULL;
-  if (src->numel < 1 || !src->raw || src->nbytes != (size_t)src->numel * 4) return NULL;
-  const mil_type *st = src->type;
-  const mil_type *t = st->is_scalar && st->rank == 0 ? mil_type_scalar(p, MIL_DT_FP16) : NULL;
-  if (!t) {
-    int64_t shape[64];
-    if (st->rank > 64) return NULL;
-    for (int32_t i = 0; i < st->rank; i++) shape[i] = st->dims[i].size;
-    t = mil_type_tensor_shape(p, MIL_DT_FP16, st->rank, shape);
-  }
+static size_t src_es(const struct ir_deferred *d) { return d->src->type->dtype == MIL_DT_FP32 ? 4 : 2; }
+
+static mil_dtype out_dtype(const struct ir_deferred *d) {
+  return d->conv == CONV_COPY ? d->src->type->dtype : d->conv == CONV_F32_F16 ? MIL_DT_FP16 : MIL_DT_FP32;
+}
+
+/* A new deferred value of recipe r and the given shape. */
+static mil_value *make(mil_program *p, const struct ir_deferred *r, int32_t rank, const int64_t *shape,
+                       bool is_scalar) {
+  mil_dtype dt = out_dtype(r);
+  const mil_type *t = is_scalar && rank == 0 ? mil_type_scalar(p, dt) : mil_type_tensor_shape(p, dt, rank, shape);
   mil_value *v = ir_arena_alloc(p->arena, sizeof *v);
   struct ir_deferred *d = ir_arena_alloc(p->arena, sizeof *d);
   if (!t || !v || !d) return NULL;
+  *d = *r;
   d->p = p;
-  d->src = src;
   v->kind = MIL_VAL_TENSOR;
   v->type = t;
-  v->numel = src->numel;
-  v->nbytes = (size_t)src->numel * 2;
+  v->numel = r->src->numel;
+  v->nbytes = (size_t)v->numel * (dt == MIL_DT_FP16 ? 2 : 4);
   v->storage = MIL_STORE_ARENA;
   v->deferred = d;
   return v;
+}
+
+/* The recipe reading v as it is: v's own, or a plain copy of v's bytes. */
+static bool recipe_of(const mil_value *v, struct ir_deferred *r) {
+  if (!v || v->kind != MIL_VAL_TENSOR || !v->type) return false;
+  if (v->deferred) {
+    *r = *v->deferred;
+    return true;
+  }
+  mil_dtype dt = v->type->dtype;
+  if ((dt != MIL_DT_FP32 && dt != MIL_DT_FP16) || v->numel < 1 || !v->raw ||
+      v->nbytes != (size_t)v->numel * (dt == MIL_DT_FP32 ? 4 : 2))
+    return false;
+  *r = (struct ir_deferred){NULL, v, CONV_COPY, false, 0, 0};
+  return true;
+}
+
+static int32_t shape_of(const mil_value *v, int64_t *shape) {
+  for (int32_t i = 0; i < v->type->rank && i < 64; i++) shape[i] = v->type->dims[i].size;
+  return v->type->rank;
+}
+
+mil_value *mil_value_new_deferred_cast(mil_program *p, const mil_value *src, mil_dtype to) {
+  struct ir_deferred r;
+  if (!p || !recipe_of(src, &r) || src->type->rank > 64) return NULL;
+  mil_dtype from = src->type->dtype;
+  if (from == MIL_DT_FP32 && to == MIL_DT_FP16 && r.conv == CONV_COPY) r.conv = CONV_F32_F16;
+  else if (from == MIL_DT_FP32 && to == MIL_DT_FP16 && r.conv == CONV_F32_F16_F32) r.conv = CONV_F32_F16;
+  else if (from == MIL_DT_FP16 && to == MIL_DT_FP32 && r.conv == CONV_F32_F16) r.conv = CONV_F32_F16_F32;
+  else return NULL; /* fp16 -> fp32 of fp16 bytes is a plain bulk conversion; no recipe for it */
+  int64_t shape[64];
+  int32_t rank = shape_of(src, shape);
+  return make(p, &r, rank, shape, src->type->is_scalar);
+}
+
+mil_value *mil_value_new_deferred_transpose(mil_program *p, const mil_value *src, int32_t rank,
+                                            const int64_t *perm) {
+  struct ir_deferred r;
+  if (!p || !recipe_of(src, &r) || rank != src->type->rank || rank < 1 || rank > 64) return NULL;
+  int64_t shape[64], oshape[64];
+  shape_of(src, shape);
+  /* the perm without size-1 axes must be a rotation: axes k.. then 0..k-1 */
+  int32_t keep[64], nk = 0, first = -1;
+  for (int32_t i = 0; i < rank; i++) {
+    if (perm[i] < 0 || perm[i] >= rank) return NULL;
+    oshape[i] = shape[perm[i]];
+    if (shape[perm[i]] != 1) keep[nk++] = (int32_t)perm[i];
+  }
+  int64_t rows = 1, cols = 1;
+  for (int32_t i = 0; i < nk; i++) {
+    if (i > 0 && keep[i] < keep[i - 1] && first >= 0) return NULL;
+    if (i > 0 && keep[i] < keep[i - 1]) first = i; /* where the leading run of source axes starts */
+  }
+  for (int32_t i = 0; i < nk; i++) {
+    /* axes before `first` in the result are the source's trailing ones */
+    if (first >= 0 && i < first) cols *= shape[keep[i]];
+    else rows *= shape[keep[i]];
+  }
+  if (first < 0) { /* the order of the axes that matter is unchanged: a reshape of the same bytes */
+    rows = 1;
+    cols = src->numel;
+  } else {
+    /* the trailing run must be the source's last axes, in order, after the leading run */
+    for (int32_t i = 1; i < first; i++)
+      if (keep[i] != keep[i - 1] + 1) return NULL;
+    for (int32_t i = first + 1; i < nk; i++)
+      if (keep[i] != keep[i - 1] + 1) return NULL;
+  }
+  if (first >= 0) {
+    if (r.transposed) {
+      /* transposing back along the same split gives the source order */
+      if (rows != r.cols || cols != r.rows) return NULL;
+      r.transposed = false;
+    } else {
+      r.transposed = true;
+      r.rows = rows;
+      r.cols = cols;
+    }
+  }
+  return make(p, &r, rank, oshape, false);
 }
 
 bool mil_value_is_deferred(const mil_value *v) { return v && v->kind == MIL_VAL_TENSOR && v->deferred; }
@@ -59,16 +152,77 @@ const mil_value *mil_value_deferred_source(const mil_value *v) {
   return mil_value_is_deferred(v) ? v->deferred->src : NULL;
 }
 
-/* Elements [e0, e0 + n) of deferred value v into dst, giving back the
- * source's pages of a weight-file mapping once converted. */
-static void convert_elems(const mil_value *v, size_t e0, size_t n, uint16_t *dst) {
-  const struct ir_deferred *d = v->deferred;
-  const float *s = (const float *)d->src->raw;
-  for (size_t at = 0; at < n; at += PIECE) {
-    size_t len = n - at < PIECE ? n - at : PIECE;
-    mil_fp32_to_fp16_array(s + e0 + at, dst + at, len);
-    mil_program_release_value_pages(d->p, d->src, (e0 + at) * 4, len * 4);
+/* n source-dtype elements at s converted into dst. */
+static void convert(conv c, mil_dtype sdt, const void *s, void *dst, size_t n) {
+  if (c == CONV_COPY) {
+    memcpy(dst, s, n * (sdt == MIL_DT_FP32 ? 4 : 2));
+  } else if (c == CONV_F32_F16) {
+    mil_fp32_to_fp16_array(s, dst, n);
+  } else {
+    uint16_t tmp[2048];
+    for (size_t at = 0; at < n; at += 2048) {
+      size_t k = n - at < 2048 ? n - at : 2048;
+      mil_fp32_to_fp16_array((const float *)s + at, tmp, k);
+      mil_fp16_to_fp32_array(tmp, (float *)dst + at, k);
+    }
   }
+}
+
+/* Source elements of result elements [e, e + n) of a transposed recipe, in
+ * result order, into g: whole result rows 16 at a time (each step reads 16
+ * neighbouring source elements of one source row), else a row's part. */
+static void gather(const struct ir_deferred *d, size_t e, size_t n, uint8_t *g) {
+  size_t es = src_es(d), R = (size_t)d->rows, C = (size_t)d->cols;
+  const uint8_t *s = d->src->raw;
+  while (n) {
+    size_t i = e / R, j = e % R;
+    if (j == 0 && n >= 16 * R) {
+      for (size_t jj = 0; jj < R; jj++) {
+        const uint8_t *sp = s + (jj * C + i) * es;
+        if (es == 4)
+          for (size_t t = 0; t < 16; t++) memcpy(g + (t * R + jj) * 4, sp + t * 4, 4);
+        else
+          for (size_t t = 0; t < 16; t++) memcpy(g + (t * R + jj) * 2, sp + t * 2, 2);
+      }
+      e += 16 * R, n -= 16 * R, g += 16 * R * es;
+    } else {
+      size_t len = R - j < n ? R - j : n;
+      for (size_t jj = 0; jj < len; jj++) memcpy(g + jj * es, s + ((j + jj) * C + i) * es, es);
+      e += len, n -= len, g += len * es;
+    }
+  }
+}
+
+/* Result elements [e0, e0 + n) of deferred value v into dst. */
+static void produce(const mil_value *v, size_t e0, size_t n, void *dst) {
+  const struct ir_deferred *d = v->deferred;
+  mil_dtype sdt = d->src->type->dtype;
+  size_t es = src_es(d), oes = v->nbytes / (size_t)v->numel;
+  if (!d->transposed) {
+    const uint8_t *s = (const uint8_t *)d->src->raw + e0 * es;
+    for (size_t at = 0; at < n; at += PIECE) {
+      size_t len = n - at < PIECE ? n - at : PIECE;
+      convert(d->conv, sdt, s + at * es, (uint8_t *)dst + at * oes, len);
+      /* a weight-file mapping's pages given back once converted */
+      mil_program_release_value_pages(d->p, d->src, (e0 + at) * es, len * es);
+    }
+    return;
+  }
+  /* through a buffer of 16 result rows at least, filled in source order */
+  size_t R = (size_t)d->rows, step = 16 * R > 65536 ? 16 * R : 65536 / R * R;
+  uint8_t stack[1 << 14], *g = n * es <= sizeof stack ? stack : malloc((n < step ? n : step) * es);
+  if (!g) { /* out of memory: element by element through the stack buffer */
+    g = stack;
+    step = 1;
+  }
+  for (size_t at = 0; at < n;) {
+    size_t len = n - at < step ? n - at : step;
+    if (g == stack && len * es > sizeof stack) len = sizeof stack / es;
+    gather(d, e0 + at, len, g);
+    convert(d->conv, sdt, g, (uint8_t *)dst + at * oes, len);
+    at += len;
+  }
+  if (g != stack) free(g);
 }
 
 const void *mil_value_data(const mil_value *v) {
@@ -77,7 +231,7 @@ const void *mil_value_data(const mil_value *v) {
   mil_value *m = (mil_value *)v; /* computing the bytes once does not change the value */
   void *buf = ir_big_alloc(v->deferred->p, v->nbytes, false, &m->big);
   if (!buf) return NULL;
-  convert_elems(v, 0, (size_t)v->numel, buf);
+  produce(v, 0, (size_t)v->numel, buf);
   m->raw = buf;
   m->deferred = NULL;
   return buf;
@@ -91,21 +245,22 @@ bool mil_value_read(const mil_value *v, size_t offset, size_t n, void *dst) {
     memcpy(dst, (const char *)v->raw + offset, n);
     return true;
   }
+  size_t oes = v->nbytes / (size_t)v->numel;
   uint8_t *out = dst;
-  if (offset % 2 == 0 && n % 2 == 0) {
-    convert_elems(v, offset / 2, n / 2, (uint16_t *)(void *)out);
+  if (offset % oes == 0 && n % oes == 0) {
+    produce(v, offset / oes, n / oes, out);
     return true;
   }
   /* unaligned ends: through a small buffer of whole elements */
-  uint16_t tmp[2048];
-  size_t e = offset / 2, end = offset + n;
+  uint8_t tmp[4096];
+  size_t e = offset / oes, end = offset + n;
   while (offset < end) {
-    size_t ne = (end - e * 2 + 1) / 2;
-    if (ne > 2048) ne = 2048;
-    convert_elems(v, e, ne, tmp);
-    size_t skip = offset - e * 2, take = ne * 2 - skip;
+    size_t ne = (end - e * oes + oes - 1) / oes;
+    if (ne > sizeof tmp / oes) ne = sizeof tmp / oes;
+    produce(v, e, ne, tmp);
+    size_t skip = offset - e * oes, take = ne * oes - skip;
     if (take > end - offset) take = end - offset;
-    memcpy(out, (const uint8_t *)tmp + skip, take);
+    memcpy(out, tmp + skip, take);
     out += take;
     offset += take;
     e += ne;
@@ -114,19 +269,31 @@ bool mil_value_read(const mil_value *v, size_t offset, size_t n, void *dst) {
 }
 
 double ir_deferred_get_f64(const mil_value *v, int64_t i) {
-  uint16_t h;
-  mil_fp32_to_fp16_array((const float *)v->deferred->src->raw + i, &h, 1);
-  return mil_fp16_to_fp32(h);
+  uint8_t b[4];
+  produce(v, (size_t)i, 1, b);
+  if (v->type->dtype == MIL_DT_FP16) {
+    uint16_t h;
+    memcpy(&h, b, 2);
+    return mil_fp16_to_fp32(h);
+  }
+  float f;
+  memcpy(&f, b, 4);
+  return f;
 }
 
 const mil_value *ir_deferred_mark_source(const mil_value *v) { return v->deferred ? v->deferred->src : NULL; }
+
+static bool same_recipe(const struct ir_deferred *a, const struct ir_deferred *b) {
+  return a->src == b->src && a->conv == b->conv && a->transposed == b->transposed &&
+         (!a->transposed || (a->rows == b->rows && a->cols == b->cols));
+}
 
 /* Do a and b (same dtype, nbytes) hold the same bytes? Through buffers
  * when either is deferred, so neither is computed whole. */
 bool ir_value_bytes_equal(const mil_value *a, const mil_value *b) {
   if (a->nbytes != b->nbytes) return false;
   if (!a->deferred && !b->deferred) return a->nbytes == 0 || memcmp(a->raw, b->raw, a->nbytes) == 0;
-  if (a->deferred && b->deferred && a->deferred->src == b->deferred->src) return true;
+  if (a->deferred && b->deferred && same_recipe(a->deferred, b->deferred)) return true;
   enum { CHUNK = 64 << 10 };
   static _Thread_local uint8_t ba[CHUNK], bb[CHUNK];
   for (size_t at = 0; at < a->nbytes; at += CHUNK) {

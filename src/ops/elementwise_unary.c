@@ -327,12 +327,13 @@ static mil_status fold_cast(mil_infer_ctx *c) {
     c->val[0] = x->widened_from;
     return MIL_OK;
   }
-  if (bulk && from == MIL_DT_FP32 && x->file_mapped && x->nbytes >= ((size_t)64 << 10)) {
-    /* a weight read from a weight file: its fp16 bytes are computed when
-     * read (mostly by the weight writer, streaming), and the source costs
-     * no memory meanwhile */
-    mil_value *out = mil_value_new_deferred_fp16(c->prog, x);
+  if (bulk && (mil_value_is_deferred(x) || (from == MIL_DT_FP32 && x->file_mapped && x->nbytes >= ((size_t)64 << 10)))) {
+    /* a weight read from a weight file (or already deferred): its bytes are
+     * computed when read (mostly by the weight writer, streaming), and the
+     * source costs no memory meanwhile */
+    mil_value *out = mil_value_new_deferred_cast(c->prog, x, ot->dtype);
     if (out && out->type == ot) {
+      if (from == MIL_DT_FP16) out->widened_from = x;
       c->val[0] = out;
       return MIL_OK;
     }

@@ -215,6 +215,18 @@ static mil_status fold_transpose(mil_infer_ctx *c) {
     oshape[i] = shape[perm[i]];
   }
   size_t es = mil_dtype_size(x->type->dtype);
+  if (mil_value_is_deferred(x) || (x->file_mapped && x->nbytes >= ((size_t)64 << 10))) {
+    /* a weight's transpose is computed when read (mostly by the weight
+     * writer); inferring the op again finds the same recipe and keeps it */
+    mil_value *v = mil_value_new_deferred_transpose(c->prog, x, rank, perm);
+    if (v && refold_matches(c, v, x, rank, oshape)) {
+      const mil_value *old = c->op->n_outputs > 0 ? c->op->outputs[0]->val : NULL;
+      bool same = old && mil_value_is_deferred(old) && old->type == v->type &&
+                  mil_value_deferred_source(old) == mil_value_deferred_source(v) && mil_value_equal(old, v);
+      c->val[0] = same ? old : v;
+      return MIL_OK;
+    }
+  }
   if (es && !mil_dtype_is_subbyte(x->type->dtype) && op_numel(rank, shape) == x->numel) {
     /* whole bytes per element. Inferring an op again (passes do it for
      * every op of a block) finds the value it folded before: when that one

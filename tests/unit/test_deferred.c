@@ -1,4 +1,4 @@
-/* Deferred fp16 values: mil_value_new_deferred_fp16, mil_value_read,
+/* Deferred values: mil_value_new_deferred_cast / _transpose, mil_value_read,
  * mil_value_data, element access, equality and hashing, the weight
  * writer's streamed blobs, and add_fp16_cast on weights read from a weight
  * file (the casts stay deferred, the saved model holds the same bytes as
@@ -58,7 +58,7 @@ static void test_value(void **state) {
   uint16_t *want = malloc(R * C * 2);
   reference(w, want, R * C);
 
-  mil_value *v = mil_value_new_deferred_fp16(p, src);
+  mil_value *v = mil_value_new_deferred_cast(p, src, MIL_DT_FP16);
   assert_non_null(v);
   assert_true(mil_value_is_deferred(v));
   assert_ptr_equal(mil_value_deferred_source(v), src);
@@ -91,7 +91,7 @@ static void test_value(void **state) {
   assert_true(mil_value_equal(v, eager));
   assert_true(mil_value_equal(eager, v));
   assert_int_equal(mil_value_hash(v), mil_value_hash(eager));
-  mil_value *v2 = mil_value_new_deferred_fp16(p, src);
+  mil_value *v2 = mil_value_new_deferred_cast(p, src, MIL_DT_FP16);
   assert_true(mil_value_equal(v, v2));
   ((uint16_t *)mil_value_data_mut(eager))[R * C - 1] ^= 1; /* one bit off, in the last element */
   assert_false(mil_value_equal(v, eager));
@@ -104,9 +104,124 @@ static void test_value(void **state) {
   assert_ptr_equal(mil_value_data(v), all);
 
   /* only fp32 tensors with bytes can be a source */
-  assert_null(mil_value_new_deferred_fp16(p, eager));
-  assert_null(mil_value_new_deferred_fp16(p, v2));
+  assert_null(mil_value_new_deferred_cast(p, eager, MIL_DT_FP16));
+  assert_null(mil_value_new_deferred_cast(p, v2, MIL_DT_FP16));
   free(want);
+  mil_program_free(p);
+}
+
+/* ---- transposes ---- */
+
+/* np.transpose by definition: result element k is the source element at
+ * the coordinates it names. */
+static void naive_transpose(uint8_t *dst, const uint8_t *src, size_t es, int32_t rank, const int64_t *shape,
+                            const int64_t *perm) {
+  int64_t ist[8], oshape[8], numel = 1;
+  for (int32_t i = rank - 1, st = 1; i >= 0; i--) {
+    ist[i] = st;
+    st *= (int32_t)shape[i];
+  }
+  for (int32_t i = 0; i < rank; i++) {
+    oshape[i] = shape[perm[i]];
+    numel *= oshape[i];
+  }
+  for (int64_t k = 0; k < numel; k++) {
+    int64_t rest = k, si = 0;
+    for (int32_t d = rank - 1; d >= 0; d--) {
+      si += rest % oshape[d] * ist[perm[d]];
+      rest /= oshape[d];
+    }
+    memcpy(dst + (size_t)k * es, src + (size_t)si * es, es);
+  }
+}
+
+static bool next_perm(int32_t n, int64_t *p) {
+  int32_t i = n - 2;
+  while (i >= 0 && p[i] >= p[i + 1]) i--;
+  if (i < 0) return false;
+  int32_t j = n - 1;
+  while (p[j] <= p[i]) j--;
+  int64_t t = p[i];
+  p[i] = p[j];
+  p[j] = t;
+  for (int32_t a = i + 1, b = n - 1; a < b; a++, b--) t = p[a], p[a] = p[b], p[b] = t;
+  return true;
+}
+
+/* Every byte of v, read in uneven pieces, against want. */
+static void check_bytes(const mil_value *v, const uint8_t *want) {
+  uint8_t *got = malloc(v->nbytes + 1);
+  size_t at = 0, k = 1;
+  while (at < v->nbytes) {
+    size_t n = v->nbytes - at < k ? v->nbytes - at : k;
+    assert_true(mil_value_read(v, at, n, got + at));
+    at += n;
+    k = k * 3 + 1;
+  }
+  assert_memory_equal(got, want, v->nbytes);
+  free(got);
+}
+
+static void test_transpose(void **state) {
+  (void)state;
+  mil_program *p = mil_program_new(NULL);
+  /* shapes with and without axes of size 1; every perm */
+  static const int64_t shapes[][4] = {{37, 53, 0, 0}, {1, 37, 53, 0}, {5, 7, 9, 0}, {3, 1, 4, 5}, {2, 3, 4, 5}};
+  static const int32_t ranks[] = {2, 3, 3, 4, 4};
+  int32_t deferred = 0, total = 0;
+  for (size_t si = 0; si < sizeof ranks / sizeof ranks[0]; si++) {
+    int32_t rank = ranks[si];
+    const int64_t *shape = shapes[si];
+    int64_t n = 1;
+    for (int32_t i = 0; i < rank; i++) n *= shape[i];
+    mil_value *src = mil_value_new_tensor(p, MIL_DT_FP32, rank, shape, false, NULL);
+    fill(mil_value_data_mut(src), (size_t)n);
+    float *t = malloc((size_t)n * 4);
+    uint16_t *h = malloc((size_t)n * 2);
+    int64_t perm[4] = {0, 1, 2, 3};
+    do {
+      total++;
+      mil_value *v = mil_value_new_deferred_transpose(p, src, rank, perm);
+      naive_transpose((uint8_t *)t, mil_value_data(src), 4, rank, shape, perm);
+      if (!v) continue;
+      deferred++;
+      for (int32_t i = 0; i < rank; i++) assert_int_equal(v->type->dims[i].size, shape[perm[i]]);
+      check_bytes(v, (const uint8_t *)t);
+      /* cast after the transpose, and the cast's own element reads */
+      mil_value *c = mil_value_new_deferred_cast(p, v, MIL_DT_FP16);
+      assert_non_null(c);
+      reference(t, h, (size_t)n);
+      check_bytes(c, (const uint8_t *)h);
+      for (int64_t i = 0; i < n; i += 7) assert_true(mil_value_get_f64(c, i) == mil_fp16_to_fp32(h[i]) ||
+                                                      h[i] != h[i] || (h[i] & 0x7fff) > 0x7c00);
+      /* widened back to fp32: the fp16 values exactly */
+      mil_value *w = mil_value_new_deferred_cast(p, c, MIL_DT_FP32);
+      assert_non_null(w);
+      float *wf = malloc((size_t)n * 4);
+      for (int64_t i = 0; i < n; i++) wf[i] = mil_fp16_to_fp32(h[i]);
+      check_bytes(w, (const uint8_t *)wf);
+      free(wf);
+      /* computed whole */
+      assert_memory_equal(mil_value_data(c), h, (size_t)n * 2);
+    } while (next_perm(rank, perm));
+    free(t);
+    free(h);
+  }
+  /* the matrix transposes (with size-1 axes left out) all stay deferred */
+  assert_true(deferred >= 2 + 2 + 3 + 6);
+  assert_true(deferred < total);
+
+  /* transposing back gives the source order; a cast of it then is plain */
+  int64_t shape[2] = {37, 53}, swap[2] = {1, 0};
+  mil_value *src = mil_value_new_tensor(p, MIL_DT_FP32, 2, shape, false, NULL);
+  fill(mil_value_data_mut(src), 37 * 53);
+  mil_value *t1 = mil_value_new_deferred_transpose(p, src, 2, swap);
+  mil_value *t2 = mil_value_new_deferred_transpose(p, t1, 2, swap);
+  assert_non_null(t2);
+  assert_memory_equal(mil_value_data(t2), mil_value_data(src), 37 * 53 * 4);
+  /* only fp32 / fp16 sources */
+  mil_value *ints = mil_value_new_tensor(p, MIL_DT_INT32, 2, shape, false, NULL);
+  assert_null(mil_value_new_deferred_transpose(p, ints, 2, swap));
   mil_program_free(p);
 }
 
@@ -127,7 +242,7 @@ static void test_writer_stream(void **state) {
   fill(mil_value_data_mut(src), N);
   uint16_t *want = malloc((size_t)N * 2);
   reference(mil_value_data(src), want, N);
-  mil_value *v = mil_value_new_deferred_fp16(p, src);
+  mil_value *v = mil_value_new_deferred_cast(p, src, MIL_DT_FP16);
 
   char *dir = mt_tempdir();
   char *a = mt_path(dir, "a.bin"), *b = mt_path(dir, "b.bin");
@@ -267,6 +382,7 @@ static void test_add_fp16_cast(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_value),
+      cmocka_unit_test(test_transpose),
       cmocka_unit_test(test_writer_stream),
       cmocka_unit_test(test_add_fp16_cast),
   };
