@@ -40,10 +40,34 @@
 
 /* snprintf for message prefixes: truncation of a long name is acceptable. */
 static void say(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* snprintf for the context strings formatted for every op and input (most
+ * never shown): only %s and %zu, without the general machinery. */
 static void say(char *buf, size_t n, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, n, fmt, ap);
+  size_t o = 0;
+  for (const char *f = fmt; *f && n; f++) {
+    char num[24];
+    const char *str = NULL;
+    if (f[0] == '%' && f[1] == 's') {
+      str = va_arg(ap, const char *);
+      if (!str) str = "(null)";
+      f++;
+    } else if (f[0] == '%' && f[1] == 'z' && f[2] == 'u') {
+      snprintf(num, sizeof num, "%zu", va_arg(ap, size_t));
+      str = num;
+      f += 2;
+    }
+    if (!str) {
+      if (o + 1 < n) buf[o++] = *f;
+      continue;
+    }
+    size_t len = strlen(str);
+    if (len > n - 1 - o) len = n - 1 - o;
+    memcpy(buf + o, str, len);
+    o += len;
+  }
+  if (n) buf[o] = '\0';
   va_end(ap);
 }
 
