@@ -270,8 +270,9 @@ struct io_pb_arena {
   ProtobufCAllocator a;
 };
 
-static void *pb_arena_alloc(void *ud, size_t n) {
-  io_pb_arena *ar = ud;
+_Thread_local io_pb_arena *io_wr_arena;
+
+void *io_pb_arena_alloc(io_pb_arena *ar, size_t n) {
   n = (n + 15) & ~(size_t)15;
   pb_chunk *c = ar->head;
   const size_t hdr = (sizeof(pb_chunk) + 15) & ~(size_t)15;
@@ -288,6 +289,8 @@ static void *pb_arena_alloc(void *ud, size_t n) {
   c->used += n;
   return r;
 }
+
+static void *pb_arena_alloc(void *ud, size_t n) { return io_pb_arena_alloc(ud, n); }
 
 static void pb_arena_nofree(void *ud, void *ptr) {
   (void)ud;

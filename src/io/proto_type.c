@@ -22,7 +22,7 @@ static bool dtype_ok(int dt) { return mil_dtype_is_valid(dt) && dt != MIL_DT_UNU
 char *io_model_strdup(const char *s) {
   if (!s) s = "";
   size_t n = strlen(s) + 1;
-  char *c = malloc(n);
+  char *c = io_wr_alloc(n);
   if (c) memcpy(c, s, n);
   return c;
 }
@@ -34,8 +34,17 @@ bool io_pb_push(void *arr_ptr, size_t *n, void *elem) {
    * not change, and correct for arrays protobuf-c allocated exactly */
   size_t cap = 1;
   while (cap < *n + 1) cap *= 2;
-  void **na = realloc(*arr, cap * sizeof *na);
-  if (!na) return false;
+  void **na;
+  if (io_wr_arena) { /* a new block when the size reaches the next power of two */
+    if (*arr && (*n & (*n - 1)) != 0) {
+      (*arr)[(*n)++] = elem;
+      return true;
+    }
+    if (!(na = io_pb_arena_alloc(io_wr_arena, cap * sizeof *na))) return false;
+    if (*n) memcpy(na, *arr, *n * sizeof *na);
+  } else if (!(na = realloc(*arr, cap * sizeof *na))) {
+    return false;
+  }
   *arr = na;
   (*arr)[(*n)++] = elem;
   return true;

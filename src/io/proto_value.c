@@ -381,7 +381,7 @@ static Milproto__TensorValue *tensor_to_proto(io_write *w, const mil_value *v, c
     if (!f) goto oom;
     tv->value_case = MILPROTO__TENSOR_VALUE__VALUE_BOOLS;
     tv->bools = f;
-    if (n && !(f->values = malloc((size_t)n * sizeof *f->values))) goto oom;
+    if (n && !(f->values = io_wr_alloc((size_t)n * sizeof *f->values))) goto oom;
     f->n_values = (size_t)n;
     for (int64_t i = 0; i < n; i++) f->values[i] = ((const uint8_t *)mil_value_data(v))[i] != 0;
     break;
@@ -393,7 +393,7 @@ static Milproto__TensorValue *tensor_to_proto(io_write *w, const mil_value *v, c
     if (!f) goto oom;
     tv->value_case = MILPROTO__TENSOR_VALUE__VALUE_INTS;
     tv->ints = f;
-    if (n && !(f->values = malloc((size_t)n * sizeof *f->values))) goto oom;
+    if (n && !(f->values = io_wr_alloc((size_t)n * sizeof *f->values))) goto oom;
     f->n_values = (size_t)n;
     for (int64_t i = 0; i < n; i++) f->values[i] = (int32_t)mil_value_get_i64(v, i);
     break;
@@ -404,7 +404,7 @@ static Milproto__TensorValue *tensor_to_proto(io_write *w, const mil_value *v, c
     if (!f) goto oom;
     tv->value_case = MILPROTO__TENSOR_VALUE__VALUE_LONG_INTS;
     tv->longints = f;
-    if (n && !(f->values = malloc((size_t)n * sizeof *f->values))) goto oom;
+    if (n && !(f->values = io_wr_alloc((size_t)n * sizeof *f->values))) goto oom;
     f->n_values = (size_t)n;
     if (n) memcpy(f->values, mil_value_data(v), (size_t)n * 8);
     break;
@@ -414,7 +414,7 @@ static Milproto__TensorValue *tensor_to_proto(io_write *w, const mil_value *v, c
     if (!f) goto oom;
     tv->value_case = MILPROTO__TENSOR_VALUE__VALUE_FLOATS;
     tv->floats = f;
-    if (n && !(f->values = malloc((size_t)n * sizeof *f->values))) goto oom;
+    if (n && !(f->values = io_wr_alloc((size_t)n * sizeof *f->values))) goto oom;
     f->n_values = (size_t)n;
     if (n) memcpy(f->values, mil_value_data(v), (size_t)n * 4);
     break;
@@ -424,7 +424,7 @@ static Milproto__TensorValue *tensor_to_proto(io_write *w, const mil_value *v, c
     if (!f) goto oom;
     tv->value_case = MILPROTO__TENSOR_VALUE__VALUE_DOUBLES;
     tv->doubles = f;
-    if (n && !(f->values = malloc((size_t)n * sizeof *f->values))) goto oom;
+    if (n && !(f->values = io_wr_alloc((size_t)n * sizeof *f->values))) goto oom;
     f->n_values = (size_t)n;
     if (n) memcpy(f->values, mil_value_data(v), (size_t)n * 8);
     break;
@@ -434,7 +434,7 @@ static Milproto__TensorValue *tensor_to_proto(io_write *w, const mil_value *v, c
     if (!f) goto oom;
     tv->value_case = MILPROTO__TENSOR_VALUE__VALUE_STRINGS;
     tv->strings = f;
-    if (n && !(f->values = calloc((size_t)n, sizeof *f->values))) goto oom;
+    if (n && !(f->values = io_wr_calloc((size_t)n * sizeof *f->values))) goto oom;
     f->n_values = (size_t)n;
     for (int64_t i = 0; i < n; i++)
       if (!(f->values[i] = io_model_strdup(mil_value_get_str(v, i)))) goto oom;
@@ -452,7 +452,7 @@ static Milproto__TensorValue *tensor_to_proto(io_write *w, const mil_value *v, c
     tv->value_case = MILPROTO__TENSOR_VALUE__VALUE_BYTES;
     tv->bytes = f;
     if (v->nbytes) {
-      if (!(f->values.data = malloc(v->nbytes))) goto oom;
+      if (!(f->values.data = io_wr_alloc(v->nbytes))) goto oom;
       memcpy(f->values.data, mil_value_data(v), v->nbytes);
       f->values.len = v->nbytes;
     }

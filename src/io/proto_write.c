@@ -397,7 +397,7 @@ static Milproto__Block *block_to_proto(io_write *w, const mil_block *b, bool is_
       goto fail;
     }
     if (!io_pb_push(&pb->outputs, &pb->n_outputs, name)) {
-      free(name);
+      io_wr_free(name);
       oom(w);
       goto fail;
     }
@@ -498,9 +498,16 @@ mil_status io_model_encode(mil_model *m, mil_blob_writer *bw, const char *file, 
   w.bw = bw;
   w.file = file;
   w.d = d;
+  io_pb_arena *ar = io_pb_arena_new();
+  if (!ar) return mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory", file);
+  io_wr_arena = ar;
   Milproto__Program *pp = io_program_to_proto(&w);
   io_write_free(&w);
-  if (!pp) return w.st != MIL_OK ? w.st : MIL_ERR_NOMEM;
+  if (!pp) {
+    io_wr_arena = NULL;
+    io_pb_arena_free(ar);
+    return w.st != MIL_OK ? w.st : MIL_ERR_NOMEM;
+  }
   Coreml__Model model = COREML__MODEL__INIT;
   model.specificationversion = spec;
   model.description = m->desc;
@@ -509,12 +516,10 @@ mil_status io_model_encode(mil_model *m, mil_blob_writer *bw, const char *file, 
   model.mlprogram = pp;
   size_t n = protobuf_c_message_get_packed_size(&model.base);
   uint8_t *buf = malloc(n ? n : 1);
-  if (!buf) {
-    io_pb_free(pp);
-    return mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory (%zu bytes of protobuf)", file, n);
-  }
-  size_t packed = protobuf_c_message_pack(&model.base, buf);
-  io_pb_free(pp);
+  size_t packed = buf ? protobuf_c_message_pack(&model.base, buf) : 0;
+  io_wr_arena = NULL;
+  io_pb_arena_free(ar); /* the whole program tree */
+  if (!buf) return mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory (%zu bytes of protobuf)", file, n);
   if (packed != n) {
     free(buf);
     return mil_diag_error(d, MIL_ERR_INVALID, "%s: protobuf packing produced %zu bytes, expected %zu", file, packed, n);
