@@ -143,12 +143,13 @@ ct_info() { # MODEL FIELD: a number from the corpus model's info.json
   echo "| target | model | measured | met |"
   echo "|---|---|---|---|"
   awk '$2 == "result" && $1 == "transformer" {
-      r = $17 > 0 ? $4 / $17 : 0
-      printf "| DEFAULT ≥ 200,000 ops/s | %s | %.0f ops/CPU-s (%.0f ops/s wall; %.1f GB/s of input weights) | %s |\n", $3, r, ($10 > 0 ? $4 / $10 : 0), ($17 > 0 ? $6 / $17 / 1e9 : 0), (r >= 200000 ? "yes" : "**no**")
+      r = $10 > 0 ? $4 / $10 : 0
+      cap = $19 > 0 ? sprintf("; reading its %.1f GB of weights once takes %.3f s here: at most %.0f ops/s", $6 / 1e9, $19, $4 / $19) : ""
+      printf "| DEFAULT ≥ 200,000 ops/s | %s | %.0f ops/s (%.0f ops/CPU-s%s) | %s |\n", $3, r, ($17 > 0 ? $4 / $17 : 0), cap, (r >= 200000 ? "yes" : "**no**")
     }' "$RAW"
   awk '$2 == "result" && $1 == "scaling" {
-      r = $17 > 0 ? $4 / $17 : 0
-      printf "| (same rate, small weights) | %s | %.0f ops/CPU-s (%.0f ops/s wall) | %s |\n", $3, r, ($10 > 0 ? $4 / $10 : 0), (r >= 200000 ? "yes" : "no")
+      r = $10 > 0 ? $4 / $10 : 0
+      printf "| (same rate, small weights) | %s | %.0f ops/s (%.0f ops/CPU-s) | %s |\n", $3, r, ($17 > 0 ? $4 / $17 : 0), (r >= 200000 ? "yes" : "no")
     }' "$RAW"
   awk '$2 == "result" && $1 == "transformer" {
       lim = $8 * 1.2 / 1024
@@ -163,8 +164,11 @@ ct_info() { # MODEL FIELD: a number from the corpus model's info.json
       printf "| time linear in ops | %s | ns/op x%.2f from %d to %d ops | %s |\n", line, g, ops[1], ops[n], (g <= 1.5 ? "yes" : "**no**")
     }' "$RAW"
   echo
-  echo "Speed targets use the pipeline's CPU time (user + system), which equals its wall time on an idle machine"
-  echo "and is much less disturbed by other processes on a busy one."
+  echo "Speed targets use the pipeline's wall time (the pipeline reads weights on two threads, so its CPU time"
+  echo "can exceed it). The DEFAULT pipeline must read every fp32 weight element once: coremltools' fp16"
+  echo "overflow check (add_fp16_cast) looks at all of them, and the op left in fp32 depends on it. The time to"
+  echo "read the input weight file once on two threads, measured after each run, is a floor under any"
+  echo "pipeline on that input, whatever its op count."
   echo
   echo "Linearity is judged on the scaling series (small_*): the same layer (hidden 64) repeated 11, 112 and"
   echo "1120 times, so the weights stay small and ns/op is the per-op cost alone (\"yes\" when ns/op grows by at"
