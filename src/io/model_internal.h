@@ -108,6 +108,9 @@ static inline void io_pb_free(void *m) {
 }
 /* Appends elem to a pointer array (*arr, *n) from io_wr_alloc. false on OOM. */
 IO_MODEL_HIDDEN bool io_pb_push(void *arr_ptr, size_t *n, void *elem);
+/* snprintf for the context strings of errors (formatted for every op and
+ * input, most never shown): only %s and %zu. */
+IO_MODEL_HIDDEN void io_say(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Copy of s from io_wr_alloc (NULL -> ""). */
 IO_MODEL_HIDDEN char *io_model_strdup(const char *s);
 

@@ -39,38 +39,6 @@
 #include "mil/ops.h"
 
 /* snprintf for message prefixes: truncation of a long name is acceptable. */
-static void say(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* snprintf for the context strings formatted for every op and input (most
- * never shown): only %s and %zu, without the general machinery. */
-static void say(char *buf, size_t n, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  size_t o = 0;
-  for (const char *f = fmt; *f && n; f++) {
-    char num[24];
-    const char *str = NULL;
-    if (f[0] == '%' && f[1] == 's') {
-      str = va_arg(ap, const char *);
-      if (!str) str = "(null)";
-      f++;
-    } else if (f[0] == '%' && f[1] == 'z' && f[2] == 'u') {
-      snprintf(num, sizeof num, "%zu", va_arg(ap, size_t));
-      str = num;
-      f += 2;
-    }
-    if (!str) {
-      if (o + 1 < n) buf[o++] = *f;
-      continue;
-    }
-    size_t len = strlen(str);
-    if (len > n - 1 - o) len = n - 1 - o;
-    memcpy(buf + o, str, len);
-    o += len;
-  }
-  if (n) buf[o] = '\0';
-  va_end(ap);
-}
-
 /* ------------------------------------------------------------------------ */
 /* interned-string -> pointer map                                             */
 /* ------------------------------------------------------------------------ */
@@ -276,7 +244,7 @@ static mil_status op_name_attr(rd *s, const Milproto__Operation *po, const char 
     if (!e->key || strcmp(e->key, "name") != 0) continue;
     const mil_value *v;
     char w2[600];
-    say(w2, sizeof w2, "%s: attribute 'name'", where);
+    io_say(w2, sizeof w2, "%s: attribute 'name'", where);
     mil_status st = io_value_from_proto(s->r, e->value, w2, &v);
     if (st != MIL_OK) return st;
     if (v->kind != MIL_VAL_TENSOR || v->type->dtype != MIL_DT_STRING || v->numel != 1)
@@ -315,7 +283,7 @@ static mil_status add_outputs(rd *s, mil_op *op, const Milproto__Operation *po, 
     if (!nt->name || !nt->name[0])
       return mil_diag_error(s->r->d, MIL_ERR_FORMAT, "%s: output %zu has no name", where, i);
     char w2[700];
-    say(w2, sizeof w2, "%s: output '%s'", where, nt->name);
+    io_say(w2, sizeof w2, "%s: output '%s'", where, nt->name);
     const mil_type *t;
     mil_status st = io_type_from_proto(s->r, nt->type, w2, &t);
     if (st != MIL_OK) return st;
@@ -375,13 +343,13 @@ static mil_status load_const(rd *s, mil_block *b, const Milproto__Operation *po,
     if (po->attributes[i]->key && strcmp(po->attributes[i]->key, "val") == 0) pval = po->attributes[i]->value;
   if (!pval) return mil_diag_error(r->d, MIL_ERR_FORMAT, "%s: const op has no 'val' attribute", where);
   char w2[700];
-  say(w2, sizeof w2, "%s: attribute 'val'", where);
+  io_say(w2, sizeof w2, "%s: attribute 'val'", where);
   const mil_value *v;
   mil_status st = io_value_from_proto(r, pval, w2, &v);
   if (st != MIL_OK) return st;
   const mil_type *declared;
   const Milproto__NamedValueType *nt = po->outputs[0];
-  say(w2, sizeof w2, "%s: output '%s'", where, nt->name ? nt->name : "");
+  io_say(w2, sizeof w2, "%s: output '%s'", where, nt->name ? nt->name : "");
   if ((st = io_type_from_proto(r, nt->type, w2, &declared)) != MIL_OK) return st;
   if (!nt->name || !nt->name[0]) return mil_diag_error(r->d, MIL_ERR_FORMAT, "%s: output has no name", where);
   /* the declared type must describe the value (dims may be symbolic) */
@@ -422,11 +390,11 @@ static mil_status load_constexpr(rd *s, mil_block *b, const Milproto__Operation 
   for (size_t i = 0; i < po->n_attributes; i++) {
     const char *k = po->attributes[i]->key ? po->attributes[i]->key : "";
     if (!strcmp(k, "name")) continue;
-    say(w2, sizeof w2, "%s: attribute '%s'", where, k);
+    io_say(w2, sizeof w2, "%s: attribute '%s'", where, k);
     const mil_value *v;
     if ((st = io_value_from_proto(r, po->attributes[i]->value, w2, &v)) != MIL_OK) return st;
     if (!(v = narrow_const(p, v))) return MIL_ERR_NOMEM;
-    say(base, sizeof base, "%s_%s", name, k);
+    io_say(base, sizeof base, "%s_%s", name, k);
     const char *cname = fresh_name(s, base);
     mil_var *cv;
     if (!cname) return MIL_ERR_NOMEM;
@@ -436,10 +404,10 @@ static mil_status load_constexpr(rd *s, mil_block *b, const Milproto__Operation 
   /* iOS18 form: parameters are inputs, literal values become consts */
   for (size_t i = 0; i < po->n_inputs; i++) {
     const char *k = po->inputs[i]->key ? po->inputs[i]->key : "";
-    say(w2, sizeof w2, "%s: input '%s'", where, k);
+    io_say(w2, sizeof w2, "%s: input '%s'", where, k);
     if (mil_op_find_input(op, k))
       return mil_diag_error(r->d, MIL_ERR_FORMAT, "%s: parameter given twice (as an input or attribute)", w2);
-    say(base, sizeof base, "%s_%s", name, k);
+    io_say(base, sizeof base, "%s_%s", name, k);
     mil_var **vars;
     int32_t n;
     if ((st = bind_args(s, b, po->inputs[i]->value, base, w2, &vars, &n)) != MIL_OK) return st;
@@ -460,14 +428,14 @@ static mil_status load_generic(rd *s, mil_block *b, const Milproto__Operation *p
   for (size_t i = 0; i < po->n_attributes; i++) {
     const char *k = po->attributes[i]->key ? po->attributes[i]->key : "";
     if (!strcmp(k, "name")) continue;
-    say(w2, sizeof w2, "%s: attribute '%s'", where, k);
+    io_say(w2, sizeof w2, "%s: attribute '%s'", where, k);
     const mil_value *v;
     if ((st = io_value_from_proto(r, po->attributes[i]->value, w2, &v)) != MIL_OK) return st;
     mil_op_set_attr(op, k, v);
   }
   for (size_t i = 0; i < po->n_inputs; i++) {
     const char *k = po->inputs[i]->key ? po->inputs[i]->key : "";
-    say(w2, sizeof w2, "%s: input '%s'", where, k);
+    io_say(w2, sizeof w2, "%s: input '%s'", where, k);
     if (mil_op_find_input(op, k))
       return mil_diag_error(r->d, MIL_ERR_FORMAT, "%s: parameter given twice (as an input or attribute)", w2);
     mil_var **vars;
@@ -536,13 +504,13 @@ static mil_status load_op(rd *s, mil_block *b, const Milproto__Operation *po, co
   *skip_next = false;
   char where[600];
   const char *type = po->type ? po->type : "";
-  say(where, sizeof where, "%s: function '%s': op #%zu (%s)", r->file, s->func, index, type);
+  io_say(where, sizeof where, "%s: function '%s': op #%zu (%s)", r->file, s->func, index, type);
   if (!type[0]) return mil_diag_error(r->d, MIL_ERR_FORMAT, "%s: operation has no type", where);
   const char *name;
   mil_status st = op_name_attr(s, po, where, &name);
   if (st != MIL_OK) return st;
   if (!name && !(name = fresh_name(s, type))) return MIL_ERR_NOMEM;
-  say(where, sizeof where, "%s: function '%s': op '%s' (%s)", r->file, s->func, name, type);
+  io_say(where, sizeof where, "%s: function '%s': op '%s' (%s)", r->file, s->func, name, type);
   bool is_const = !strcmp(type, "const");
   if ((is_const || is_constexpr(type)) && po->n_blocks)
     return mil_diag_error(r->d, MIL_ERR_FORMAT, "%s: const / constexpr operations cannot have blocks", where);
@@ -570,7 +538,7 @@ static mil_status load_block(rd *s, const Milproto__Block *pb, mil_block *b, boo
   for (size_t i = 0; i < pb->n_inputs; i++) {
     const Milproto__NamedValueType *nt = pb->inputs[i];
     char w2[600];
-    say(w2, sizeof w2, "%s: function '%s': block input '%s'", r->file, s->func, nt->name ? nt->name : "");
+    io_say(w2, sizeof w2, "%s: function '%s': block input '%s'", r->file, s->func, nt->name ? nt->name : "");
     if (!nt->name || !nt->name[0]) return mil_diag_error(r->d, MIL_ERR_FORMAT, "%s: block input has no name", w2);
     const mil_type *t;
     if ((st = io_type_from_proto(r, nt->type, w2, &t)) != MIL_OK) return st;
@@ -582,7 +550,7 @@ static mil_status load_block(rd *s, const Milproto__Block *pb, mil_block *b, boo
     const mil_value *v;
     char w2[600];
     const char *k = pb->attributes[i]->key ? pb->attributes[i]->key : "";
-    say(w2, sizeof w2, "%s: function '%s': block attribute '%s'", r->file, s->func, k);
+    io_say(w2, sizeof w2, "%s: function '%s': block attribute '%s'", r->file, s->func, k);
     if ((st = io_value_from_proto(r, pb->attributes[i]->value, w2, &v)) != MIL_OK) return st;
     if ((st = append_attr(p, &b->attrs, &b->n_attrs, k, v)) != MIL_OK) return st;
   }
@@ -627,7 +595,7 @@ static mil_status load_function(rd *s, const char *fname, const Milproto__Functi
   for (size_t i = 0; i < pf->n_inputs; i++) {
     const Milproto__NamedValueType *nt = pf->inputs[i];
     char w2[600];
-    say(w2, sizeof w2, "%s: function '%s': input '%s'", r->file, fname, nt->name ? nt->name : "");
+    io_say(w2, sizeof w2, "%s: function '%s': input '%s'", r->file, fname, nt->name ? nt->name : "");
     if (!nt->name || !nt->name[0]) return mil_diag_error(r->d, MIL_ERR_FORMAT, "%s: input has no name", w2);
     const mil_type *t;
     if ((st = io_type_from_proto(r, nt->type, w2, &t)) != MIL_OK) return st;
@@ -641,7 +609,7 @@ static mil_status load_function(rd *s, const char *fname, const Milproto__Functi
     const mil_value *v;
     char w2[600];
     const char *k = pf->attributes[i]->key ? pf->attributes[i]->key : "";
-    say(w2, sizeof w2, "%s: function '%s': attribute '%s'", r->file, fname, k);
+    io_say(w2, sizeof w2, "%s: function '%s': attribute '%s'", r->file, fname, k);
     if ((st = io_value_from_proto(r, pf->attributes[i]->value, w2, &v)) != MIL_OK) return st;
     if ((st = append_attr(p, &f->attrs, &f->n_attrs, k, v)) != MIL_OK) return st;
   }
@@ -760,7 +728,7 @@ mil_status io_program_from_proto(const Milproto__Program *pb, int spec_version, 
   for (size_t i = 0; st == MIL_OK && i < pb->n_attributes; i++) {
     const char *k = pb->attributes[i]->key ? pb->attributes[i]->key : "";
     char w2[600];
-    say(w2, sizeof w2, "%s: program attribute '%s'", file, k);
+    io_say(w2, sizeof w2, "%s: program attribute '%s'", file, k);
     const mil_value *v;
     if ((st = io_value_from_proto(&r, pb->attributes[i]->value, w2, &v)) == MIL_OK)
       st = mil_program_set_attr(p, k, v);

@@ -19,6 +19,43 @@ static bool dtype_ok(int dt) { return mil_dtype_is_valid(dt) && dt != MIL_DT_UNU
 /* small helpers                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* snprintf for the context strings formatted for every op and input (most
+ * never shown): only %s and %zu, without the general machinery. */
+void io_say(char *buf, size_t n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  size_t o = 0;
+  for (const char *f = fmt; *f && n; f++) {
+    char num[24];
+    const char *str = NULL;
+    size_t len = 0;
+    if (f[0] == '%' && f[1] == 's') {
+      str = va_arg(ap, const char *);
+      if (!str) str = "(null)";
+      len = strlen(str);
+      f++;
+    } else if (f[0] == '%' && f[1] == 'z' && f[2] == 'u') {
+      size_t x = va_arg(ap, size_t);
+      char *e = num + sizeof num;
+      do *--e = (char)('0' + x % 10);
+      while ((x /= 10) != 0);
+      str = e;
+      len = (size_t)(num + sizeof num - e);
+      f += 2;
+    } else { /* the literal run up to the next conversion */
+      const char *pc = strchr(f + 1, '%');
+      str = f;
+      len = pc ? (size_t)(pc - f) : strlen(f);
+      f += len - 1;
+    }
+    if (len > n - 1 - o) len = n - 1 - o;
+    memcpy(buf + o, str, len);
+    o += len;
+  }
+  if (n) buf[o] = '\0';
+  va_end(ap);
+}
+
 char *io_model_strdup(const char *s) {
   if (!s) s = "";
   size_t n = strlen(s) + 1;

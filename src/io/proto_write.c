@@ -32,14 +32,6 @@
 #include "io/model_internal.h"
 
 /* snprintf for message prefixes: truncation of a long name is acceptable. */
-static void say(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *buf, size_t n, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, n, fmt, ap);
-  va_end(ap);
-}
-
 static void *fail(io_write *w, mil_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void *fail(io_write *w, mil_status st, const char *fmt, ...) {
   if (w->st == MIL_OK) w->st = st;
@@ -350,7 +342,7 @@ static Milproto__Block *block_to_proto(io_write *w, const mil_block *b, bool is_
     const mil_var *cv = mil_op_input_var(b->last, "classes");
     if (cv && cv->op && mil_op_is_const(cv->op)) {
       if (cv->n_uses != 1) {
-        say(where, sizeof where, "%s: function '%s': op '%s' (classify)", w->file, func, b->last->name);
+        io_say(where, sizeof where, "%s: function '%s': op '%s' (classify)", w->file, func, b->last->name);
         fail(w, MIL_ERR_INVALID, "%s: the classes const %%%s must feed only classify", where, cv->name);
         goto fail;
       }
@@ -358,7 +350,7 @@ static Milproto__Block *block_to_proto(io_write *w, const mil_block *b, bool is_
     }
   }
   for (const mil_op *op = b->first; op; op = op->next) {
-    say(where, sizeof where, "%s: function '%s': op '%s' (%s)", w->file, func, op->name, op->type);
+    io_say(where, sizeof where, "%s: function '%s': op '%s' (%s)", w->file, func, op->name, op->type);
     Milproto__Operation *po = NULL;
     if (mil_op_is_const(op)) {
       if (feeds_only_constexprs(op) || op == classes_const) continue;
@@ -378,7 +370,7 @@ static Milproto__Block *block_to_proto(io_write *w, const mil_block *b, bool is_
       goto fail;
     }
   }
-  say(where, sizeof where, "%s: function '%s': block '%s'", w->file, func, b->name ? b->name : "");
+  io_say(where, sizeof where, "%s: function '%s': block '%s'", w->file, func, b->name ? b->name : "");
   if (!is_body) {
     for (int32_t i = 0; i < b->n_inputs; i++) {
       Milproto__NamedValueType *nt = named_type(w, b->inputs[i]->name, b->inputs[i]->type, where);
@@ -414,7 +406,7 @@ fail:
 
 static Milproto__Function *function_to_proto(io_write *w, const mil_function *f) {
   char where[400];
-  say(where, sizeof where, "%s: function '%s'", w->file, f->name);
+  io_say(where, sizeof where, "%s: function '%s'", w->file, f->name);
   Milproto__Function *pf = io_pb_new(&milproto__function__descriptor);
   if (!pf || !(pf->opset = io_model_strdup(f->opset))) goto oom;
   for (int32_t i = 0; i < f->n_inputs; i++) {
@@ -462,7 +454,7 @@ Milproto__Program *io_program_to_proto(io_write *w) {
     if (!(e->value = function_to_proto(w, p->functions[i]))) goto fail;
   }
   char where[300];
-  say(where, sizeof where, "%s: program attributes", w->file);
+  io_say(where, sizeof where, "%s: program attributes", w->file);
   if (!add_value_attrs(w, p->attrs, p->n_attrs, &pp->attributes, &pp->n_attributes,
                        &milproto__program__attributes_entry__descriptor, where))
     goto fail;
