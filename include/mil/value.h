@@ -136,6 +136,11 @@ MIL_API mil_value *mil_value_new_deferred_cast(mil_program *p, const mil_value *
  * another split. */
 MIL_API mil_value *mil_value_new_deferred_transpose(mil_program *p, const mil_value *src, int32_t rank,
                                                     const int64_t *perm);
+/* Whether deferred value v holds exactly its source's elements, only
+ * reordered or reshaped (a deferred transpose without a conversion):
+ * order-free facts of its elements (largest magnitude, any NaN) are the
+ * source's. false when v is not deferred. */
+MIL_API bool mil_value_deferred_is_permutation(const mil_value *v);
 /* The value a deferred value is computed from (NULL when v is not deferred). */
 MIL_API const mil_value *mil_value_deferred_source(const mil_value *v);
 

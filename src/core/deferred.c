@@ -148,6 +148,10 @@ mil_value *mil_value_new_deferred_transpose(mil_program *p, const mil_value *src
 
 bool mil_value_is_deferred(const mil_value *v) { return v && v->kind == MIL_VAL_TENSOR && v->deferred; }
 
+bool mil_value_deferred_is_permutation(const mil_value *v) {
+  return mil_value_is_deferred(v) && v->deferred->conv == CONV_COPY;
+}
+
 const mil_value *mil_value_deferred_source(const mil_value *v) {
   return mil_value_is_deferred(v) ? v->deferred->src : NULL;
 }

@@ -43,6 +43,7 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "passes/cast_quantization_internal.h"
@@ -140,7 +141,25 @@ static void *scan_job_run(void *arg) {
 #define SCAN_PIECE ((size_t)8 << 20)
 #define SCAN_SPLIT_MIN ((size_t)1 << 20)
 
+/* A deferred weight, read in pieces (never computed whole). */
+static mag scan_deferred(const mil_value *w) {
+  enum { N = 1 << 18 };
+  mag m = {0, false};
+  uint32_t *buf = malloc(N * sizeof *buf);
+  size_t n = (size_t)w->numel;
+  for (size_t at = 0; buf && at < n; at += N) {
+    size_t len = n - at < N ? n - at : N;
+    if (!mil_value_read(w, at * 4, len * 4, buf)) break;
+    mag a = scan_range(buf, len);
+    if (a.below > m.below) m.below = a.below;
+    m.huge |= a.huge;
+  }
+  free(buf);
+  return m;
+}
+
 static mag scan_weight(const mil_program *p, const mil_value *w) {
+  if (mil_value_is_deferred(w)) return scan_deferred(w);
   const uint32_t *u = mil_value_data(w);
   size_t n = (size_t)w->numel;
   mag m = {0, false};
@@ -174,7 +193,9 @@ static _Thread_local struct {
 static void mags_clear(void) { memset(g_mags, 0, sizeof g_mags); }
 
 static mag weight_mag(const mil_program *p, const mil_value *w) {
-  if (w->nbytes < ((size_t)64 << 10)) { /* small: scanning is cheaper than remembering */
+  /* a transposed weight not computed yet: its source has the same elements */
+  if (mil_value_deferred_is_permutation(w)) w = mil_value_deferred_source(w);
+  if (w->nbytes < ((size_t)64 << 10) && !mil_value_is_deferred(w)) { /* small: scanning is cheaper than remembering */
     const uint32_t *u = mil_value_data(w);
     return u ? scan_range(u, (size_t)w->numel) : (mag){0, false};
   }

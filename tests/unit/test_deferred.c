@@ -185,11 +185,13 @@ static void test_transpose(void **state) {
       naive_transpose((uint8_t *)t, mil_value_data(src), 4, rank, shape, perm);
       if (!v) continue;
       deferred++;
+      assert_true(mil_value_deferred_is_permutation(v));
       for (int32_t i = 0; i < rank; i++) assert_int_equal(v->type->dims[i].size, shape[perm[i]]);
       check_bytes(v, (const uint8_t *)t);
       /* cast after the transpose, and the cast's own element reads */
       mil_value *c = mil_value_new_deferred_cast(p, v, MIL_DT_FP16);
       assert_non_null(c);
+      assert_false(mil_value_deferred_is_permutation(c));
       reference(t, h, (size_t)n);
       check_bytes(c, (const uint8_t *)h);
       for (int64_t i = 0; i < n; i += 7) assert_true(mil_value_get_f64(c, i) == mil_fp16_to_fp32(h[i]) ||
