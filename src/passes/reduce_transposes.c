@@ -75,17 +75,9 @@ bool rt_ops_add(rt_ctx *t, rt_ops *s, mil_op *op) {
   return true;
 }
 
-bool rt_ops_has(const rt_ops *s, const mil_op *op) {
-  for (int32_t i = 0; i < s->n; i++)
-    if (s->v[i] == op) return true;
-  return false;
-}
-
-bool rt_ops_add_unique(rt_ctx *t, rt_ops *s, mil_op *op) { return rt_ops_has(s, op) || rt_ops_add(t, s, op); }
-
-bool rt_edges_add(rt_ctx *t, rt_edges *s, mil_op *op, mil_var *var) {
+bool rt_edges_add(rt_ctx *t, rt_edges *s, rt_node *node, mil_var *var) {
   if (!grow(t, (void **)&s->v, &s->cap, s->n, sizeof *s->v)) return false;
-  s->v[s->n++] = (rt_edge){op, var};
+  s->v[s->n++] = (rt_edge){node, var};
   return true;
 }
 
@@ -95,53 +87,60 @@ bool rt_nodes_add(rt_ctx *t, rt_nodes *s, rt_node *n) {
   return true;
 }
 
-rt_node *rt_node_find(const rt_ctx *t, const mil_op *op) { return pass_ptrmap_get(&t->node_of, op); }
+bool rt_nodes_add_unique(rt_ctx *t, rt_nodes *s, rt_node *n) {
+  /* a repeat is most often the last one added */
+  for (int32_t i = s->n - 1; i >= 0; i--)
+    if (s->v[i] == n) return true;
+  return rt_nodes_add(t, s, n);
+}
+
+/* The slab grows by chunks of this size (larger requests get their own). */
+#define RT_CHUNK (64 * 1024)
+
+void *rt_alloc(rt_ctx *t, size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  if (n > t->slab_left) {
+    size_t head = (sizeof(rt_chunk) + 15) & ~(size_t)15;
+    size_t size = n > RT_CHUNK - head ? head + n : RT_CHUNK;
+    rt_chunk *c = calloc(1, size);
+    if (!c) {
+      t->oom = true;
+      return NULL;
+    }
+    c->next = t->chunks;
+    t->chunks = c;
+    t->slab_at = (char *)c + head;
+    t->slab_left = size - head;
+  }
+  void *r = t->slab_at;
+  t->slab_at += n;
+  t->slab_left -= n;
+  return r;
+}
 
 rt_node *rt_node_of(rt_ctx *t, mil_op *op) {
   rt_node *n = rt_node_find(t, op);
   if (n) return n;
-  n = calloc(1, sizeof *n);
-  if (!n || !pass_ptrmap_put(&t->node_of, op, n)) {
-    free(n);
-    t->oom = true;
-    return NULL;
-  }
+  n = rt_alloc(t, sizeof *n);
+  if (!n) return NULL;
   n->op = op;
   n->next_alloc = t->nodes;
   t->nodes = n;
+  op->aux = n;
   return n;
 }
 
 rt_hv *rt_hv_new_lazy(rt_ctx *t) {
-  rt_hv *h = calloc(1, sizeof *h);
-  if (!h) {
-    t->oom = true;
-    return NULL;
-  }
-  h->lazy = true;
-  h->next_alloc = t->hvs;
-  t->hvs = h;
+  rt_hv *h = rt_alloc(t, sizeof *h);
+  if (h) h->lazy = true;
   return h;
 }
 
 rt_ops *rt_set_new(rt_ctx *t) {
   if (!grow(t, (void **)&t->sets, &t->cap_sets, t->n_sets, sizeof *t->sets)) return NULL;
-  rt_ops *s = calloc(1, sizeof *s);
-  if (!s) {
-    t->oom = true;
-    return NULL;
-  }
-  t->sets[t->n_sets++] = s;
+  rt_ops *s = rt_alloc(t, sizeof *s);
+  if (s) t->sets[t->n_sets++] = s;
   return s;
-}
-
-static size_t lazy_bit(const mil_var *v) {
-  return (size_t)(((uint64_t)(uintptr_t)v * UINT64_C(0x9E3779B97F4A7C15)) >> 40) & (RT_LAZY_BITS - 1);
-}
-
-bool rt_maybe_lazy(const rt_ctx *t, const mil_var *v) {
-  size_t b = lazy_bit(v);
-  return (t->lazy_bits[b / 64] >> (b % 64)) & 1;
 }
 
 rt_hv *rt_hv_get(rt_ctx *t, mil_var *v) {
@@ -160,8 +159,16 @@ bool rt_hv_set(rt_ctx *t, mil_var *v, rt_hv *h) {
     t->oom = true;
     return false;
   }
-  size_t b = lazy_bit(v);
+  size_t b = rt_bit(t, v);
   t->lazy_bits[b / 64] |= UINT64_C(1) << (b % 64);
+  /* the ops reading a lazy value, all after v's producer, are noted for
+   * the traversal */
+  if (h->lazy)
+    for (const mil_use *u = v->uses; u; u = u->next_use)
+      if (u->op) {
+        b = rt_bit(t, u->op);
+        t->reader_bits[b / 64] |= UINT64_C(1) << (b % 64);
+      }
   return true;
 }
 
@@ -175,6 +182,17 @@ bool rt_is_old_output(const rt_ctx *t, const mil_var *v, const char **name) {
 bool rt_is_sink(const rt_ctx *t, const mil_op *op) { return pass_ptrset_has(&t->sink_set, op); }
 
 bool rt_perm(const mil_op *op, int64_t *perm, int32_t *rank) {
+  /* pass_t_ints, reading an int32 tensor's elements directly */
+  const mil_value *v = pass_input_value(op, "perm");
+  if (v && v->kind == MIL_VAL_TENSOR && v->type && v->type->dtype == MIL_DT_INT32 && v->numel <= RT_MAX_RANK &&
+      !mil_value_is_deferred(v)) {
+    const int32_t *d = v->numel ? mil_value_data(v) : NULL;
+    if (d || !v->numel) {
+      for (int64_t i = 0; i < v->numel; i++) perm[i] = d[i];
+      *rank = (int32_t)v->numel;
+      return true;
+    }
+  }
   int64_t n;
   if (!pass_t_ints(op, "perm", perm, RT_MAX_RANK, &n)) return false;
   *rank = (int32_t)n;
@@ -202,29 +220,25 @@ int32_t rt_input_vars(const mil_op *op, bool nonconst_only, mil_var **out, int32
 /* ---------- the pass ---------- */
 
 static void ctx_free(rt_ctx *t) {
-  while (t->hvs) {
-    rt_hv *h = t->hvs;
-    t->hvs = h->next_alloc;
-    free(h);
-  }
-  while (t->nodes) {
-    rt_node *n = t->nodes;
-    t->nodes = n->next_alloc;
+  for (rt_node *n = t->nodes; n; n = n->next_alloc) {
     free(n->cancel.v);
     free(n->mat.v);
     free(n->axis.v);
     free(n->starts.v);
     free(n->handled);
-    free(n);
   }
-  /* lazy values share transposes sets: freed through the owner list */
-  for (int32_t i = 0; i < t->n_sets; i++) {
-    free(t->sets[i]->v);
-    free(t->sets[i]);
-  }
+  /* lazy values share transposes sets: their arrays are freed through the
+   * owner list */
+  for (int32_t i = 0; i < t->n_sets; i++) free(t->sets[i]->v);
   free(t->sets);
+  while (t->chunks) {
+    rt_chunk *c = t->chunks;
+    t->chunks = c->next;
+    free(c);
+  }
+  free(t->lazy_bits);
+  free(t->gathered.v);
   pass_ptrmap_free(&t->hv_of);
-  pass_ptrmap_free(&t->node_of);
   free(t->cancel_keys.v);
   free(t->mat_keys.v);
   free(t->old_outputs);
@@ -277,6 +291,7 @@ static int add_sinks(rt_ctx *t) {
         free(outs);
         return pass_t_oom(t->c);
       }
+      sink->aux = NULL;
       mil_block_append(b, sink);
       pass_t_var(sink, "x", v);
       mil_status st = pass_finish_op(sink, t->c->d);
@@ -317,7 +332,8 @@ static int drop_sinks(rt_ctx *t) {
  * coremltools this runs for every flat block, even when nothing was
  * cancelled: it refreshes types left stale by earlier passes (e.g. after
  * remove_redundant_ops merged two range_1d ops, the consumers of the
- * dropped one still carry its symbolic length until inferred again). */
+ * dropped one still carry its symbolic length until inferred again), so
+ * it cannot be limited to the ops downstream of what this pass rewrote. */
 static int reinfer(rt_ctx *t) {
   for (mil_op *op = t->b->first; op; op = op->next) {
     if (mil_op_is_const(op)) continue;
@@ -328,7 +344,12 @@ static int reinfer(rt_ctx *t) {
 }
 
 static int optimize_block(pass_t_ctx *c, mil_block *b) {
-  rt_ctx t = {.c = c, .b = b};
+  rt_ctx t = {.c = c, .b = b, .lazy_log2 = 14};
+  while (t.lazy_log2 < 24 && ((int64_t)1 << t.lazy_log2) < 4 * (int64_t)b->n_ops) t.lazy_log2++;
+  size_t words = (size_t)1 << (t.lazy_log2 - 6);
+  t.lazy_bits = calloc(2 * words, sizeof *t.lazy_bits);
+  if (!t.lazy_bits) return pass_t_oom(c);
+  t.reader_bits = t.lazy_bits + words;
   /* Phase 1 only reads the program, so it runs over the block's ops before
    * the sinks exist and leaves off, changing nothing, at the first op with
    * nested blocks; the sinks are visited once added (they come last). */
@@ -359,6 +380,7 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
     for (int32_t s = 0; s < f->n_specs && r >= 0; s++) r = optimize_block(&c, f->specs[s].block);
   }
   if (st) st->changes += c.changes;
+  rt_names_free(c.ud);
   pass_t_free(&c);
   return r < 0 ? (mil_status)(-r) : MIL_OK;
 }

@@ -13,26 +13,22 @@
 
 /* ---------- phase 2 ---------- */
 
+/* One connected component: its starting transposes, cancelling transposes
+ * and materializing ops. */
 typedef struct component {
-  rt_ops a, b1, b2; /* starting transposes, cancelling transposes, materializing ops */
+  rt_nodes a, b1, b2;
 } component;
-
-static void component_free(component *c) {
-  free(c->a.v);
-  free(c->b1.v);
-  free(c->b2.v);
-}
 
 /* BFS queue */
 typedef struct queue {
-  mil_op **v;
+  rt_node **v;
   int32_t head, n, cap;
 } queue;
 
-static bool enqueue(rt_ctx *t, queue *q, mil_op *op) {
+static bool enqueue(rt_ctx *t, queue *q, rt_node *n) {
   if (q->n == q->cap) {
     int32_t nc = q->cap ? q->cap * 2 : 16;
-    mil_op **nv = realloc(q->v, (size_t)nc * sizeof *nv);
+    rt_node **nv = realloc(q->v, (size_t)nc * sizeof *nv);
     if (!nv) {
       t->oom = true;
       return false;
@@ -40,53 +36,50 @@ static bool enqueue(rt_ctx *t, queue *q, mil_op *op) {
     q->v = nv;
     q->cap = nc;
   }
-  q->v[q->n++] = op;
+  q->v[q->n++] = n;
   return true;
 }
 
-static bool enqueue_unvisited(rt_ctx *t, queue *q, mil_op *op) {
-  rt_node *n = rt_node_find(t, op);
-  return (n && n->visited) || enqueue(t, q, op);
-}
+static bool enqueue_unvisited(rt_ctx *t, queue *q, rt_node *n) { return n->visited || enqueue(t, q, n); }
 
 static bool enqueue_cancel_and_mat(rt_ctx *t, queue *q, rt_node *n, bool only_unvisited) {
   for (int32_t i = 0; i < n->cancel.n; i++)
     if (!(only_unvisited ? enqueue_unvisited(t, q, n->cancel.v[i]) : enqueue(t, q, n->cancel.v[i]))) return false;
   if (n->in_mat_map)
     for (int32_t i = 0; i < n->mat.n; i++)
-      if (!(only_unvisited ? enqueue_unvisited(t, q, n->mat.v[i].op) : enqueue(t, q, n->mat.v[i].op))) return false;
+      if (!(only_unvisited ? enqueue_unvisited(t, q, n->mat.v[i].node) : enqueue(t, q, n->mat.v[i].node)))
+        return false;
   return true;
 }
 
-/* Adds o's op to list l unless this component (id) has listed it: a node
- * goes to one list only (which one its flags decide). */
-static bool list_once(rt_ctx *t, rt_ops *l, rt_node *o, int32_t id) {
+/* Adds o to list l unless this component (id) has listed it: a node goes
+ * to one list only (which one its flags decide). */
+static bool list_once(rt_ctx *t, rt_nodes *l, rt_node *o, int32_t id) {
   if (o->comp == id) return true;
   o->comp = id;
-  return rt_ops_add(t, l, o->op);
+  return rt_nodes_add(t, l, o);
 }
 
 /* One connected component (number id, from 1) from the starting transpose
- * of `start`. */
-static bool explore(rt_ctx *t, rt_node *start, component *c, int32_t id) {
-  queue q = {0};
+ * `start`, listed in c (emptied first); q is scratch. */
+static bool explore(rt_ctx *t, rt_node *start, component *c, queue *q, int32_t id) {
+  c->a.n = c->b1.n = c->b2.n = 0;
+  q->head = q->n = 0;
   start->visited = true;
-  bool ok = list_once(t, &c->a, start, id) && enqueue_cancel_and_mat(t, &q, start, false);
-  while (ok && q.head < q.n) {
-    rt_node *o = rt_node_find(t, q.v[q.head++]);
-    if (!o) continue;
+  bool ok = list_once(t, &c->a, start, id) && enqueue_cancel_and_mat(t, q, start, false);
+  while (ok && q->head < q->n) {
+    rt_node *o = q->v[q->head++];
     o->visited = true;
     if (o->in_cancel_map) {
-      ok = list_once(t, &c->a, o, id) && enqueue_cancel_and_mat(t, &q, o, true);
+      ok = list_once(t, &c->a, o, id) && enqueue_cancel_and_mat(t, q, o, true);
     } else if (o->is_cancel_op) {
       ok = list_once(t, &c->b1, o, id);
-      for (int32_t i = 0; ok && i < o->starts.n; i++) ok = enqueue_unvisited(t, &q, o->starts.v[i]);
+      for (int32_t i = 0; ok && i < o->starts.n; i++) ok = enqueue_unvisited(t, q, o->starts.v[i]);
     } else {
       ok = list_once(t, &c->b2, o, id);
-      for (int32_t i = 0; ok && i < o->starts.n; i++) ok = enqueue_unvisited(t, &q, o->starts.v[i]);
+      for (int32_t i = 0; ok && i < o->starts.n; i++) ok = enqueue_unvisited(t, q, o->starts.v[i]);
     }
   }
-  free(q.v);
   return ok;
 }
 
@@ -95,10 +88,9 @@ bool rt_verify(rt_ctx *t) {
   for (int32_t k = 0; k < t->cancel_keys.n; k++) {
     rt_node *s = t->cancel_keys.v[k];
     for (int32_t i = 0; i < s->cancel.n; i++) {
-      rt_node *c = rt_node_of(t, s->cancel.v[i]);
-      if (!c) return false;
+      rt_node *c = s->cancel.v[i];
       c->is_cancel_op = true;
-      if (!rt_ops_add_unique(t, &c->starts, s->op)) return false;
+      if (!rt_nodes_add_unique(t, &c->starts, s)) return false;
     }
   }
   /* invert transpose_op_to_materialize_ops; a starting transpose that
@@ -106,10 +98,9 @@ bool rt_verify(rt_ctx *t) {
   for (int32_t k = 0; k < t->mat_keys.n; k++) {
     rt_node *s = t->mat_keys.v[k];
     for (int32_t i = 0; i < s->mat.n; i++) {
-      rt_node *m = rt_node_of(t, s->mat.v[i].op);
-      if (!m) return false;
+      rt_node *m = s->mat.v[i].node;
       m->is_mat_op = true;
-      if (!rt_ops_add_unique(t, &m->starts, s->op)) return false;
+      if (!rt_nodes_add_unique(t, &m->starts, s)) return false;
       if (!s->in_cancel_map) {
         s->in_cancel_map = true;
         if (!rt_nodes_add(t, &t->cancel_keys, s)) return false;
@@ -121,27 +112,32 @@ bool rt_verify(rt_ctx *t) {
    * transposes than it materializes */
   int32_t n_keys = t->cancel_keys.n, n_comps = 0;
   rt_nodes drop = {0};
+  component c = {0};
+  queue q = {0};
   bool ok = true;
   for (int32_t k = 0; k < n_keys && ok; k++) {
     rt_node *s = t->cancel_keys.v[k];
     if (s->visited) continue;
-    component c = {0};
-    ok = explore(t, s, &c, ++n_comps);
-    if (ok) {
-      bool output = false;
-      for (int32_t i = 0; i < c.a.n && !output; i++)
-        output = c.a.v[i]->n_outputs > 0 && pass_t_is_output_of(c.a.v[i]->outputs[0], t->b);
-      if (output || c.b2.n >= c.a.n + c.b1.n)
-        for (int32_t i = 0; i < c.a.n && ok; i++) {
-          rt_node *n = rt_node_find(t, c.a.v[i]);
-          if (n && !n->dropped) {
-            n->dropped = true;
-            ok = rt_nodes_add(t, &drop, n);
-          }
+    ok = explore(t, s, &c, &q, ++n_comps);
+    if (!ok) break;
+    /* coremltools keeps a component whose starting transpose is a block
+     * output. The block's outputs are the sinks' outputs here, and a
+     * transpose's output is one only when the transpose is a sink. */
+    bool output = false;
+    for (int32_t i = 0; i < c.a.n && !output; i++) output = rt_is_sink(t, c.a.v[i]->op);
+    if (output || c.b2.n >= c.a.n + c.b1.n)
+      for (int32_t i = 0; i < c.a.n && ok; i++) {
+        rt_node *n = c.a.v[i];
+        if (!n->dropped) {
+          n->dropped = true;
+          ok = rt_nodes_add(t, &drop, n);
         }
-    }
-    component_free(&c);
+      }
   }
+  free(c.a.v);
+  free(c.b1.v);
+  free(c.b2.v);
+  free(q.v);
   for (int32_t i = 0; ok && i < drop.n; i++) drop.v[i]->in_cancel_map = false;
   free(drop.v);
   return ok && !t->oom;
@@ -160,16 +156,16 @@ static const char *intern(rt_ctx *t, const char *prefix, const char *s) {
   snprintf(buf, len, "%s%s", prefix, s);
   const char *r = mil_program_intern(t->c->p, buf, (size_t)-1);
   free(buf);
-  if (r && !pass_names_add(pass_t_names(t->c), r)) r = NULL;
+  if (r && !rt_name_add(t, r)) r = NULL;
   return r;
 }
 
 /* mb.identity(x=x, before_op=before, name=name) */
 static mil_var *identity(rt_ctx *t, mil_op *before, mil_var *x, const char *name, int *err) {
-  mil_op *id = pass_t_op(t->c, before, "identity", name);
+  mil_op *id = rt_new_op(t, before, "identity", name);
   if (!id) return (*err = pass_t_oom(t->c)), NULL;
   pass_t_var(id, "x", x);
-  mil_status st = pass_t_finish(t->c, id);
+  mil_status st = rt_finish_op(t, id);
   if (st != MIL_OK) return (*err = -(int)st), NULL;
   return id->outputs[0];
 }
@@ -177,11 +173,11 @@ static mil_var *identity(rt_ctx *t, mil_op *before, mil_var *x, const char *name
 /* mb.transpose(x=x, perm=perm, before_op=before, name=name) */
 static mil_var *transpose(rt_ctx *t, mil_op *before, mil_var *x, const int64_t *perm, int32_t rank,
                           const char *name, int *err) {
-  mil_op *tr = pass_t_op(t->c, before, "transpose", name);
+  mil_op *tr = rt_new_op(t, before, "transpose", name);
   if (!tr) return (*err = pass_t_oom(t->c)), NULL;
   pass_t_var(tr, "x", x);
-  if (!pass_t_const(t->c, tr, "perm", pass_t_i32s(t->c->p, rank, perm))) return (*err = pass_t_oom(t->c)), NULL;
-  mil_status st = pass_t_finish(t->c, tr);
+  if (!rt_const_input(t, tr, "perm", pass_t_i32s(t->c->p, rank, perm))) return (*err = pass_t_oom(t->c)), NULL;
+  mil_status st = rt_finish_op(t, tr);
   if (st != MIL_OK) return (*err = -(int)st), NULL;
   return tr->outputs[0];
 }
@@ -213,9 +209,8 @@ static bool in_vars(mil_var *const *vs, int32_t n, const mil_var *v) {
 static int bypass(rt_ctx *t, rt_node *start, rt_ops *removed, mil_var ***renamed, int32_t *n_renamed) {
   int err = 0;
   for (int32_t k = -1; k < start->cancel.n; k++) {
-    mil_op *op = k < 0 ? start->op : start->cancel.v[k];
-    rt_node *n = rt_node_of(t, op);
-    if (!n) return pass_t_oom(t->c);
+    rt_node *n = k < 0 ? start : start->cancel.v[k];
+    mil_op *op = n->op;
     if (n->removed) continue;
     n->removed = true;
     if (!rt_ops_add(t, removed, op)) return pass_t_oom(t->c);
@@ -247,10 +242,9 @@ static int materialize(rt_ctx *t, rt_node *start, const int64_t *perm, int32_t r
                        mil_var *start_out, mil_var **renamed, int32_t n_renamed) {
   int err = 0;
   for (int32_t i = 0; i < start->mat.n; i++) {
-    mil_op *m = start->mat.v[i].op;
+    rt_node *mn = start->mat.v[i].node;
+    mil_op *m = mn->op;
     mil_var *var = start->mat.v[i].var;
-    rt_node *mn = rt_node_of(t, m);
-    if (!mn) return pass_t_oom(t->c);
     if (handled(t, mn, var)) {
       if (t->oom) return pass_t_oom(t->c);
       continue;
@@ -289,8 +283,7 @@ static int remove_transposes(rt_ctx *t, rt_node *start) {
   mil_var *start_in = mil_op_input_var(op, "x"), *start_out = op->outputs[0];
   if (!start_in || !rt_perm(op, perm, &rank)) return 0;
   for (int32_t i = 0; i < start->axis.n; i++) {
-    rt_node *a = rt_node_of(t, start->axis.v[i]);
-    if (!a) return pass_t_oom(t->c);
+    rt_node *a = start->axis.v[i];
     if (a->updated) continue;
     int r = rt_axis_update(t, a->op, perm, rank);
     if (r < 0) return r;
@@ -313,7 +306,7 @@ int rt_apply(rt_ctx *t) {
    * it is before the first rewrite (names of removed ops stay taken). */
   for (int32_t k = 0; k < t->cancel_keys.n; k++)
     if (t->cancel_keys.v[k]->in_cancel_map) {
-      if (!pass_t_names(t->c)) return pass_t_oom(t->c);
+      if (!rt_names_of(t)) return pass_t_oom(t->c);
       break;
     }
   for (int32_t k = 0; k < t->cancel_keys.n; k++) {

@@ -88,11 +88,11 @@ static mil_value *transpose_value(mil_program *prog, const mil_value *v, const i
 /* mb.const(val=v, before_op=op) ("const_<k>") rebound in op for old. */
 static int new_const_for(rt_ctx *t, mil_op *op, mil_var *old, const mil_value *v) {
   if (!v) return pass_t_oom(t->c);
-  const char *name = pass_t_fresh(t->c, "const");
+  const char *name = rt_fresh(t, "const");
   mil_op *k = name ? mil_const_new(t->c->p, name, v) : NULL;
   if (!k || k->n_outputs != 1) return pass_t_oom(t->c);
   mil_block_insert_before(op, k);
-  if (!pass_names_add(pass_t_names(t->c), k->outputs[0]->name)) return pass_t_oom(t->c);
+  if (!rt_name_add(t, k->outputs[0]->name)) return pass_t_oom(t->c);
   if (old) rt_rebind(op, old, k->outputs[0]);
   return 0;
 }
@@ -267,11 +267,11 @@ static int binary_update(rt_ctx *t, mil_op *op, const int64_t *perm, int32_t pra
   for (int32_t i = 0; i < rank; i++) new_shape[i] = shape[inv[i]];
   if (br.other->val)
     return new_const_for(t, op, br.other, transpose_value(t->c->p, br.other->val, shape, rank, inv));
-  mil_op *rs = pass_t_op(t->c, op, "reshape", NULL);
+  mil_op *rs = rt_new_op(t, op, "reshape", NULL);
   if (!rs) return pass_t_oom(t->c);
   pass_t_var(rs, "x", br.other);
-  if (!pass_t_const(t->c, rs, "shape", pass_t_i32s(t->c->p, rank, new_shape))) return pass_t_oom(t->c);
-  mil_status st = pass_t_finish(t->c, rs);
+  if (!rt_const_input(t, rs, "shape", pass_t_i32s(t->c->p, rank, new_shape))) return pass_t_oom(t->c);
+  mil_status st = rt_finish_op(t, rs);
   if (st != MIL_OK) return -(int)st;
   rt_rebind(op, br.other, rs->outputs[0]);
   return 0;

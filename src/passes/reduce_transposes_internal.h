@@ -2,9 +2,10 @@
  * reduce_transposes.c (the pass, the three phases in order),
  * reduce_transposes_visit.c (phase 1: the traversal assigning hypothetical
  * values), reduce_transposes_axis.c (the axis-update ops: whether a
- * transpose can pass them and how they change when it does) and
+ * transpose can pass them and how they change when it does),
  * reduce_transposes_apply.c (phases 2 and 3: choosing the transposes to
- * remove and rewriting the block).
+ * remove and rewriting the block) and reduce_transposes_names.c (the
+ * names of the ops phase 3 makes).
  *
  * Mirrors coremltools/converters/mil/mil/passes/defs/optimize_repeat_ops.py
  * (_TransposeOptimization, TransformAxisUpdateOps and its subclasses,
@@ -18,15 +19,24 @@
 
 #define RT_MAX_RANK 64
 
-/* A growable array of ops (insertion-ordered; rt_ops_add_unique for sets). */
+/* A growable array of ops (insertion-ordered). */
 typedef struct rt_ops {
   mil_op **v;
   int32_t n, cap;
 } rt_ops;
 
-/* A materialization edge: op reads var, which carries a lazy transpose. */
+typedef struct rt_node rt_node;
+
+/* A growable array of nodes. */
+typedef struct rt_nodes {
+  rt_node **v;
+  int32_t n, cap;
+} rt_nodes;
+
+/* A materialization edge: the op of `node` reads var, which carries a lazy
+ * transpose. */
 typedef struct rt_edge {
-  mil_op *op;
+  rt_node *node;
   mil_var *var;
 } rt_edge;
 
@@ -37,41 +47,39 @@ typedef struct rt_edges {
 
 /* coremltools' _HypotheticalValue (lazy == false) and
  * _LazyTransposeHypotheticalValue (lazy == true: the transposes in
- * `transposes`, all with perm `perm`, applied to `wrapped`). */
+ * `transposes`, all with perm `perm`, applied to `wrapped`). Lazy values
+ * live in the context's slab. */
 typedef struct rt_hv rt_hv;
 struct rt_hv {
   bool lazy;
-  rt_hv *wrapped;
-  int64_t perm[RT_MAX_RANK];
   int32_t rank;
-  rt_ops *transposes; /* shared by the outputs of one op */
-  rt_hv *next_alloc;  /* allocation list */
+  rt_hv *wrapped;
+  const int64_t *perm; /* rank entries (slab; shared, never written) */
+  rt_ops *transposes;  /* shared by the outputs of one op */
 };
 
-/* What the pass knows about one op, in every role it can play. */
-typedef struct rt_node {
+/* What the pass knows about one op, in every role it can play. Nodes live
+ * in the context's slab; op->aux points at an op's node (phase 1 clears
+ * the aux of every op it visits, and only those and the sinks get one). */
+struct rt_node {
   mil_op *op;
   /* as a starting transpose */
   bool in_cancel_map;   /* key of transpose_op_to_cancel_ops */
   bool in_mat_map;      /* key of transpose_op_to_materialize_ops */
-  rt_ops cancel;        /* transposes it cancels with */
+  rt_nodes cancel;      /* transposes it cancels with */
   rt_edges mat;         /* where it must materialize */
-  rt_ops axis;          /* axis-update ops it passes through */
+  rt_nodes axis;        /* axis-update ops it passes through */
   /* inverse maps of phase 2 */
   bool is_cancel_op, is_mat_op;
-  rt_ops starts; /* starting transposes of a cancel / materialize op */
+  rt_nodes starts; /* starting transposes of a cancel / materialize op */
   /* book keeping */
   bool visited, updated, removed, dropped;
-  int32_t comp; /* phase 2: 1 + the index of the component listing it */
+  int32_t comp;  /* phase 2: 1 + the index of the component listing it */
+  int32_t stamp; /* phase 1: the last transposes set it was added to */
   mil_var **handled; /* as a materialize op: input vars already materialized */
   int32_t n_handled, cap_handled;
-  struct rt_node *next_alloc;
-} rt_node;
-
-typedef struct rt_nodes {
-  rt_node **v;
-  int32_t n, cap;
-} rt_nodes;
+  rt_node *next_alloc;
+};
 
 /* The op types the traversal tells apart. */
 enum {
@@ -85,7 +93,16 @@ enum {
   RT_K_BINARY,
 };
 
-#define RT_LAZY_BITS 16384
+/* Names gathered for the run's name set (see reduce_transposes_names.c). */
+typedef struct rt_gather {
+  const char **v;
+  size_t n, cap;
+} rt_gather;
+
+/* A chunk of the slab that holds lazy values, nodes and perms. */
+typedef struct rt_chunk {
+  struct rt_chunk *next;
+} rt_chunk;
 
 /* Cache of the kind of each interned op type string (open addressing). */
 #define RT_KIND_SLOTS 256
@@ -101,15 +118,27 @@ typedef struct rt_ctx {
    * `plain` (plain values carry nothing, so one object stands for all) */
   pass_ptrmap hv_of;
   rt_hv plain;
-  /* a filter over the keys of hv_of: a var whose bit is clear has none */
-  uint64_t lazy_bits[RT_LAZY_BITS / 64];
-  pass_ptrmap node_of; /* op -> rt_node */
+  /* a filter over the keys of hv_of: a var whose bit is clear has none
+   * (1 << lazy_log2 bits, about four per op of the block) */
+  uint64_t *lazy_bits;
+  int32_t lazy_log2;
+  /* the same filter over the ops reading a lazy value (in the same
+   * allocation): an op whose bit is clear reads none */
+  uint64_t *reader_bits;
   rt_kind_slot kinds[RT_KIND_SLOTS];
   int32_t n_kinds;
-  rt_hv *hvs;
-  rt_node *nodes;
+  int32_t n_stamps; /* stamps handed to transposes sets */
+  /* the slab: chunks, and the free room of the newest one */
+  rt_chunk *chunks;
+  char *slab_at;
+  size_t slab_left;
+  rt_node *nodes; /* every node, newest first (their arrays are freed) */
   rt_ops **sets; /* every transposes set, for freeing */
   int32_t n_sets, cap_sets;
+  /* while the run's name set is not built: the names of the ops phase 1
+   * passed from gather_from (the block's first transpose) on */
+  rt_gather gathered;
+  mil_op *gather_from;
   rt_nodes cancel_keys; /* insertion order of transpose_op_to_cancel_ops */
   rt_nodes mat_keys;    /* insertion order of transpose_op_to_materialize_ops */
   /* output sinks */
@@ -126,14 +155,20 @@ typedef struct rt_ctx {
 /* ---------- small containers (reduce_transposes.c) ---------- */
 
 bool rt_ops_add(rt_ctx *t, rt_ops *s, mil_op *op);
-bool rt_ops_add_unique(rt_ctx *t, rt_ops *s, mil_op *op);
-bool rt_ops_has(const rt_ops *s, const mil_op *op);
-bool rt_edges_add(rt_ctx *t, rt_edges *s, mil_op *op, mil_var *var);
+bool rt_edges_add(rt_ctx *t, rt_edges *s, rt_node *node, mil_var *var);
 bool rt_nodes_add(rt_ctx *t, rt_nodes *s, rt_node *n);
-/* The node of op, created on first use (NULL on out of memory). */
+/* rt_nodes_add unless s holds n. */
+bool rt_nodes_add_unique(rt_ctx *t, rt_nodes *s, rt_node *n);
+/* n zeroed bytes from the slab, 16-byte aligned (NULL on out of memory). */
+void *rt_alloc(rt_ctx *t, size_t n);
+/* The node of op, created on first use (NULL on out of memory). op must
+ * have been visited by phase 1 or be a sink. */
 rt_node *rt_node_of(rt_ctx *t, mil_op *op);
-/* The node of op if it exists. */
-rt_node *rt_node_find(const rt_ctx *t, const mil_op *op);
+/* The node of op if it exists (same condition on op). */
+static inline rt_node *rt_node_find(const rt_ctx *t, const mil_op *op) {
+  (void)t;
+  return (rt_node *)op->aux;
+}
 /* A new lazy hypothetical value (NULL on out of memory). */
 rt_hv *rt_hv_new_lazy(rt_ctx *t);
 /* A new empty transposes set owned by t (NULL on out of memory). */
@@ -141,10 +176,23 @@ rt_ops *rt_set_new(rt_ctx *t);
 /* The hypothetical value of v; vars never seen read as a plain value
  * (coremltools only looks up vars it visited). Never NULL. */
 rt_hv *rt_hv_get(rt_ctx *t, mil_var *v);
-/* false on out of memory (h == NULL counts as such). */
+/* false on out of memory (h == NULL counts as such). Setting a lazy value
+ * sets the reader_bits of the ops reading v. */
 bool rt_hv_set(rt_ctx *t, mil_var *v, rt_hv *h);
+/* p's bit in lazy_bits and reader_bits. */
+static inline size_t rt_bit(const rt_ctx *t, const void *p) {
+  return (size_t)(((uint64_t)(uintptr_t)p * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - t->lazy_log2));
+}
 /* false when v certainly has a plain value (a quick filter). */
-bool rt_maybe_lazy(const rt_ctx *t, const mil_var *v);
+static inline bool rt_maybe_lazy(const rt_ctx *t, const mil_var *v) {
+  size_t b = rt_bit(t, v);
+  return (t->lazy_bits[b / 64] >> (b % 64)) & 1;
+}
+/* false when op certainly reads no lazy value (a quick filter). */
+static inline bool rt_maybe_reader(const rt_ctx *t, const mil_op *op) {
+  size_t b = rt_bit(t, op);
+  return (t->reader_bits[b / 64] >> (b % 64)) & 1;
+}
 /* RT_K_* of op (cached per type string). */
 int rt_kind(rt_ctx *t, const mil_op *op);
 /* True when v is one of the block's outputs before the sinks; *name gets
@@ -184,6 +232,26 @@ int rt_axis_update(rt_ctx *t, mil_op *op, const int64_t *perm, int32_t rank);
  * replace_uses_of_var_after_op with end_op = op and the anchor just
  * before it). */
 void rt_rebind(mil_op *op, mil_var *old, mil_var *new_var);
+
+/* ---------- names of new ops (reduce_transposes_names.c) ---------- */
+
+/* The taken names of one run of the pass (kept in c->ud, built on first
+ * need; the same set pass_t_names would give). */
+typedef struct rt_names rt_names;
+/* The run's name set, built now if needed (NULL on out of memory). */
+rt_names *rt_names_of(rt_ctx *t);
+/* Phase 1's part of building the set: gathers the names of op and its
+ * outputs (op has no nested blocks). false on out of memory. */
+bool rt_gather_op(rt_ctx *t, const mil_op *op);
+void rt_names_free(rt_names *n);
+/* Records name as taken. false on out of memory. */
+bool rt_name_add(rt_ctx *t, const char *name);
+/* Fresh "<prefix>_<k>" (pass_t_fresh); NULL on out of memory. */
+const char *rt_fresh(rt_ctx *t, const char *prefix);
+/* pass_t_op, pass_t_const and pass_t_finish with the run's name set. */
+mil_op *rt_new_op(rt_ctx *t, mil_op *anchor, const char *type, const char *name);
+bool rt_const_input(rt_ctx *t, mil_op *op, const char *input, const mil_value *v);
+mil_status rt_finish_op(rt_ctx *t, mil_op *op);
 
 /* ---------- phases 2 and 3 (reduce_transposes_apply.c) ---------- */
 

@@ -62,8 +62,8 @@ static bool set_plain_outputs(rt_ctx *t, mil_op *op) {
 }
 
 static bool note_materialize(rt_ctx *t, mil_op *start, mil_op *op, mil_var *var) {
-  rt_node *n = rt_node_of(t, start);
-  if (!n || !rt_edges_add(t, &n->mat, op, var)) return false;
+  rt_node *n = rt_node_of(t, start), *m = rt_node_of(t, op);
+  if (!n || !m || !rt_edges_add(t, &n->mat, m, var)) return false;
   if (!n->in_mat_map) {
     n->in_mat_map = true;
     if (!rt_nodes_add(t, &t->mat_keys, n)) return false;
@@ -72,8 +72,8 @@ static bool note_materialize(rt_ctx *t, mil_op *start, mil_op *op, mil_var *var)
 }
 
 static bool note_cancel(rt_ctx *t, mil_op *start, mil_op *op) {
-  rt_node *n = rt_node_of(t, start);
-  if (!n || !rt_ops_add(t, &n->cancel, op)) return false;
+  rt_node *n = rt_node_of(t, start), *c = rt_node_of(t, op);
+  if (!n || !c || !rt_nodes_add(t, &n->cancel, c)) return false;
   if (!n->in_cancel_map) {
     n->in_cancel_map = true;
     if (!rt_nodes_add(t, &t->cancel_keys, n)) return false;
@@ -107,13 +107,15 @@ static bool same_perm(const rt_hv *h, const int64_t *perm, int32_t rank) {
   return true;
 }
 
+/* A lazy value. perm (rank entries) is kept, not copied: it is slab memory
+ * (a starting transpose's copy, shared by the values derived from it). */
 static rt_hv *lazy_value(rt_ctx *t, rt_hv *wrapped, rt_ops *set, const int64_t *perm, int32_t rank) {
   rt_hv *h = rt_hv_new_lazy(t);
   if (!h) return NULL;
   h->wrapped = wrapped;
   h->transposes = set;
   h->rank = rank;
-  memcpy(h->perm, perm, (size_t)rank * sizeof *perm);
+  h->perm = perm;
   return h;
 }
 
@@ -133,24 +135,31 @@ static bool visit_axis_update(rt_ctx *t, mil_op *op) {
     else if (!same_perm(h, first->perm, first->rank)) return visit_materialize(t, op);
   }
   if (n_lazy == 0) return visit_materialize(t, op);
-  int64_t perm[RT_MAX_RANK];
+  const int64_t *perm = first->perm;
   int32_t rank = first->rank;
-  memcpy(perm, first->perm, (size_t)rank * sizeof *perm);
   if (!rt_axis_can_pass(t, op, perm, rank)) return t->oom ? false : visit_materialize(t, op);
   rt_ops *set = rt_set_new(t);
   if (!set) return false;
+  /* the union of the inputs' sets, in order: a node stamped with this
+   * set's number is in it already */
+  int32_t stamp = ++t->n_stamps;
   rt_hv *wrapped = NULL;
   for (int32_t i = 0; i < n; i++) {
     rt_hv *h = rt_hv_get(t, ins[i]);
     if (!h->lazy) continue;
-    for (int32_t k = 0; k < h->transposes->n; k++)
-      if (!rt_ops_add_unique(t, set, h->transposes->v[k])) return false;
+    for (int32_t k = 0; k < h->transposes->n; k++) {
+      rt_node *nd = rt_node_of(t, h->transposes->v[k]);
+      if (!nd) return false;
+      if (nd->stamp == stamp) continue;
+      nd->stamp = stamp;
+      if (!rt_ops_add(t, set, nd->op)) return false;
+    }
     wrapped = h->wrapped;
   }
-  for (int32_t k = 0; k < set->n; k++) {
-    rt_node *nd = rt_node_of(t, set->v[k]);
-    if (!nd || !rt_ops_add(t, &nd->axis, op)) return false;
-  }
+  rt_node *self = rt_node_of(t, op);
+  if (!self) return false;
+  for (int32_t k = 0; k < set->n; k++)
+    if (!rt_nodes_add(t, &rt_node_find(t, set->v[k])->axis, self)) return false;
   for (int32_t i = 0; i < op->n_outputs; i++)
     if (!rt_hv_set(t, op->outputs[i], lazy_value(t, wrapped, set, perm, rank))) return false;
   return true;
@@ -183,8 +192,10 @@ static bool visit_transpose(rt_ctx *t, mil_op *op) {
   if (!in->lazy) {
     if (rt_is_old_output(t, op->outputs[0], NULL)) return visit_materialize(t, op);
     rt_ops *set = rt_set_new(t);
-    if (!set || !rt_ops_add(t, set, op)) return false;
-    return rt_hv_set(t, op->outputs[0], lazy_value(t, in, set, perm, rank));
+    int64_t *kept = rt_alloc(t, (size_t)(rank > 0 ? rank : 1) * sizeof *kept);
+    if (!set || !kept || !rt_ops_add(t, set, op)) return false;
+    memcpy(kept, perm, (size_t)rank * sizeof *perm);
+    return rt_hv_set(t, op->outputs[0], lazy_value(t, in, set, kept, rank));
   }
   if (!cancels(in->perm, in->rank, perm, rank)) return visit_materialize(t, op);
   if (!rt_hv_set(t, op->outputs[0], in->wrapped)) return false;
@@ -224,14 +235,51 @@ static bool visit(rt_ctx *t, mil_op *op, bool sink) {
   return visit_materialize(t, op);
 }
 
+/* The op k after op in its block, or NULL. */
+static mil_op *ahead(mil_op *op, int k) {
+  while (op && k-- > 0) op = op->next;
+  return op;
+}
+
 bool rt_traverse(rt_ctx *t, bool *nested) {
   for (int32_t i = 0; i < t->b->n_inputs; i++)
     if (!rt_hv_set(t, t->b->inputs[i], &t->plain)) return false;
+  /* Only transposes and the ops reading a lazy value (noted by rt_hv_set)
+   * can have anything but plain outputs; any other op is passed over
+   * without reading more than its first cache line. While the run's name
+   * set is not built, the names of the ops from the first transpose on
+   * are gathered for it on the way (a block without transposes needs
+   * none); the output arrays and vars of ops a few ahead are prefetched
+   * then. */
+  bool gather = !t->c->ud;
+  mil_op *near = NULL, *far = NULL;
   for (mil_op *op = t->b->first; op; op = op->next) {
     if (op->n_blocks > 0) {
       *nested = true;
       return true;
     }
+    int kind = rt_kind(t, op);
+    if (gather && !t->gather_from && kind == RT_K_TRANSPOSE) {
+      t->gather_from = op;
+      near = ahead(op, 2);
+      far = ahead(near, 2);
+    }
+    if (t->gather_from) {
+      if (far) {
+        __builtin_prefetch(far->outputs);
+        far = far->next;
+      }
+      if (near) {
+        if (near->n_outputs > 0) __builtin_prefetch(near->outputs[0]);
+        near = near->next;
+      }
+      if (!rt_gather_op(t, op)) {
+        t->oom = true;
+        return false;
+      }
+    }
+    if (kind != RT_K_TRANSPOSE && !rt_maybe_reader(t, op)) continue;
+    op->aux = NULL; /* no node yet */
     if (!visit(t, op, false) || t->oom) return false;
   }
   return true;
