@@ -185,6 +185,16 @@ MIL_API const char *mil_program_intern(mil_program *p, const char *s, size_t len
 /* The interned copy of s when some name/string equal to s exists in the
  * program, else NULL (nothing is added). len as for mil_program_intern. */
 MIL_API const char *mil_program_find_string(const mil_program *p, const char *s, size_t len);
+/* mil_program_intern that also tells whether the string is new to the
+ * program (*added): a name never interned before names nothing yet, which
+ * spares a pass making many fresh names a lookup in its own name set.
+ * NULL on out of memory. */
+MIL_API const char *mil_program_intern_new(mil_program *p, const char *s, size_t len, bool *added);
+/* Loads into the cache the slot of the interning table where s (len bytes,
+ * or (size_t)-1) is or would go; changes nothing. For a pass about to
+ * intern many names in a large program (each lookup a cache miss), a few
+ * names ahead. */
+MIL_API void mil_program_intern_prefetch(const mil_program *p, const char *s, size_t len);
 /* Sets (or replaces) a program attribute. */
 MIL_API mil_status mil_program_set_attr(mil_program *p, const char *name, const mil_value *v);
 /* Total number of ops in all functions, nested blocks included. O(1): the

@@ -185,6 +185,22 @@ mil_var *mil_block_add_input(mil_block *b, const char *name, const mil_type *typ
 
 mil_var *mil_op_add_output(mil_op *op, const char *name, const mil_type *type) {
   mil_program *p = op->program;
+  if (op->cap_outputs == 0 && op->n_outputs == 0) {
+    /* the first output (most ops have one): the outputs array takes the
+     * var record's alignment padding, in one allocation */
+    _Static_assert(sizeof(mil_var) % sizeof(mil_var *) == 0, "the outputs array follows the var aligned");
+    mil_var *v = ir_arena_alloc(p->nodes, sizeof *v + sizeof *op->outputs);
+    if (!v) return NULL;
+    v->name = mil_program_intern(p, name, (size_t)-1);
+    if (!v->name) return NULL;
+    v->type = type;
+    op->outputs = (mil_var **)(v + 1);
+    op->cap_outputs = 1;
+    v->op = op;
+    v->out_index = 0;
+    op->outputs[op->n_outputs++] = v;
+    return v;
+  }
   mil_var *v = var_new(p, name, type);
   if (!v) return NULL;
   if (op->n_outputs == op->cap_outputs) {
