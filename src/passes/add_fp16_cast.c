@@ -183,32 +183,44 @@ static mag scan_weight(const mil_program *p, const mil_value *w) {
 }
 
 /* The scans of one run, by weight: the overflow check and the cast of the
- * same weight read it once. Open addressing on the value's address. */
-#define MAG_SLOTS 4096
+ * same weight read it once. Open addressing on the value's address, sized
+ * for the program's consts (at most half full; past that, weights are
+ * scanned without being remembered). */
 static _Thread_local struct {
-  const mil_value *v;
-  mag m;
-} g_mags[MAG_SLOTS];
+  const mil_value **key;
+  mag *val;
+  size_t cap, n;
+} g_mags;
 
-static void mags_clear(void) { memset(g_mags, 0, sizeof g_mags); }
+static void mags_begin(const mil_program *p) {
+  size_t want = 2 * (size_t)mil_program_count_op_type(p, "const") + 64, cap = 64;
+  while (cap < want) cap *= 2;
+  g_mags.key = calloc(cap, sizeof *g_mags.key);
+  g_mags.val = malloc(cap * sizeof *g_mags.val);
+  g_mags.cap = g_mags.key && g_mags.val ? cap : 0;
+  g_mags.n = 0;
+}
+
+static void mags_end(void) {
+  free(g_mags.key);
+  free(g_mags.val);
+  memset(&g_mags, 0, sizeof g_mags);
+}
 
 static mag weight_mag(const mil_program *p, const mil_value *w) {
   /* a transposed weight not computed yet: its source has the same elements */
   if (mil_value_deferred_is_permutation(w)) w = mil_value_deferred_source(w);
-  if (w->nbytes < ((size_t)64 << 10) && !mil_value_is_deferred(w)) { /* small: scanning is cheaper than remembering */
-    const uint32_t *u = mil_value_data(w);
-    return u ? scan_range(u, (size_t)w->numel) : (mag){0, false};
+  if (!g_mags.cap) return scan_weight(p, w);
+  size_t s = (size_t)(((uintptr_t)w >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (g_mags.cap - 1);
+  for (; g_mags.key[s]; s = (s + 1) & (g_mags.cap - 1))
+    if (g_mags.key[s] == w) return g_mags.val[s];
+  mag m = scan_weight(p, w);
+  if ((g_mags.n + 1) * 2 <= g_mags.cap) {
+    g_mags.key[s] = w;
+    g_mags.val[s] = m;
+    g_mags.n++;
   }
-  size_t h = ((uintptr_t)w >> 4) * 0x9e3779b97f4a7c15ull >> 52, k;
-  for (k = 0; k < 64; k++) {
-    size_t s = (h + k) & (MAG_SLOTS - 1);
-    if (g_mags[s].v == w) return g_mags[s].m;
-    if (!g_mags[s].v) {
-      g_mags[s].v = w;
-      return g_mags[s].m = scan_weight(p, w);
-    }
-  }
-  return scan_weight(p, w);
+  return m;
 }
 
 /* coremltools' fp16_overflow: an fp32 const input holds a finite value
@@ -295,9 +307,9 @@ static bool fix_value(const pass_castq *q, mil_program *p, mil_var *x, const mil
 static const pass_castq k_fp16 = {PASS, "fp32", "fp16", MIL_DT_FP32, type_ok, is_valid_op, should_cast, fix_value};
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
-  mags_clear();
+  mags_begin(p);
   mil_status st = pass_castq_run(&k_fp16, p, o, true, stats, d);
-  mags_clear();
+  mags_end();
   return st;
 }
 
