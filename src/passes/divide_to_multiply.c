@@ -22,7 +22,6 @@
  * optimize_elementwise_binary.py (divide_to_multiply).
  */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,13 +45,16 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
     if (!isfinite(r)) return 0;
     mil_value_set_f64(inv, i, r);
   }
-  size_t len = strlen(op->name) + 11;
-  char *name = malloc(len);
+  /* "_inversed_<op name>" */
+  size_t len = strlen(op->name);
+  char stack[256];
+  char *name = len + 11 <= sizeof stack ? stack : malloc(len + 11);
   if (!name) return -(int)MIL_ERR_NOMEM;
-  snprintf(name, len, "_inversed_%s", op->name);
+  memcpy(name, "_inversed_", 10);
+  memcpy(name + 10, op->name, len + 1);
   mil_op *mark = op->prev;
   mil_op *m = pass_fuse_new_op(c, op, "mul", name);
-  free(name);
+  if (name != stack) free(name);
   mil_var *yc = m ? pass_fuse_const(c, m, m->name, "y", inv) : NULL;
   if (!yc) return -(int)MIL_ERR_NOMEM;
   mil_op_add_input(m, "x", x);

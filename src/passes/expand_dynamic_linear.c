@@ -33,7 +33,7 @@
  */
 #include <string.h>
 
-#include "passes/pass_internal.h"
+#include "passes/fuse_util_internal.h"
 
 typedef struct edl {
   mil_program *p;
@@ -118,11 +118,15 @@ static mil_status replace_linear(edl *c, mil_op *lin, mil_var *result) {
 }
 
 static mil_status expand(edl *c, mil_op *lin) {
-  mil_var *x = mil_op_input_var(lin, "x"), *w = mil_op_input_var(lin, "weight");
-  mil_var *bias = mil_op_input_var(lin, "bias");
-  if (!x || !w || lin->n_outputs != 1) return MIL_OK;
+  if (lin->n_outputs != 1) return MIL_OK;
+  /* a linear with a const weight and bias (most of them) is left alone
+   * without looking at x */
+  mil_var *w = mil_op_input_var(lin, "weight"), *bias = mil_op_input_var(lin, "bias");
+  if (!w) return MIL_OK;
   bool w_static = is_static(w), b_static = is_static(bias);
   if (w_static && b_static) return MIL_OK;
+  mil_var *x = mil_op_input_var(lin, "x");
+  if (!x) return MIL_OK;
   if (!c->names && !(c->names = pass_names_new(c->p))) return oom(c);
   mil_status st;
   mil_var *result;
@@ -154,34 +158,21 @@ static mil_status expand(edl *c, mil_op *lin) {
   return replace_linear(c, lin, result);
 }
 
-static mil_status expand_block(edl *c, mil_block *b, int depth) {
-  if (depth > PASS_MAX_DEPTH)
-    return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "expand_dynamic_linear: blocks nested deeper than %d levels",
-                          PASS_MAX_DEPTH);
-  /* new ops go before the visited op: following op->next visits exactly
-   * the ops present at the start */
-  mil_op *next;
-  for (mil_op *op = b->first; op; op = next) {
-    next = op->next;
-    for (int32_t i = 0; i < op->n_blocks; i++) {
-      mil_status st = expand_block(c, op->blocks[i], depth + 1);
-      if (st != MIL_OK) return st;
-    }
-    if (strcmp(op->type, "linear") == 0) {
-      mil_status st = expand(c, op);
-      if (st != MIL_OK) return st;
-    }
-  }
-  return MIL_OK;
+/* The walk's callback: new ops go before the visited linear, which is
+ * removed, so the sweep meets exactly the linears present at its start. */
+static int walk_fn(void *ud, mil_op *op) {
+  mil_status st = expand(ud, op);
+  return st == MIL_OK ? 0 : -(int)st;
 }
 
+static const char *const k_types[] = {"linear", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
+  (void)o;
   edl c = {p, NULL, 0, d};
-  mil_status st = MIL_OK;
-  for (int32_t fi = 0; fi < p->n_functions && st == MIL_OK; fi++) {
-    mil_function *f = p->functions[fi];
-    for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) st = expand_block(&c, f->specs[s].block, 0);
-  }
+  /* one sweep of every block, nested blocks as their op is reached */
+  pass_walk_spec ws = {"expand_dynamic_linear", k_types, false, PASS_WALK_NESTED_ONCE, true, NULL};
+  mil_status st = pass_walk_run(p, d, &ws, walk_fn, &c, NULL);
   pass_names_free(c.names);
   if (stats) stats->changes += c.changes;
   return st;

@@ -44,6 +44,10 @@ static bool reads(const mil_op *op, const mil_var *v) {
 static int fuse(pass_fuse_ctx *c, mil_op *op) {
   bool is_div = strcmp(op->type, "real_div") == 0;
   if ((!is_div && strcmp(op->type, "mul") != 0) || op->n_outputs != 1) return 0;
+  /* the erf child first: most candidates have none, and it is found
+   * without looking at the operands */
+  mil_op *erf = pass_fuse_child_of_type(op, "erf");
+  if (!erf) return 0;
   mil_var *x = mil_op_input_var(op, "x"), *y = mil_op_input_var(op, "y");
   if (!x || !y || (!x->val && !y->val)) return 0;
   mil_var *root = y->val ? x : y;
@@ -51,8 +55,6 @@ static int fuse(pass_fuse_ctx *c, mil_op *op) {
   mil_op *ops[6];
   int n = 0;
   ops[n++] = op;
-  mil_op *erf = pass_fuse_child_of_type(op, "erf");
-  if (!erf) return 0;
   ops[n++] = erf;
   mil_op *add = pass_fuse_child_of_type(erf, "add");
   if (!add || !either_near(add, 1.0)) return 0;

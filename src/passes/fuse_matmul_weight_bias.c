@@ -74,9 +74,8 @@ static int fuse(pass_fuse_ctx *c, mil_op *mm) {
   if (is_sub && ax->val) return 0; /* const - matmul: see the top */
   if (mil_var_is_block_output(mm->outputs[0])) return 0;
   bool tw = flag(mm, "transpose_y"), tx = flag(mm, "transpose_x");
-  pass_nonrep *nr = pass_fuse_nonrep(c);
-  if (!nr) return -(int)MIL_ERR_NOMEM;
-  if (pass_nonrep_has(nr, w)) return 0;
+  int nonrep = pass_fuse_nonrep_has(c, w);
+  if (nonrep != 0) return nonrep < 0 ? nonrep : 0;
   if (pass_fuse_rank(x) < 2 || pass_fuse_rank(w) != 2) return 0;
   if (pass_n_op_uses(w) > 1) return 0;
   int64_t d_out = w->type->dims[tw ? 0 : 1].size;
@@ -139,8 +138,10 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   (void)o;
   mil_status s = pass_infer_marked_values(p, d);
   if (s != MIL_OK) return s;
-  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_matmul_weight_bias"};
-  s = pass_fuse_run(&c, fuse, true, false, st);
+  /* the pass builds and removes ops only through the fuse helpers */
+  pass_fuse_ctx c = {.p = p, .d = d, .pass = "fuse_matmul_weight_bias", .lazy_names = true};
+  static const char *const types[] = {"matmul", NULL};
+  s = pass_fuse_run_types(&c, fuse, true, false, types, NULL, st);
   pass_fuse_ctx_free(&c);
   return s;
 }

@@ -14,6 +14,8 @@ void pass_fuse_ctx_free(pass_fuse_ctx *c) {
   pass_names_free(c->names);
   pass_nonrep_free(c->nonrep);
   free(c->noted);
+  pass_ptrset_free(&c->noted_set);
+  pass_ptrmap_free(&c->noted_next);
   c->names = NULL;
   c->nonrep = NULL;
   c->noted = NULL;
@@ -26,6 +28,8 @@ pass_names *pass_fuse_names(pass_fuse_ctx *c) {
   /* the names the set would have received since the run started */
   for (int32_t i = 0; ok && i < c->n_noted; i++) ok = pass_names_add_interned(c->names, c->noted[i]);
   free(c->noted);
+  pass_ptrset_free(&c->noted_set);
+  pass_ptrmap_free(&c->noted_next);
   c->noted = NULL;
   c->n_noted = c->cap_noted = 0;
   if (!ok) mil_diag_error(c->d, MIL_ERR_NOMEM, "%s: out of memory collecting names", c->pass);
@@ -43,6 +47,7 @@ static bool note_name(pass_fuse_ctx *c, const char *name) {
     c->noted = nn;
     c->cap_noted = nc;
   }
+  if (!pass_ptrset_add(&c->noted_set, name)) return false;
   c->noted[c->n_noted++] = name;
   return true;
 }
@@ -58,18 +63,62 @@ static int note_op_names(mil_op *op, void *ud) {
   return ok ? 0 : 1;
 }
 
+/* Writes k in decimal at out (room for 20 digits); returns its length. */
+static size_t put_k(char *out, uint64_t k) {
+  char tmp[20];
+  size_t n = 0;
+  do {
+    tmp[n++] = (char)('0' + k % 10);
+    k /= 10;
+  } while (k);
+  for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+  return n;
+}
+
+/* Lazy naming's answer for "<prefix>_<k>" (prefix in buf, len bytes):
+ * every name the set would hold is interned, and every noted name is in
+ * it, so the first k whose name the program never interned is the
+ * smallest free one once every smaller k's name is noted. Returns the
+ * name (interned and noted), or NULL with *decided false when some
+ * smaller k's name is interned but not noted (only the set can tell), or
+ * with *decided true on out of memory. buf is left holding the prefix. */
+static const char *lazy_fresh(pass_fuse_ctx *c, char *buf, size_t len, bool *decided) {
+  *decided = true;
+  memcpy(buf + len, "_0", 3);
+  const char *key = mil_program_find_string(c->p, buf, len + 2);
+  size_t m = len + 2;
+  uint64_t k = 0;
+  if (key) {
+    if (!pass_ptrset_has(&c->noted_set, key)) goto unknown;
+    k = (uint64_t)(uintptr_t)pass_ptrmap_get(&c->noted_next, key);
+    for (k = k ? k : 1;; k++) {
+      m = len + 1 + put_k(buf + len + 1, k);
+      buf[m] = 0;
+      const char *s = mil_program_find_string(c->p, buf, m);
+      if (!s) break;
+      if (!pass_ptrset_has(&c->noted_set, s)) goto unknown;
+    }
+  }
+  const char *s = mil_program_intern(c->p, buf, m);
+  buf[len] = 0;
+  if (!s || !note_name(c, s)) return NULL;
+  if (key && !pass_ptrmap_put(&c->noted_next, key, (void *)(uintptr_t)(k + 1))) return NULL;
+  return s;
+unknown:
+  buf[len] = 0;
+  *decided = false;
+  return NULL;
+}
+
 /* "<prefix>_<k>" with the smallest k not taken (pass_names_fresh), built
  * in buf (room for len + 24 bytes, holding the prefix). Lazy naming: a
- * "<prefix>_0" the program has never interned is no name of it, so it is
- * taken without collecting the set. */
+ * name the program has never interned is no name of it, so it is taken
+ * without collecting the set (lazy_fresh). */
 static const char *fresh_name(pass_fuse_ctx *c, char *buf, size_t len) {
   if (c->lazy_names && !c->names) {
-    memcpy(buf + len, "_0", 3);
-    if (!mil_program_find_string(c->p, buf, len + 2)) {
-      const char *s = mil_program_intern(c->p, buf, len + 2);
-      return s && note_name(c, s) ? s : NULL;
-    }
-    buf[len] = 0;
+    bool decided;
+    const char *s = lazy_fresh(c, buf, len, &decided);
+    if (s || decided) return s;
   }
   pass_names *names = pass_fuse_names(c);
   return names ? pass_names_fresh(names, c->p, buf) : NULL;
@@ -303,6 +352,13 @@ static bool may_hold_constexpr(pass_fuse_ctx *c) {
   may = may || seen != total;
   c->constexpr_state = may ? 2 : 1;
   return may;
+}
+
+int pass_fuse_nonrep_has(pass_fuse_ctx *c, const mil_var *v) {
+  if (!c->nonrep && !may_hold_constexpr(c)) return 0; /* every set is empty */
+  pass_nonrep *nr = pass_fuse_nonrep(c);
+  if (!nr) return -(int)MIL_ERR_NOMEM;
+  return pass_nonrep_has(nr, v) ? 1 : 0;
 }
 
 /* Collects up to `cap` vars upstream of v (v included) through the

@@ -23,6 +23,21 @@
 
 #include "passes/pass_internal.h"
 
+/* Reading ahead in an op walk: the program keeps its op records in list
+ * order in memory (mil_program_compact_ops), so the record some steps
+ * ahead of op is most likely the one the walk reaches after those steps.
+ * Asking for its first cache line (type, next, block, n_blocks) while the
+ * current op is looked at turns a walk bound by one memory latency per op
+ * into a stream. A prefetch of an address outside the records is
+ * harmless. */
+#define PASS_WALK_AHEAD 32
+#if defined(__GNUC__) || defined(__clang__)
+#define PASS_PREFETCH(addr) __builtin_prefetch(addr)
+#else
+#define PASS_PREFETCH(addr) ((void)(addr))
+#endif
+#define PASS_WALK_PREFETCH(op) PASS_PREFETCH((const char *)(op) + PASS_WALK_AHEAD * sizeof(mil_op))
+
 /* The state a fusion callback gets: the program, a lazily built name set,
  * the constexpr tracking of Var.can_be_replaced_by_var, and the pass name
  * for messages. Zero-initialize, set p / d / pass, free with
@@ -33,7 +48,9 @@
  * it never interned names nothing), keeping the names the set would have
  * received meanwhile in `noted` (from the first op built on, when it
  * would have been collected: names_due); the names handed out are the
- * same. A
+ * same. A fresh name "<prefix>_<k>" is found without the set as long as
+ * the names before it were noted and it is a string the program never
+ * interned. A
  * pass may set it when it names and builds ops only with pass_fuse_new_op
  * / pass_fuse_const / pass_fuse_finish and removes ops only with
  * pass_fuse_replace_and_remove (or pass_fuse_rollback for ops it built). */
@@ -47,6 +64,8 @@ typedef struct pass_fuse_ctx {
   bool lazy_names;
   const char **noted; /* interned names taken since the run started (lazy_names, set not built) */
   int32_t n_noted, cap_noted;
+  pass_ptrset noted_set;  /* the same names, for lookups */
+  pass_ptrmap noted_next; /* interned "<prefix>_0" -> k + 1: every "<prefix>_<j>", j <= k, is noted */
   bool names_due;         /* an op was built: the set would have been collected */
   int8_t constexpr_state; /* 0 not known, 1 the program holds no constexpr_* op, 2 it may */
 } pass_fuse_ctx;
@@ -56,6 +75,10 @@ void pass_fuse_ctx_free(pass_fuse_ctx *c);
  * memory (an error is recorded in c->d). */
 pass_names *pass_fuse_names(pass_fuse_ctx *c);
 pass_nonrep *pass_fuse_nonrep(pass_fuse_ctx *c);
+/* pass_nonrep_has(pass_fuse_nonrep(c), v) without building the tracking
+ * while the program can hold no constexpr_* op (every set is empty then):
+ * 1 or 0, -(status) on out of memory (recorded in c->d). */
+int pass_fuse_nonrep_has(pass_fuse_ctx *c, const mil_var *v);
 
 /* A pattern callback: tries the pattern rooted at op (an op without nested
  * blocks unless the driver was asked to visit those too). Returns 1 when it

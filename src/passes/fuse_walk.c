@@ -5,7 +5,11 @@
  * A sweep is bound by loading every op of a block once, so it touches as
  * little of each op as it can: op->type compared with the program's
  * interned strings of the offered types, op->next, and op->n_blocks only
- * when some op of the program lies in a nested block. */
+ * when some op of the program lies in a nested block; the records ahead
+ * are requested while it goes (PASS_WALK_PREFETCH). A sweep that follows
+ * another over the same block (the next round of a fixed point, the next
+ * pattern of a pattern pass) takes the earlier snapshot instead of
+ * walking again when the op counts prove it still complete (walk_reuse). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +31,10 @@ typedef struct walk {
   bool every; /* more offered types than want[] holds: every op is offered */
   mil_op **stack; /* the snapshots of the blocks being swept, innermost last */
   size_t top, cap;
+  /* the last snapshot of a function body, left at stack[0..n_kept) for
+   * the next run over the same ops (see walk_reuse) */
+  mil_block *kept_block;
+  size_t n_kept;
 } walk;
 
 /* Resolves the offered types to the program's interned strings; false
@@ -83,7 +91,7 @@ static int walk_oom(walk *w) {
   return -(int)MIL_ERR_NOMEM;
 }
 
-static int walk_sweep(walk *w, mil_block *b, int depth);
+static int walk_sweep(walk *w, mil_block *b, int depth, size_t *kept);
 
 /* Whether some op of p lies in a nested block (the ops of the function
  * bodies and specializations fall short of all ops). */
@@ -94,20 +102,89 @@ static bool walk_nested_ops(const mil_program *p) {
   return top != mil_program_count_ops(p);
 }
 
-/* Sweeps b once, or until a sweep rewrites nothing. Returns 0 or
- * -(status). */
-static int walk_block(walk *w, mil_block *b, int depth, bool fixpoint) {
-  for (int round = 0; round < 100000; round++) {
-    int r = walk_sweep(w, b, depth);
-    if (r <= 0 || !fixpoint) return r < 0 ? r : 0;
+/* The op types of s->types that ops of p have now (interned, each once)
+ * into out (room for WALK_MAX_TYPES) and the number of ops of those types
+ * in all of p. -1 when that is not known: every op offered, too many
+ * types, or counts by type unavailable. */
+static int64_t walk_offered_now(const walk *w, const char **out, int *n_out) {
+  const char *const *t = w->s->types;
+  *n_out = 0;
+  if (!t || w->every) return -1;
+  int64_t total = 0;
+  for (int i = 0; t[i]; i++) {
+    const char *in = mil_program_find_string(w->p, t[i], (size_t)-1);
+    if (!in) continue;
+    bool dup = false;
+    for (int k = 0; k < *n_out && !dup; k++) dup = out[k] == in;
+    if (dup) continue;
+    int64_t c = mil_program_count_op_type(w->p, in);
+    if (c < 0 || *n_out == WALK_MAX_TYPES) return -1;
+    if (c == 0) continue;
+    out[(*n_out)++] = in;
+    total += c;
   }
-  return 0;
+  return total;
+}
+
+/* The snapshot of a sweep from the one at [base, end) of an earlier
+ * sweep of b instead of another walk over the block: the ops of it still
+ * in b with an offered type. That is exactly what a walk would take when,
+ * by the op counts, the program holds no other op of those types (none
+ * was made since) and the ops kept are still in block order; whatever
+ * happened meanwhile, this is checked here. Compacts them to [base, ...)
+ * and returns their number, or 0 when a walk is needed. */
+static size_t walk_reuse(walk *w, mil_block *b, size_t base, size_t end) {
+  const char *types[WALK_MAX_TYPES];
+  int n_types;
+  int64_t total = walk_offered_now(w, types, &n_types);
+  if (total <= 0) return 0;
+  size_t n = base;
+  for (size_t i = base; i < end; i++) {
+    mil_op *op = w->stack[i];
+    if (op->block != b) continue;
+    bool offered = false;
+    for (int k = 0; k < n_types && !offered; k++) offered = op->type == types[k];
+    if (!offered) continue;
+    if (n > base && !mil_op_is_before(w->stack[n - 1], op)) return 0;
+    w->stack[n++] = op;
+  }
+  return (int64_t)(n - base) == total ? n - base : 0;
+}
+
+/* Sweeps b once, or until a sweep rewrites nothing. A function body's
+ * last snapshot stays on the stack for the next run (walk_reuse decides
+ * whether it can serve). Returns 0 or -(status). */
+static int walk_block(walk *w, mil_block *b, int depth, bool fixpoint) {
+  size_t base = w->top, kept = 0;
+  if (base == 0 && w->kept_block == b) kept = w->n_kept;
+  w->kept_block = NULL;
+  w->n_kept = 0;
+  w->top = base + kept;
+  int r = 0;
+  for (int round = 0; round < 100000; round++) {
+    r = walk_sweep(w, b, depth, &kept);
+    if (r <= 0 || !fixpoint) break;
+  }
+  if (r >= 0 && base == 0 && kept > 0) {
+    w->kept_block = b;
+    w->n_kept = kept;
+  }
+  w->top = base;
+  return r < 0 ? r : 0;
 }
 
 /* One sweep over a snapshot of b's ops: the ops of an offered type and
- * those owning nested blocks (the others would be skipped anyway). Returns
- * 1 when fn rewrote something at an op of b, 0 when not, -(status). */
-static int walk_sweep(walk *w, mil_block *b, int depth) {
+ * those owning nested blocks (the others would be skipped anyway). The
+ * *kept ops on top of the stack, an earlier sweep's snapshot of b, serve
+ * when walk_reuse accepts them; otherwise a walk over b takes the
+ * snapshot. It is left on the stack (*kept ops) for the next sweep when it
+ * holds offered ops only. Returns 1 when fn rewrote something at an op of
+ * b, 0 when not, -(status). */
+static int walk_sweep(walk *w, mil_block *b, int depth, size_t *kept) {
+  size_t base = w->top - *kept;
+  size_t reuse = *kept;
+  *kept = 0;
+  w->top = base;
   if (depth > PASS_MAX_DEPTH) {
     mil_diag_error(w->d, MIL_ERR_UNSUPPORTED, "%s: blocks nested deeper than %d levels", w->s->pass,
                    PASS_MAX_DEPTH);
@@ -120,7 +197,6 @@ static int walk_sweep(walk *w, mil_block *b, int depth) {
    * (which lies in another cache line than type and next) */
   bool descend = w->s->nested != PASS_WALK_NESTED_SKIP && walk_nested_ops(w->p);
   if (!offer && !descend) return 0;
-  size_t base = w->top;
   /* the walk is bound by loading each op: up to four offered types are
    * compared in registers (an unused slot matches no type) */
   bool all = offer && (!w->s->types || w->every), many = offer && w->n_want > 4;
@@ -129,19 +205,50 @@ static int walk_sweep(walk *w, mil_block *b, int depth) {
   if (offer && w->n_want > 1) t1 = w->want[1];
   if (offer && w->n_want > 2) t2 = w->want[2];
   if (offer && w->n_want > 3) t3 = w->want[3];
-  for (mil_op *op = b->first; op; op = op->next) {
-    const char *t = op->type;
-    bool take = t == t0 || t == t1 || t == t2 || t == t3 || all || (many && walk_wanted(w, t));
-    if (!take && !(descend && op->n_blocks > 0)) continue;
-    if (w->top == w->cap && !walk_grow(w)) {
-      w->top = base;
-      return walk_oom(w);
+  if (reuse > 0 && !descend && !all) reuse = walk_reuse(w, b, base, base + reuse);
+  else reuse = 0;
+  if (reuse > 0) {
+    w->top = base + reuse;
+  } else {
+    for (mil_op *op = b->first; op; op = op->next) {
+      PASS_WALK_PREFETCH(op);
+      const char *t = op->type;
+      bool take = t == t0 || t == t1 || t == t2 || t == t3 || all || (many && walk_wanted(w, t));
+      if (!take && !(descend && op->n_blocks > 0)) continue;
+      if (w->top == w->cap && !walk_grow(w)) {
+        w->top = base;
+        return walk_oom(w);
+      }
+      /* what fn reads first of a candidate: its output array, and its
+       * record's second line (inputs) */
+      PASS_PREFETCH(op->outputs);
+      PASS_PREFETCH((const char *)op + 64);
+      w->stack[w->top++] = op;
     }
-    w->stack[w->top++] = op;
   }
   size_t end = w->top;
   int changed = 0, r = 0;
   for (size_t i = base; i < end && r >= 0; i++) {
+    /* what fn reads of a candidate is a chain of dependent loads scattered
+     * over the program: the record, the output and input arrays, the
+     * output var and the argument records, then further. The walk above
+     * requested the first links; while fn runs here, the next ones are
+     * requested for the candidates after this one: the output var and the
+     * input array of the 8th, then (fetched by the time it is reached) the
+     * first two inputs' argument records and the output's use list of the
+     * 4th. Only ops still in b are read (a removed op may have let go of
+     * its arrays). Written out here: as a function, the compiler would
+     * find it without effect and drop the call. */
+    if (i + 8 < end && w->stack[i + 8]->block == b) {
+      const mil_op *o = w->stack[i + 8];
+      if (o->n_outputs > 0) PASS_PREFETCH(o->outputs[0]);
+      PASS_PREFETCH(o->inputs);
+    }
+    if (i + 4 < end && w->stack[i + 4]->block == b) {
+      const mil_op *o = w->stack[i + 4];
+      for (int32_t k = 0; k < o->n_inputs && k < 2; k++) PASS_PREFETCH(o->inputs[k].args);
+      if (o->n_outputs > 0) PASS_PREFETCH(o->outputs[0]->uses);
+    }
     mil_op *op = w->stack[i];
     if (op->block != b) continue; /* removed by an earlier rewrite */
     if (descend)
@@ -155,19 +262,28 @@ static int walk_sweep(walk *w, mil_block *b, int depth) {
       changed = 1;
     }
   }
-  w->top = base;
+  /* a snapshot of offered ops only (no nested blocks taken with them) */
+  if (r >= 0 && !descend && !all) *kept = end - base;
+  w->top = base + *kept;
   return r < 0 ? r : changed;
+}
+
+/* The sweeps of every function body and specialization of w->p. */
+static int walk_program(walk *w) {
+  w->changes = 0;
+  if (!walk_resolve(w)) return 0; /* no op of an offered (or a required) type anywhere */
+  int r = 0;
+  for (int32_t i = 0; i < w->p->n_functions && r >= 0; i++) {
+    mil_function *f = w->p->functions[i];
+    for (int32_t k = 0; k < f->n_specs && r >= 0; k++) r = walk_block(w, f->specs[k].block, 0, w->s->repeat);
+  }
+  return r;
 }
 
 mil_status pass_walk_run(mil_program *p, mil_diag *d, const pass_walk_spec *s, pass_walk_fn fn, void *ud,
                          int64_t *changes) {
   walk w = {.p = p, .d = d, .s = s, .fn = fn, .ud = ud};
-  if (!walk_resolve(&w)) return MIL_OK; /* no op of an offered (or a required) type anywhere */
-  int r = 0;
-  for (int32_t i = 0; i < p->n_functions && r >= 0; i++) {
-    mil_function *f = p->functions[i];
-    for (int32_t k = 0; k < f->n_specs && r >= 0; k++) r = walk_block(&w, f->specs[k].block, 0, s->repeat);
-  }
+  int r = walk_program(&w);
   free(w.stack);
   if (changes) *changes += w.changes;
   return r < 0 ? (mil_status)(-r) : MIL_OK;
@@ -243,11 +359,22 @@ mil_status pass_pat_run(mil_program *p, mil_diag *d, const char *pass, const pas
   pass_fuse_ctx c = {.p = p, .d = d, .pass = pass, .lazy_names = true};
   pass_pat_prep pp;
   c.ud = &pp;
-  for (int k = 0; k < n && s == MIL_OK; k++)
-    if (pass_pat_prepare(&pp, patterns[k], p))
-      s = pass_fuse_run_types(&c, fn, true, true, pp.root_types, pp.all_types, st);
+  /* one walk state for all patterns: the last snapshot of one pattern's
+   * sweeps may serve the next pattern's first sweep */
+  fuse_tramp t = {&c, fn};
+  walk w = {.p = p, .d = d, .fn = fuse_call, .ud = &t};
+  int r = 0;
+  for (int k = 0; k < n && r >= 0; k++) {
+    if (!pass_pat_prepare(&pp, patterns[k], p)) continue;
+    pass_walk_spec ws = {pass, pp.root_types, true, PASS_WALK_NESTED_FIXPOINT, true, pp.all_types};
+    w.s = &ws;
+    r = walk_program(&w);
+    w.s = NULL;
+    if (st) st->changes += w.changes;
+  }
+  free(w.stack);
   pass_fuse_ctx_free(&c);
-  return s;
+  return r < 0 ? (mil_status)(-r) : MIL_OK;
 }
 
 /* The ops binding v, one entry per binding, oldest binding first (use
@@ -323,6 +450,16 @@ static bool pat_detected(const pass_pat_prep *pp, pass_pat_match *m, mil_op *pro
   }
   mil_op *kids[PASS_PAT_MAX_CHILDREN];
   if (v->n_uses < np || child_bindings(v, kids, PASS_PAT_MAX_CHILDREN) != np) return false;
+  /* no permutation can match unless the kids' types are the pattern
+   * children's types, counted with multiplicity */
+  bool taken[PASS_PAT_MAX_CHILDREN] = {false};
+  for (int i = 0; i < np; i++) {
+    const char *t = pp->type[pchildren[i]];
+    int k = 0;
+    while (k < np && (taken[k] || kids[k]->type != t)) k++;
+    if (k == np) return false;
+    taken[k] = true;
+  }
   /* itertools.permutations over the pattern children, in order */
   int perm[PASS_PAT_MAX_CHILDREN];
   for (int i = 0; i < np; i++) perm[i] = i;

@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/pass_internal.h"
+#include "passes/fuse_util_internal.h"
 
 typedef struct rsr {
   mil_program *p;
@@ -47,10 +47,13 @@ static mil_status oom(rsr *c) {
 }
 
 static mil_status rewrite(rsr *c, mil_op *op) {
-  mil_var *shape = mil_op_input_var(op, "shape"), *x = mil_op_input_var(op, "x");
-  if (!shape || !x || op->n_outputs != 1) return MIL_OK;
+  if (op->n_outputs != 1) return MIL_OK;
+  mil_var *shape = mil_op_input_var(op, "shape");
+  if (!shape) return MIL_OK;
   if (shape->val || shape->mark == MIL_MARK_VALUE) return MIL_OK; /* no symbol in it */
   if (shape->mark != MIL_MARK_SYMBOLIC) return MIL_OK;            /* only known at run time */
+  mil_var *x = mil_op_input_var(op, "x");
+  if (!x) return MIL_OK;
   if (pass_n_op_uses(shape) > 1) return MIL_OK;
   const mil_type *t = op->outputs[0]->type;
   if (!t || t->kind != MIL_TYPE_TENSOR || t->rank < 0)
@@ -98,33 +101,22 @@ static mil_status rewrite(rsr *c, mil_op *op) {
   return st;
 }
 
-static mil_status rewrite_block(rsr *c, mil_block *b, int depth) {
-  if (depth > PASS_MAX_DEPTH)
-    return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "remove_symbolic_reshape: blocks nested deeper than %d levels",
-                          PASS_MAX_DEPTH);
-  /* the ops removed are the visited reshape and the op before it that
-   * produced its shape; new ops go before the reshape */
-  mil_op *next;
-  for (mil_op *op = b->first; op; op = next) {
-    next = op->next;
-    for (int32_t i = 0; i < op->n_blocks; i++) {
-      mil_status st = rewrite_block(c, op->blocks[i], depth + 1);
-      if (st != MIL_OK) return st;
-    }
-    if (strcmp(op->type, "reshape") != 0) continue;
-    mil_status st = rewrite(c, op);
-    if (st != MIL_OK) return st;
-  }
-  return MIL_OK;
+/* The walk's callback: the ops removed are the visited reshape and the op
+ * before it that produced its shape; new ops go before the reshape, so
+ * the sweep meets exactly the reshapes present at its start. */
+static int walk_fn(void *ud, mil_op *op) {
+  mil_status st = rewrite(ud, op);
+  return st == MIL_OK ? 0 : -(int)st;
 }
 
+static const char *const k_types[] = {"reshape", NULL};
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
+  (void)o;
   rsr c = {p, NULL, 0, d};
-  mil_status st = MIL_OK;
-  for (int32_t fi = 0; fi < p->n_functions && st == MIL_OK; fi++) {
-    mil_function *f = p->functions[fi];
-    for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) st = rewrite_block(&c, f->specs[s].block, 0);
-  }
+  /* one sweep of every block, nested blocks as their op is reached */
+  pass_walk_spec ws = {"remove_symbolic_reshape", k_types, false, PASS_WALK_NESTED_ONCE, true, NULL};
+  mil_status st = pass_walk_run(p, d, &ws, walk_fn, &c, NULL);
   pass_names_free(c.names);
   if (stats) stats->changes += c.changes;
   return st;

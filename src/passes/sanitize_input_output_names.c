@@ -122,6 +122,38 @@ static const char *sanitize(sanitizer *s, const char *name) {
   return out;
 }
 
+/* The index of v among its op's outputs. */
+static int32_t out_pos(const mil_var *v) {
+  for (int32_t i = 0; i < v->op->n_outputs; i++)
+    if (v->op->outputs[i] == v) return i;
+  return v->op->n_outputs;
+}
+
+/* Orders op outputs as a walk over the ops meets them: by op, then by
+ * output index. */
+static int cmp_op_order(const void *x, const void *y) {
+  const mil_var *a = *(mil_var *const *)x, *c = *(mil_var *const *)y;
+  if (a->op == c->op) return out_pos(a) < out_pos(c) ? -1 : 1;
+  return mil_op_is_before(a->op, c->op) ? -1 : 1;
+}
+
+/* The outputs of ops of b that are outputs of b, each once, in op order
+ * (what a walk over b's ops, keeping the outputs found among b's outputs,
+ * meets), into outs (room for b->n_outputs). Found from b's outputs, so
+ * the ops of b are not walked. Returns the count. */
+static int32_t body_outputs(mil_block *b, mil_var **outs) {
+  int32_t n = 0;
+  for (int32_t k = 0; b && k < b->n_outputs; k++) {
+    mil_var *v = b->outputs[k].var;
+    if (!v || !v->op || v->op->block != b) continue;
+    bool dup = false;
+    for (int32_t i = 0; i < n && !dup; i++) dup = outs[i] == v;
+    if (!dup) outs[n++] = v;
+  }
+  if (n > 1) qsort(outs, (size_t)n, sizeof *outs, cmp_op_order);
+  return n;
+}
+
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   (void)o;
   mil_function *f = mil_program_find_function(p, "main");
@@ -138,19 +170,22 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
     }
   }
   mil_block *b = mil_function_body(f);
-  for (mil_op *op = b ? b->first : NULL; op; op = op->next)
-    for (int32_t i = 0; i < op->n_outputs; i++) {
-      mil_var *v = op->outputs[i];
-      bool is_out = false;
-      for (int32_t k = 0; k < b->n_outputs && !is_out; k++) is_out = b->outputs[k].var == v;
-      if (!is_out) continue;
-      const char *nn = sanitize(&s, v->name);
-      if (!nn) goto oom;
-      if (nn != v->name) {
-        v->name = nn;
-        changes++;
-      }
+  mil_var **outs = b && b->n_outputs > 0 ? malloc((size_t)b->n_outputs * sizeof *outs) : NULL;
+  if (b && b->n_outputs > 0 && !outs) goto oom;
+  int32_t n = body_outputs(b, outs);
+  for (int32_t i = 0; i < n; i++) {
+    mil_var *v = outs[i];
+    const char *nn = sanitize(&s, v->name);
+    if (!nn) {
+      free(outs);
+      goto oom;
     }
+    if (nn != v->name) {
+      v->name = nn;
+      changes++;
+    }
+  }
+  free(outs);
   pass_ptrset_free(&s.seen);
   if (stats) stats->changes += changes;
   return MIL_OK;
