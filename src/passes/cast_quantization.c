@@ -376,6 +376,10 @@ oom:
   return NULL;
 }
 
+static mil_var *state_const(void *ud, mil_op *op, const char *input, const mil_value *v) {
+  return const_before(ud, op, input, v);
+}
+
 /* pass_bld_op for the rebuilt op: type named name before anchor with the
  * given inputs (values become consts "<name>_<input>_<k>"), finished by
  * pass_finish_op. On failure everything inserted is removed. */
@@ -385,17 +389,7 @@ static mil_op *build_op(pass_castq_state *r, mil_op *anchor, const char *type, c
   mil_op *op = mil_op_new(r->b.p, type, name);
   if (!op || !note_name(r, op->name)) goto oom;
   mil_block_insert_before(anchor, op);
-  for (int32_t i = 0; i < n; i++) {
-    const pass_barg *a = &args[i];
-    if (a->vars) {
-      if (!mil_op_add_input_tuple(op, a->name, a->n, a->vars)) goto oom_rb;
-    } else if (a->var) {
-      if (!mil_op_add_input(op, a->name, a->var)) goto oom_rb;
-    } else if (a->val) {
-      mil_var *k = const_before(r, op, a->name, a->val);
-      if (!k || !mil_op_add_input(op, a->name, k)) goto oom_rb;
-    }
-  }
+  if (!pass_bld_bind(op, n, args, state_const, r)) goto oom_rb;
   *st = pass_finish_op(op, r->b.d);
   if (*st != MIL_OK) {
     rollback(mark, anchor);

@@ -63,18 +63,6 @@ static int note_op_names(mil_op *op, void *ud) {
   return ok ? 0 : 1;
 }
 
-/* Writes k in decimal at out (room for 20 digits); returns its length. */
-static size_t put_k(char *out, uint64_t k) {
-  char tmp[20];
-  size_t n = 0;
-  do {
-    tmp[n++] = (char)('0' + k % 10);
-    k /= 10;
-  } while (k);
-  for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
-  return n;
-}
-
 /* Lazy naming's answer for "<prefix>_<k>" (prefix in buf, len bytes):
  * every name the set would hold is interned, and every noted name is in
  * it, so the first k whose name the program never interned is the
@@ -92,7 +80,7 @@ static const char *lazy_fresh(pass_fuse_ctx *c, char *buf, size_t len, bool *dec
     if (!pass_ptrset_has(&c->noted_set, key)) goto unknown;
     k = (uint64_t)(uintptr_t)pass_ptrmap_get(&c->noted_next, key);
     for (k = k ? k : 1;; k++) {
-      m = len + 1 + put_k(buf + len + 1, k);
+      m = len + 1 + pass_put_u64(buf + len + 1, k);
       buf[m] = 0;
       const char *s = mil_program_find_string(c->p, buf, m);
       if (!s) break;

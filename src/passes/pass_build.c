@@ -36,6 +36,26 @@ static void rollback(mil_block *b, mil_op *mark, mil_op *stop) {
   }
 }
 
+bool pass_bld_bind(mil_op *op, int32_t n, const pass_barg *args, pass_bld_const_fn konst, void *ud) {
+  for (int32_t i = 0; i < n; i++) {
+    const pass_barg *a = &args[i];
+    if (a->vars) {
+      if (!mil_op_add_input_tuple(op, a->name, a->n, a->vars)) return false;
+    } else if (a->var) {
+      if (!mil_op_add_input(op, a->name, a->var)) return false;
+    } else if (a->val) {
+      mil_var *k = konst(ud, op, a->name, a->val);
+      if (!k || !mil_op_add_input(op, a->name, k)) return false;
+    }
+  }
+  return true;
+}
+
+/* A const "<op>_<input>_<k>" with a fresh k from the name set ud. */
+static mil_var *names_const(void *ud, mil_op *op, const char *input, const mil_value *v) {
+  return pass_const_before(op, ud, op->name, input, v);
+}
+
 mil_op *pass_bld_op(pass_bld *c, mil_block *b, mil_op *anchor, const char *type, const char *name, int32_t n,
                     const pass_barg *args, mil_status *st) {
   mil_status dummy;
@@ -51,17 +71,7 @@ mil_op *pass_bld_op(pass_bld *c, mil_block *b, mil_op *anchor, const char *type,
   name = op->name;
   if (anchor) mil_block_insert_before(anchor, op);
   else mil_block_append(b, op);
-  for (int32_t i = 0; i < n; i++) {
-    const pass_barg *a = &args[i];
-    if (a->vars) {
-      if (!mil_op_add_input_tuple(op, a->name, a->n, a->vars)) goto oom_rb;
-    } else if (a->var) {
-      if (!mil_op_add_input(op, a->name, a->var)) goto oom_rb;
-    } else if (a->val) {
-      mil_var *k = pass_const_before(op, names, name, a->name, a->val);
-      if (!k || !mil_op_add_input(op, a->name, k)) goto oom_rb;
-    }
-  }
+  if (!pass_bld_bind(op, n, args, names_const, names)) goto oom_rb;
   *st = pass_finish_op(op, c->d);
   if (*st != MIL_OK) {
     rollback(b, mark, anchor);

@@ -36,6 +36,11 @@ typedef struct pass_barg {
 #define PASS_BV(nm, v) ((pass_barg){.name = (nm), .var = (v)})
 #define PASS_BK(nm, v) ((pass_barg){.name = (nm), .val = (v)})
 
+/* Binds args[0..n) to op's inputs, a value through a const that
+ * konst(ud, op, input, value) inserts before op. false on failure. */
+typedef mil_var *(*pass_bld_const_fn)(void *ud, mil_op *op, const char *input, const mil_value *v);
+bool pass_bld_bind(mil_op *op, int32_t n, const pass_barg *args, pass_bld_const_fn konst, void *ud);
+
 /* Frees the lazily created tables. */
 void pass_bld_free(pass_bld *c);
 /* The fresh-name table / the constexpr tracking, created on first call;

@@ -117,6 +117,10 @@ bool pass_value_all_equal(const mil_value *v, double x);
 /* Names and new consts                                                       */
 /* ======================================================================== */
 
+/* Writes k in decimal at out (room for 20 digits); returns its length
+ * (no terminating NUL): the "_<k>" of fresh names. */
+size_t pass_put_u64(char *out, uint64_t k);
+
 /* A set of the op and var names of a program, for fresh names. */
 typedef struct pass_names pass_names;
 /* Collects every op and var name in p. NULL on out of memory. */

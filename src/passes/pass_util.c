@@ -345,8 +345,7 @@ bool pass_names_has(const pass_names *n, const char *name) {
   return s && pset_has(&n->set, s);
 }
 
-/* Writes k in decimal at out (room for 20 digits); returns its length. */
-static size_t put_u64(char *out, uint64_t k) {
+size_t pass_put_u64(char *out, uint64_t k) {
   char tmp[20];
   size_t n = 0;
   do {
@@ -374,7 +373,7 @@ static const char *fresh_in(pass_names *n, mil_program *p, char *buf, const char
   uint64_t k = (uint64_t)(uintptr_t)pass_ptrmap_get(&n->next_k, key);
   if (k || pset_has(&n->set, s))
     for (k = k ? k : 1;; k++) {
-      size_t m = len + 1 + put_u64(buf + len + 1, k);
+      size_t m = len + 1 + pass_put_u64(buf + len + 1, k);
       buf[m] = 0;
       s = mil_program_intern(p, buf, m);
       if (!s || !pset_has(&n->set, s)) break;

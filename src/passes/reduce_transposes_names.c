@@ -192,18 +192,6 @@ bool rt_name_add(rt_ctx *t, const char *name) {
   return true;
 }
 
-/* Writes k in decimal at out (room for 20 digits); returns its length. */
-static size_t put_u64(char *out, uint64_t k) {
-  char tmp[20];
-  size_t n = 0;
-  do {
-    tmp[n++] = (char)('0' + k % 10);
-    k /= 10;
-  } while (k);
-  for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
-  return n;
-}
-
 /* "<prefix>_<k>" with the smallest free k, where prefix is buf[0, len)
  * (buf has room for len + 22 bytes); recorded and interned. Names are only
  * ever added, so every k below one given out earlier for the same prefix
@@ -222,7 +210,7 @@ static const char *fresh_in(rt_ctx *t, char *buf, size_t len) {
   uint64_t k = (uint64_t)(uintptr_t)pass_ptrmap_get(&n->next_k, key);
   if (k || set_has(n, s))
     for (k = k ? k : 1;; k++) {
-      size_t m = len + 1 + put_u64(buf + len + 1, k);
+      size_t m = len + 1 + pass_put_u64(buf + len + 1, k);
       buf[m] = 0;
       s = mil_program_intern(p, buf, m);
       if (!s || !set_has(n, s)) break;

@@ -15,6 +15,7 @@
 
 #include "mil/passes.h"
 #include "unit/model_testutil.h"
+#include "unit/transpose_ref.h"
 
 static uint64_t g_rng = 0x243f6a8885a308d3ull;
 static uint64_t rnd(void) {
@@ -111,42 +112,6 @@ static void test_value(void **state) {
 }
 
 /* ---- transposes ---- */
-
-/* np.transpose by definition: result element k is the source element at
- * the coordinates it names. */
-static void naive_transpose(uint8_t *dst, const uint8_t *src, size_t es, int32_t rank, const int64_t *shape,
-                            const int64_t *perm) {
-  int64_t ist[8], oshape[8], numel = 1;
-  for (int32_t i = rank - 1, st = 1; i >= 0; i--) {
-    ist[i] = st;
-    st *= (int32_t)shape[i];
-  }
-  for (int32_t i = 0; i < rank; i++) {
-    oshape[i] = shape[perm[i]];
-    numel *= oshape[i];
-  }
-  for (int64_t k = 0; k < numel; k++) {
-    int64_t rest = k, si = 0;
-    for (int32_t d = rank - 1; d >= 0; d--) {
-      si += rest % oshape[d] * ist[perm[d]];
-      rest /= oshape[d];
-    }
-    memcpy(dst + (size_t)k * es, src + (size_t)si * es, es);
-  }
-}
-
-static bool next_perm(int32_t n, int64_t *p) {
-  int32_t i = n - 2;
-  while (i >= 0 && p[i] >= p[i + 1]) i--;
-  if (i < 0) return false;
-  int32_t j = n - 1;
-  while (p[j] <= p[i]) j--;
-  int64_t t = p[i];
-  p[i] = p[j];
-  p[j] = t;
-  for (int32_t a = i + 1, b = n - 1; a < b; a++, b--) t = p[a], p[a] = p[b], p[b] = t;
-  return true;
-}
 
 /* Every byte of v, read in uneven pieces, against want. */
 static void check_bytes(const mil_value *v, const uint8_t *want) {

@@ -16,6 +16,7 @@
 
 #include "mil/mil.h"
 #include "ops/tensor_ops_internal.h"
+#include "unit/transpose_ref.h"
 
 /* Deterministic pseudo-random numbers (xorshift). */
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
@@ -24,30 +25,6 @@ static uint64_t rnd(void) {
   g_rng ^= g_rng >> 7;
   g_rng ^= g_rng << 17;
   return g_rng;
-}
-
-/* np.transpose by definition: output element k (row-major over the output
- * shape) is the source element at the coordinates it names. */
-static void naive_transpose(uint8_t *dst, const uint8_t *src, size_t es, int32_t rank, const int64_t *shape,
-                            const int64_t *perm) {
-  int64_t ist[8], oshape[8], numel = 1;
-  for (int32_t i = rank - 1, s = 1; i >= 0; i--) {
-    ist[i] = s;
-    s *= (int32_t)shape[i];
-  }
-  for (int32_t i = 0; i < rank; i++) {
-    oshape[i] = shape[perm[i]];
-    numel *= oshape[i];
-  }
-  for (int64_t k = 0; k < numel; k++) {
-    int64_t rest = k, si = 0;
-    for (int32_t d = rank - 1; d >= 0; d--) {
-      int64_t c = rest % oshape[d];
-      rest /= oshape[d];
-      si += c * ist[perm[d]];
-    }
-    memcpy(dst + (size_t)k * es, src + (size_t)si * es, es);
-  }
 }
 
 /* A random shape of the given rank with at most max_numel elements: mostly
@@ -72,24 +49,6 @@ static void random_perm(int32_t rank, int64_t *perm) {
     perm[i] = perm[j];
     perm[j] = t;
   }
-}
-
-/* Next permutation in lexicographic order; false after the last. */
-static bool next_perm(int32_t n, int64_t *p) {
-  int32_t i = n - 2;
-  while (i >= 0 && p[i] >= p[i + 1]) i--;
-  if (i < 0) return false;
-  int32_t j = n - 1;
-  while (p[j] <= p[i]) j--;
-  int64_t t = p[i];
-  p[i] = p[j];
-  p[j] = t;
-  for (int32_t a = i + 1, b = n - 1; a < b; a++, b--) {
-    t = p[a];
-    p[a] = p[b];
-    p[b] = t;
-  }
-  return true;
 }
 
 static void fill_random(uint8_t *buf, size_t n) {
