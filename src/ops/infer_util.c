@@ -6,35 +6,51 @@
 
 #include "ops/ops_internal.h"
 
-mil_input *op_input(const mil_infer_ctx *c, const char *name) {
-  /* mil_op_find_input, with the first character compared before strcmp */
-  mil_op *op = c->op;
+/* mil_op_find_input, with the first character compared first. */
+static mil_input *input_by_scan(const mil_op *op, const char *name) {
   for (int32_t i = 0; i < op->n_inputs; i++) {
     const char *s = op->inputs[i].name;
-    if (s == name || (s[0] == name[0] && strcmp(s, name) == 0)) return &op->inputs[i];
+    if (s == name || (s[0] == name[0] && op_str_eq(s, name))) return &op->inputs[i];
   }
   return NULL;
 }
 
+/* The input `name` of c->op, or NULL. With the binding map: the spec input
+ * of that name (callers pass the spec's own literals, so mostly the same
+ * pointer) and its first binding; a name outside the spec names no input
+ * of the op. */
+static OP_ALWAYS_INLINE mil_input *input_of(const mil_infer_ctx *c, const char *name) {
+  if (!c->mapped) return input_by_scan(c->op, name);
+  const mil_input_spec *specs = c->def->inputs;
+  int32_t n = c->def->n_inputs;
+  for (int32_t j = 0; j < n; j++)
+    if (specs[j].name == name) return c->in_of[j];
+  for (int32_t j = 0; j < n; j++)
+    if (specs[j].name[0] == name[0] && (!name[0] || op_str_eq(specs[j].name + 1, name + 1))) return c->in_of[j];
+  return NULL;
+}
+
+mil_input *op_input(const mil_infer_ctx *c, const char *name) { return input_of(c, name); }
+
 mil_var *op_in(const mil_infer_ctx *c, const char *name) {
-  mil_input *in = op_input(c, name);
+  mil_input *in = input_of(c, name);
   return in && in->n_args ? in->args[0].use.var : NULL;
 }
 
 bool op_has(const mil_infer_ctx *c, const char *name) {
-  mil_input *in = op_input(c, name);
+  mil_input *in = input_of(c, name);
   return in && in->n_args > 0;
 }
 
 const mil_value *op_val(const mil_infer_ctx *c, const char *name) {
-  mil_input *in = op_input(c, name);
+  mil_input *in = input_of(c, name);
   if (!in || in->n_args == 0) return NULL;
   if (in->args[0].value) return in->args[0].value;
   return in->args[0].use.var ? in->args[0].use.var->val : NULL;
 }
 
 const mil_type *op_type(const mil_infer_ctx *c, const char *name) {
-  mil_input *in = op_input(c, name);
+  mil_input *in = input_of(c, name);
   if (!in || in->n_args == 0) return NULL;
   if (in->args[0].value) return in->args[0].value->type;
   return in->args[0].use.var ? in->args[0].use.var->type : NULL;
@@ -163,13 +179,25 @@ mil_status op_broadcast(mil_infer_ctx *c, const mil_type *a, const mil_type *b, 
   }
   int32_t r = a->rank > b->rank ? a->rank : b->rank;
   if (r > OP_MAX_RANK) return op_fail(c, "rank %d is larger than supported (%d)", r, OP_MAX_RANK);
+  /* the same shape, or a shape against a scalar: a's dims, unchanged (an
+   * unnamed unknown dim against itself gets a fresh symbol below) */
+  if (b->rank == 0 || a == b) {
+    int32_t i = 0;
+    if (b->rank != 0)
+      while (i < r && (a->dims[i].size >= 0 || a->dims[i].sym)) i++;
+    if (b->rank == 0 || i == r) {
+      for (i = 0; i < r; i++) out[i] = a->dims[i];
+      *rank = r;
+      return MIL_OK;
+    }
+  }
   for (int32_t i = 0; i < r; i++) {
     int32_t ia = i - (r - a->rank), ib = i - (r - b->rank);
     mil_dim da = ia >= 0 ? a->dims[ia] : op_dim(1);
     mil_dim db = ib >= 0 ? b->dims[ib] : op_dim(1);
     bool ua = da.size < 0, ub = db.size < 0;
     if (!ua && !ub && da.size == db.size) out[i] = da;
-    else if (ua && ub && da.sym && db.sym && strcmp(da.sym, db.sym) == 0) out[i] = da;
+    else if (ua && ub && da.sym && db.sym && (da.sym == db.sym || strcmp(da.sym, db.sym) == 0)) out[i] = da;
     else if (da.size == 1) out[i] = db;
     else if (db.size == 1) out[i] = da;
     else if (!ub && db.size > 1) {

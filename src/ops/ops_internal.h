@@ -13,11 +13,19 @@
 
 #if defined(__GNUC__)
 #define OP_HIDDEN __attribute__((visibility("hidden")))
+#define OP_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 #define OP_HIDDEN
+#define OP_ALWAYS_INLINE inline
 #endif
 
 #define OP_MAX_RANK 64
+
+/* Most spec inputs of a variant the binding map below covers (variants
+ * with more are checked and read by name). */
+#define OP_MAX_SPEC 64
+
+struct op_tmp_pool;
 
 struct mil_infer_ctx {
   mil_op *op;
@@ -30,9 +38,26 @@ struct mil_infer_ctx {
   const mil_type **out; /* out[i]: inferred type of output i (infer fills) */
   const mil_value **val;/* val[i]: folded value of output i (fold fills; may stay NULL) */
   mil_mark *mark;       /* mark[i]: MIL_MARK_SYMBOLIC for symbolic values (e.g. shape of is0) */
-  char tbuf[4][256];    /* ring of buffers for op_tstr */
   int tnext;
+  /* The binding map, set by the inference driver's input checks: when
+   * `mapped`, every input of op is named like some spec input and in_of[j]
+   * is the first input of op named like spec input j (NULL when none). A
+   * zeroed context has no map. */
+  bool mapped;
+  struct op_tmp_pool *pool; /* scratch blocks for op_tmp_alloc, or NULL */
+  mil_input *in_of[OP_MAX_SPEC];
+  char tbuf[4][256];    /* ring of buffers for op_tstr */
 };
+
+/* Equal C strings. Inline: the names compared here are a few characters
+ * long, shorter than the setup of a library strcmp. */
+static inline bool op_str_eq(const char *a, const char *b) {
+  if (a == b) return true;
+  for (;; a++, b++) {
+    if (*a != *b) return false;
+    if (!*a) return true;
+  }
+}
 
 /* Declares a family table: in conv.c, OP_FAMILY(conv) = { {...}, ... }; */
 #define OP_FAMILY_DECL(fam)                          \

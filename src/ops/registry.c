@@ -2,6 +2,7 @@
  * driver (input checks against the spec, then the variant's infer/fold), and
  * the program validator. Mirrors coremltools ops/registry.py and the input
  * checks of operation.py / input_type.py. */
+#include <limits.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -30,10 +31,47 @@ static const mil_op_def **g_defs; /* sorted by (type, opset) */
 static size_t g_n;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+/* For each variant, the spec version where the next variant of its op type
+ * takes over, so that the variant an op resolved once (op->def) is checked
+ * against its function's version without a lookup. Found by the variant's
+ * address: the family tables lie together in memory, so
+ * g_index[(address - g_base) / 16] holds it (variants are more than 16
+ * bytes apart). */
+typedef struct def_info {
+  const mil_op_def *def;
+  int end;
+} def_info;
+static def_info *g_info; /* g_n entries, in g_defs order */
+static const def_info **g_index;
+static uintptr_t g_base, g_span;
+
 static int cmp_def(const void *a, const void *b) {
   const mil_op_def *x = *(const mil_op_def *const *)a, *y = *(const mil_op_def *const *)b;
   int c = strcmp(x->type, y->type);
   return c ? c : x->opset - y->opset;
+}
+
+/* Fills the info table and its index (left out when out of memory or when
+ * the tables are too far apart: the driver then looks every variant up). */
+static void build_info(void) {
+  if (!g_n) return;
+  g_info = calloc(g_n, sizeof *g_info);
+  if (!g_info) return;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (size_t i = 0; i < g_n; i++) {
+    /* variants of one type are adjacent and ordered by opset; one shadowed
+     * by a later variant of the same opset gets an empty range */
+    int end = i + 1 < g_n && strcmp(g_defs[i + 1]->type, g_defs[i]->type) == 0 ? g_defs[i + 1]->opset : INT_MAX;
+    g_info[i] = (def_info){g_defs[i], end};
+    uintptr_t a = (uintptr_t)g_defs[i];
+    if (a < lo) lo = a;
+    if (a > hi) hi = a;
+  }
+  size_t slots = (size_t)((hi - lo) >> 4) + 1;
+  if (slots > ((size_t)1 << 20) || !(g_index = calloc(slots, sizeof *g_index))) return;
+  for (size_t i = 0; i < g_n; i++) g_index[((uintptr_t)g_defs[i] - lo) >> 4] = &g_info[i];
+  g_base = lo;
+  g_span = hi - lo + 1;
 }
 
 static void build(void) {
@@ -44,6 +82,7 @@ static void build(void) {
   for (size_t f = 0; f < sizeof k_families / sizeof k_families[0]; f++)
     for (size_t i = 0; i < *k_families[f].count; i++) g_defs[g_n++] = &k_families[f].defs[i];
   qsort(g_defs, g_n, sizeof *g_defs, cmp_def);
+  build_info();
 }
 
 static void ensure(void) { pthread_once(&g_once, build); }
@@ -92,10 +131,24 @@ static const mil_op_def *def_search(const char *type, int version) {
 const mil_op_def *mil_op_def_find(const char *type, int version) {
   ensure();
   def_slot *s = &g_def_cache[def_slot_of(type, version)];
-  if (s->type == type && s->version == version && s->def && strcmp(s->def->type, type) == 0) return s->def;
+  if (s->type == type && s->version == version && s->def && op_str_eq(s->def->type, type)) return s->def;
   const mil_op_def *best = def_search(type, version);
   if (best) *s = (def_slot){type, version, best};
   return best;
+}
+
+/* The info of a variant (NULL when there is no index, or def is not a
+ * registered variant). The registry must be built. */
+static inline const def_info *info_of(const mil_op_def *def) {
+  uintptr_t at = (uintptr_t)def - g_base;
+  if (at >= g_span) return NULL;
+  const def_info *in = g_index[at >> 4];
+  return in && in->def == def ? in : NULL;
+}
+
+/* True when the variant is the one mil_op_def_find(type, version) returns. */
+static bool info_applies(const def_info *in, const char *type, int version) {
+  return in->def->opset <= version && version < in->end && op_str_eq(in->def->type, type);
 }
 
 const mil_input_spec *mil_op_def_input(const mil_op_def *def, const char *name) {
@@ -136,7 +189,7 @@ static const mil_function *op_function(const mil_op *op) {
 /* ---- input checks ---- */
 
 /* Equal names; most names differ in their first character. */
-static inline bool name_eq(const char *a, const char *b) { return a == b || (a[0] == b[0] && strcmp(a, b) == 0); }
+static inline bool name_eq(const char *a, const char *b) { return a == b || (a[0] == b[0] && op_str_eq(a, b)); }
 
 static bool dtype_ok(uint64_t mask, mil_dtype dt) { return mask == 0 || (mask & MIL_DTB(dt)) != 0; }
 
@@ -183,92 +236,186 @@ static const char *dtype_list(uint64_t mask, char *buf, size_t n) {
   return buf;
 }
 
-/* Checks op's bindings against the variant's spec. */
-static mil_status check_inputs(mil_infer_ctx *c) {
-  const mil_op_def *def = c->def;
-  mil_op *op = c->op;
-  char b1[256], b2[256];
-  /* the first binding of each spec input, found in one pass over the op's
-   * inputs (spec input names are distinct) */
-  enum { MAX_SPEC = 64 };
-  int32_t first[MAX_SPEC];
-  bool mapped = def->n_inputs <= MAX_SPEC;
-  for (int32_t j = 0; mapped && j < def->n_inputs; j++) first[j] = -1;
-  for (int32_t i = 0; i < op->n_inputs; i++) {
-    const char *name = op->inputs[i].name;
-    int32_t j = 0;
-    while (j < def->n_inputs && !name_eq(def->inputs[j].name, name)) j++;
-    if (j == def->n_inputs)
-      return op_fail(c, "unknown input '%s' (not an input of %s in %s)", name, def->type,
-                     mil_opset_target_name(c->opset) ? mil_opset_target_name(c->opset) : "this opset");
-    if (mapped && first[j] < 0) first[j] = i;
+/* The spec input named `name` (op input names are interned, spec names are
+ * literals: compared by content, from the second character on once the
+ * first ones are equal), or n when none. */
+static inline int32_t spec_index(const mil_input_spec *specs, int32_t n, const char *name) {
+  int32_t j = 0;
+  while (j < n && !(specs[j].name[0] == name[0] && (!name[0] || op_str_eq(specs[j].name + 1, name + 1)))) j++;
+  return j;
+}
+
+static mil_status fail_unknown(mil_infer_ctx *c, const char *name) {
+  return op_fail(c, "unknown input '%s' (not an input of %s in %s)", name, c->def->type,
+                 mil_opset_target_name(c->opset) ? mil_opset_target_name(c->opset) : "this opset");
+}
+
+/* The type-domain variables met so far: name, dtype, and the input that
+ * fixed it. At most 8 are tracked; further ones are not checked. */
+typedef struct tv_seen {
+  const char *name;
+  mil_dtype dt;
+  const char *first;
+} tv_seen;
+
+/* Checks the bindings of spec input s (binding `in`, or NULL). */
+static mil_status check_input(mil_infer_ctx *c, const mil_input_spec *s, const mil_input *in, tv_seen *tvs, int *ntv) {
+  if (!in || in->n_args == 0) {
+    if (!(s->flags & (MIL_IF_OPTIONAL | MIL_IF_INTERNAL)) && !(in && (s->kinds & MIL_IK_TUPLE)))
+      return op_fail(c, "required input '%s' is missing", s->name);
+    return MIL_OK;
   }
-  struct tv { const char *name; mil_dtype dt; const char *first; } tvs[8];
-  int ntv = 0;
-  for (int32_t i = 0; i < def->n_inputs; i++) {
-    const mil_input_spec *s = &def->inputs[i];
-    const mil_input *in = !mapped ? mil_op_find_input(op, s->name) : first[i] >= 0 ? &op->inputs[first[i]] : NULL;
-    if (!in || in->n_args == 0) {
-      if (!(s->flags & (MIL_IF_OPTIONAL | MIL_IF_INTERNAL)) && !(in && (s->kinds & MIL_IK_TUPLE)))
-        return op_fail(c, "required input '%s' is missing", s->name);
-      continue;
+  if (in->n_args > 1 && !(s->kinds & MIL_IK_TUPLE))
+    return op_fail(c, "input '%s' takes one value, got a tuple of %d", s->name, in->n_args);
+  uint32_t kinds = s->kinds & ~(uint32_t)MIL_IK_TUPLE;
+  for (int32_t j = 0; j < in->n_args; j++) {
+    const mil_arg *a = &in->args[j];
+    const mil_type *t = a->value ? a->value->type : a->use.var ? a->use.var->type : NULL;
+    if (!t) return op_fail(c, "input '%s' is unbound", s->name);
+    if (kinds && !kind_ok(kinds, t)) {
+      char b1[256];
+      return op_fail(c, "input '%s' must be %s, got %s", s->name, kind_names(kinds, b1, sizeof b1), op_tstr(c, t));
     }
-    if (in->n_args > 1 && !(s->kinds & MIL_IK_TUPLE))
-      return op_fail(c, "input '%s' takes one value, got a tuple of %d", s->name, in->n_args);
-    for (int32_t j = 0; j < in->n_args; j++) {
-      const mil_arg *a = &in->args[j];
-      const mil_type *t = a->value ? a->value->type : a->use.var ? a->use.var->type : NULL;
-      if (!t) return op_fail(c, "input '%s' is unbound", s->name);
-      uint32_t kinds = s->kinds & ~(uint32_t)MIL_IK_TUPLE;
-      if (kinds && !kind_ok(kinds, t))
-        return op_fail(c, "input '%s' must be %s, got %s", s->name, kind_names(kinds, b1, sizeof b1), op_tstr(c, t));
+    if (t->kind == MIL_TYPE_TENSOR || t->kind == MIL_TYPE_STATE) {
       mil_dtype dt = elem_dtype(t);
-      if (t->kind == MIL_TYPE_TENSOR || t->kind == MIL_TYPE_STATE) {
-        if (!dtype_ok(s->dtypes, dt))
-          return op_fail(c, "input '%s' must have dtype %s, got %s", s->name, dtype_list(s->dtypes, b2, sizeof b2),
-                         op_tstr(c, t));
-        if (s->type_var) {
-          int k = 0;
-          while (k < ntv && strcmp(tvs[k].name, s->type_var) != 0) k++;
-          if (k == ntv && ntv < 8) tvs[ntv++] = (struct tv){s->type_var, dt, s->name};
-          else if (k < ntv && tvs[k].dt != dt)
-            return op_fail(c, "input '%s' must have the same dtype as '%s' (%s), got %s", s->name, tvs[k].first,
-                           mil_dtype_name(tvs[k].dt), op_tstr(c, t));
-        }
+      if (!dtype_ok(s->dtypes, dt)) {
+        char b2[256];
+        return op_fail(c, "input '%s' must have dtype %s, got %s", s->name, dtype_list(s->dtypes, b2, sizeof b2),
+                       op_tstr(c, t));
       }
-      if ((s->flags & MIL_IF_CONST) && !a->value) {
-        const mil_var *v = a->use.var;
-        if (!op_is_const_descendant(v))
-          return op_fail(c, "input '%s' must be a compile-time constant, but %%%s is computed at run time", s->name,
-                         v->name);
+      if (s->type_var) {
+        int k = 0;
+        while (k < *ntv && !op_str_eq(tvs[k].name, s->type_var)) k++;
+        if (k == *ntv && *ntv < 8) tvs[(*ntv)++] = (tv_seen){s->type_var, dt, s->name};
+        else if (k < *ntv && tvs[k].dt != dt)
+          return op_fail(c, "input '%s' must have the same dtype as '%s' (%s), got %s", s->name, tvs[k].first,
+                         mil_dtype_name(tvs[k].dt), op_tstr(c, t));
       }
+    }
+    if ((s->flags & MIL_IF_CONST) && !a->value) {
+      const mil_var *v = a->use.var;
+      if (!op_is_const_descendant(v))
+        return op_fail(c, "input '%s' must be a compile-time constant, but %%%s is computed at run time", s->name,
+                       v->name);
     }
   }
   return MIL_OK;
 }
 
-/* Zeroes c but the op_tstr buffers (written before they are read, and most
- * of the context's size), then sets the common fields. */
+/* True when the one binding of spec input s is surely valid: a tensor of a
+ * listed dtype, agreeing with the dtype its type variable has so far (then
+ * recorded), known when const is required. False leaves the type variables
+ * as they were and says nothing about validity. */
+static inline bool input_ok(const mil_input_spec *s, const mil_input *in, tv_seen *tvs, int *ntv) {
+  if (in->n_args != 1) return false;
+  const mil_arg *a = &in->args[0];
+  const mil_type *t = a->value ? a->value->type : a->use.var ? a->use.var->type : NULL;
+  if (!t || t->kind != MIL_TYPE_TENSOR || !(s->kinds & MIL_IK_TENSOR)) return false;
+  if (s->dtypes && !(s->dtypes & MIL_DTB(t->dtype))) return false;
+  if ((s->flags & MIL_IF_CONST) && !a->value && !a->use.var->val) return false;
+  if (!s->type_var) return true;
+  int k = 0;
+  while (k < *ntv && !op_str_eq(tvs[k].name, s->type_var)) k++;
+  if (k < *ntv) return tvs[k].dt == t->dtype;
+  if (k == 8) return false;
+  tvs[(*ntv)++] = (tv_seen){s->type_var, t->dtype, s->name};
+  return true;
+}
+
+/* Checks op's bindings against the variant's spec: first that every input
+ * is in the spec, then each spec input in spec order. Leaves the binding
+ * map in c (see mil_infer_ctx). */
+static mil_status check_inputs(mil_infer_ctx *c) {
+  const mil_op_def *def = c->def;
+  const mil_input_spec *specs = def->inputs;
+  int32_t ns = def->n_inputs;
+  mil_op *op = c->op;
+  tv_seen tvs[8];
+  int ntv = 0;
+  mil_status st;
+  if (ns > OP_MAX_SPEC) { /* no map: each spec input looked up by name */
+    for (int32_t i = 0; i < op->n_inputs; i++)
+      if (spec_index(specs, ns, op->inputs[i].name) == ns) return fail_unknown(c, op->inputs[i].name);
+    for (int32_t j = 0; j < ns; j++)
+      if ((st = check_input(c, &specs[j], mil_op_find_input(op, specs[j].name), tvs, &ntv)) != MIL_OK) return st;
+    return MIL_OK;
+  }
+  /* the first binding of each spec input, found in one pass over the op's
+   * inputs (spec input names are distinct) */
+  uint64_t bound = 0;
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    int32_t j = spec_index(specs, ns, op->inputs[i].name);
+    if (j == ns) return fail_unknown(c, op->inputs[i].name);
+    if (!(bound >> j & 1)) {
+      bound |= 1ull << j;
+      c->in_of[j] = &op->inputs[i];
+    }
+  }
+  for (int32_t j = 0; j < ns; j++) {
+    const mil_input_spec *s = &specs[j];
+    if (!(bound >> j & 1)) {
+      c->in_of[j] = NULL;
+      if (!(s->flags & (MIL_IF_OPTIONAL | MIL_IF_INTERNAL)))
+        return op_fail(c, "required input '%s' is missing", s->name);
+      continue;
+    }
+    /* the usual bindings inline; anything else, and every failure, through
+     * check_input, which sees the type variables as they were */
+    if (!input_ok(s, c->in_of[j], tvs, &ntv) && (st = check_input(c, s, c->in_of[j], tvs, &ntv)) != MIL_OK)
+      return st;
+  }
+  c->mapped = true;
+  return MIL_OK;
+}
+
+/* Sets the context's fields for op; the map, scratch and op_tstr buffers
+ * are left unset (each is written before it is read). */
 static void ctx_init(mil_infer_ctx *c, mil_op *op, int opset, const char *func, mil_diag *d) {
-  size_t at = offsetof(mil_infer_ctx, tbuf), end = at + sizeof c->tbuf;
-  memset(c, 0, at);
-  memset((char *)c + end, 0, sizeof *c - end);
-  for (int i = 0; i < 4; i++) c->tbuf[i][0] = 0;
   c->op = op;
+  c->def = NULL;
   c->prog = op->program;
   c->opset = opset;
   c->func = func;
   c->diag = d;
+  c->n_out = 0;
+  c->out = NULL;
+  c->val = NULL;
+  c->mark = NULL;
+  c->tnext = 0;
+  c->mapped = false;
+  c->pool = NULL;
 }
 
-static mil_status run_infer(mil_op *op, const mil_type **types, const mil_value **vals, mil_mark *marks,
-                            mil_diag *d, int32_t *n_out) {
+/* The spec version of f's opset for inference (MIL_IOS18 when f is NULL or
+ * its opset is not a known name). */
+static inline int func_version(const mil_function *f) {
+  if (!f) return MIL_IOS18;
+  const char *o = f->opset;
+  if (o && o[0] == 'C' && o[1] == 'o' && o[2] == 'r' && o[3] == 'e' && o[4] == 'M' && o[5] == 'L' && o[6] >= '3' &&
+      o[6] <= '9' && !o[7])
+    return o[6] - '0' + 1;
+  int v = mil_opset_version(o);
+  return v < 0 ? MIL_IOS18 : v;
+}
+
+/* Infers op into types/vals/marks (c.n_out entries, more when infer raises
+ * the count); `zeroed` when the arrays are already zeroed. */
+static OP_ALWAYS_INLINE mil_status run_infer(mil_op *op, const mil_type **types, const mil_value **vals,
+                                             mil_mark *marks, bool zeroed, mil_diag *d, int32_t *n_out) {
   const mil_function *f = op_function(op);
-  int version = f ? mil_opset_version(f->opset) : MIL_IOS18;
-  if (version < 0) version = MIL_IOS18;
+  int version = func_version(f);
   mil_infer_ctx c;
+  op_tmp_pool pool;
   ctx_init(&c, op, version, f ? f->name : "?", d);
-  c.def = mil_op_def_find(op->type, version);
+  pool.used = 0;
+  c.pool = &pool;
+  ensure();
+  const def_info *di = op->def ? info_of(op->def) : NULL;
+  if (di && info_applies(di, op->type, version)) {
+    c.def = di->def;
+  } else {
+    c.def = mil_op_def_find(op->type, version);
+  }
   if (!c.def) {
     const mil_op_def *newer = NULL;
     for (int v = version + 1; v <= MIL_IOS26 && !newer; v++) newer = mil_op_def_find(op->type, v);
@@ -286,10 +433,16 @@ static mil_status run_infer(mil_op *op, const mil_type **types, const mil_value 
   c.out = types;
   c.val = vals;
   c.mark = marks;
-  for (int32_t i = 0; i < c.n_out; i++) {
-    types[i] = NULL;
-    vals[i] = NULL;
-    marks[i] = MIL_MARK_NONE;
+  if (!zeroed && c.n_out == 1) { /* the usual count, without three memset calls */
+    types[0] = NULL;
+    vals[0] = NULL;
+    marks[0] = MIL_MARK_NONE;
+  } else if (!zeroed) {
+    for (int32_t i = 0; i < c.n_out; i++) {
+      types[i] = NULL;
+      vals[i] = NULL;
+      marks[i] = MIL_MARK_NONE;
+    }
   }
   mil_status st = check_inputs(&c);
   if (st != MIL_OK) return st;
@@ -318,7 +471,7 @@ mil_status mil_op_infer_types(mil_op *op, const mil_type **types, const mil_valu
     mk = mil_program_alloc(op->program, (size_t)n * sizeof *mk);
     if (!mk) return MIL_ERR_NOMEM;
   }
-  return run_infer(op, types, vals, mk, d, NULL);
+  return run_infer(op, types, vals, mk, false, d, NULL);
 }
 
 /* The name of output i of k an op named op_name gets: the op's name, or
@@ -337,23 +490,32 @@ static const char *out_name(const char *op_name, int32_t i, int32_t k, char *buf
 
 mil_status mil_op_infer(mil_op *op, mil_diag *d) {
   int32_t n = out_count(op);
-  /* outputs of ordinary ops fit on the stack; zeroed like the program
-   * allocation, as infer may raise the count of a variable-output op */
+  /* outputs of ordinary ops fit on the stack. Zeroed like the program
+   * allocation for an op without outputs yet, as infer may raise the count
+   * of a variable-output op; for an op with outputs the count is fixed and
+   * run_infer clears its entries. */
   enum { STACK_OUT = 16 };
-  const mil_type *st_types[STACK_OUT] = {0};
-  const mil_value *st_vals[STACK_OUT] = {0};
-  mil_mark st_marks[STACK_OUT] = {0};
+  const mil_type *st_types[STACK_OUT];
+  const mil_value *st_vals[STACK_OUT];
+  mil_mark st_marks[STACK_OUT];
   const mil_type **types = st_types;
   const mil_value **vals = st_vals;
   mil_mark *marks = st_marks;
+  bool zeroed = false; /* else run_infer clears the n entries of a fixed count */
   if (n > STACK_OUT) {
     types = mil_program_alloc(op->program, (size_t)n * sizeof *types);
     vals = mil_program_alloc(op->program, (size_t)n * sizeof *vals);
     marks = mil_program_alloc(op->program, (size_t)n * sizeof *marks);
     if (!types || !vals || !marks) return MIL_ERR_NOMEM;
+    zeroed = true;
+  } else if (!op->n_outputs) {
+    memset(st_types, 0, sizeof st_types);
+    memset(st_vals, 0, sizeof st_vals);
+    memset(st_marks, 0, sizeof st_marks);
+    zeroed = true;
   }
   int32_t k = 0;
-  mil_status st = run_infer(op, types, vals, marks, d, &k);
+  mil_status st = run_infer(op, types, vals, marks, zeroed, d, &k);
   if (st != MIL_OK) return st;
   if (!op->n_outputs) {
     for (int32_t i = 0; i < k; i++) {
@@ -382,9 +544,8 @@ const mil_value *mil_op_materialize(mil_op *op, int32_t i, mil_diag *d) {
 
 mil_status mil_op_add_defaults(mil_op *op, mil_diag *d) {
   const mil_function *f = op_function(op);
-  int version = f ? mil_opset_version(f->opset) : MIL_IOS18;
   mil_infer_ctx c;
-  ctx_init(&c, op, version < 0 ? MIL_IOS18 : version, f ? f->name : "?", d);
+  ctx_init(&c, op, func_version(f), f ? f->name : "?", d);
   c.def = mil_op_def_find(op->type, c.opset);
   if (!c.def)
     return mil_diag_error(d, MIL_ERR_NOT_FOUND, "function '%s': op '%s': unknown op type '%s'", c.func, op->name,
@@ -393,10 +554,12 @@ mil_status mil_op_add_defaults(mil_op *op, mil_diag *d) {
 }
 
 void mil_op_canonicalize_inputs(mil_op *op) {
-  const mil_function *f = op_function(op);
-  int version = f ? mil_opset_version(f->opset) : MIL_IOS18;
-  const mil_op_def *def = mil_op_def_find(op->type, version < 0 ? MIL_IOS18 : version);
-  if (!def || op->n_inputs < 2) return;
+  if (op->n_inputs < 2) return;
+  int version = func_version(op_function(op));
+  ensure();
+  const def_info *di = op->def ? info_of(op->def) : NULL;
+  const mil_op_def *def = di && info_applies(di, op->type, version) ? di->def : mil_op_def_find(op->type, version);
+  if (!def) return;
   mil_input tmp[64];
   if (op->n_inputs > 64) return;
   /* spec position of each input (def->n_inputs when not in the spec); the

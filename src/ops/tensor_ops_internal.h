@@ -18,6 +18,7 @@
 #define MIL_TENSOR_OPS_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ops/ops_internal.h"
@@ -40,7 +41,8 @@ OP_HIDDEN void op_strides(int32_t rank, const int64_t *shape, int64_t *strides);
 OP_HIDDEN bool op_foldable_dtype(mil_dtype dt);
 /* dst[di] = src[si]; both of the same dtype. */
 OP_HIDDEN void op_copy_elem(mil_value *dst, int64_t di, const mil_value *src, int64_t si);
-/* Scratch memory through the program's allocator (NULL on failure / n == 0). */
+/* Scratch memory: a free block of the context's pool (op_tmp_pool) when n
+ * fits, else through the program's allocator (NULL on failure / n == 0). */
 OP_HIDDEN void *op_tmp_alloc(mil_infer_ctx *c, size_t n);
 OP_HIDDEN void op_tmp_free(mil_infer_ctx *c, void *p, size_t n);
 /* A new value of dtype dt and the given shape whose element k is
@@ -113,6 +115,18 @@ typedef struct op_symval {
   int64_t n;
   op_sym e[OP_SYMV_MAX];
 } op_symval;
+
+/* Scratch the inference driver lends op_tmp_alloc for one op (on its
+ * stack): a few blocks of a symbolic value's size, so that the usual folds
+ * and shape inferences need no heap. */
+#define OP_TMP_SLOTS 4
+typedef struct op_tmp_pool {
+  unsigned used; /* bit i: slot i is lent out */
+  union {
+    op_symval sv;
+    max_align_t align;
+  } slot[OP_TMP_SLOTS];
+} op_tmp_pool;
 
 /* The value or symbolic value of input `name` (binding `arg`, for tuple
  * inputs) of c->op: its known value, or what coremltools' value inference

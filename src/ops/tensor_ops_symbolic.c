@@ -441,7 +441,9 @@ static bool ev_split(sym_eval *E, const mil_op *op, int oi, op_symval *out, int 
 
 /* Numeric elementwise binary ops on fully known small values (so that
  * shape arithmetic in an unfolded const subgraph is still seen). */
-static bool ev_binary(sym_eval *E, const mil_op *op, const char *t, op_symval *out, int depth) {
+enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_MAX, BIN_MIN, BIN_FLOOR_DIV };
+
+static bool ev_binary(sym_eval *E, const mil_op *op, int kind, op_symval *out, int depth) {
   op_symval *y = op_tmp_alloc(E->c, sizeof *y);
   bool ok = false;
   if (y && sv_of_input(E, op, "x", out, depth) && sv_of_input(E, op, "y", y, depth) && all_known(out) &&
@@ -457,11 +459,11 @@ static bool ev_binary(sym_eval *E, const mil_op *op, const char *t, op_symval *o
         ok = true;
         for (int64_t k = 0; k < res->n && ok; k++) {
           double a = out->e[out->n == 1 ? 0 : k].x, b = y->e[y->n == 1 ? 0 : k].x, r;
-          if (!strcmp(t, "add")) r = a + b;
-          else if (!strcmp(t, "sub")) r = a - b;
-          else if (!strcmp(t, "mul")) r = a * b;
-          else if (!strcmp(t, "maximum")) r = a > b ? a : b;
-          else if (!strcmp(t, "minimum")) r = a < b ? a : b;
+          if (kind == BIN_ADD) r = a + b;
+          else if (kind == BIN_SUB) r = a - b;
+          else if (kind == BIN_MUL) r = a * b;
+          else if (kind == BIN_MAX) r = a > b ? a : b;
+          else if (kind == BIN_MIN) r = a < b ? a : b;
           else {
             if (b == 0) {
               ok = false;
@@ -484,22 +486,47 @@ static bool sv_eval_op(sym_eval *E, const mil_op *op, int oi, op_symval *out, in
   if (depth > SYM_MAX_DEPTH || --E->budget < 0) return false;
   depth++;
   const char *t = op->type;
-  if (oi != 0 && strcmp(t, "split") != 0) return false;
-  if (!strcmp(t, "shape")) return ev_shape(E, op, out);
-  if (!strcmp(t, "cast")) return ev_cast(E, op, out, depth);
-  if (!strcmp(t, "identity")) return sv_of_input(E, op, "x", out, depth);
-  if (!strcmp(t, "concat")) return ev_concat_like(E, op, out, depth, false);
-  if (!strcmp(t, "stack")) return ev_concat_like(E, op, out, depth, true);
-  if (!strcmp(t, "gather")) return ev_gather(E, op, out, depth);
-  if (!strcmp(t, "slice_by_index")) return ev_slice_by_index(E, op, out, depth);
-  if (!strcmp(t, "reshape")) return ev_reshape(E, op, out, depth, false);
-  if (!strcmp(t, "flatten2d")) return ev_reshape(E, op, out, depth, true);
-  if (!strcmp(t, "squeeze")) return ev_squeeze_expand(E, op, out, depth, true);
-  if (!strcmp(t, "expand_dims")) return ev_squeeze_expand(E, op, out, depth, false);
-  if (!strcmp(t, "split")) return ev_split(E, op, oi, out, depth);
-  if (!strcmp(t, "add") || !strcmp(t, "sub") || !strcmp(t, "mul") || !strcmp(t, "floor_div") ||
-      !strcmp(t, "maximum") || !strcmp(t, "minimum"))
-    return ev_binary(E, op, t, out, depth);
+  if (oi != 0) return op_str_eq(t, "split") && ev_split(E, op, oi, out, depth);
+  /* by the first character: most producers are none of these */
+  switch (t[0]) {
+  case 'a':
+    if (op_str_eq(t, "add")) return ev_binary(E, op, BIN_ADD, out, depth);
+    break;
+  case 'c':
+    if (op_str_eq(t, "cast")) return ev_cast(E, op, out, depth);
+    if (op_str_eq(t, "concat")) return ev_concat_like(E, op, out, depth, false);
+    break;
+  case 'e':
+    if (op_str_eq(t, "expand_dims")) return ev_squeeze_expand(E, op, out, depth, false);
+    break;
+  case 'f':
+    if (op_str_eq(t, "flatten2d")) return ev_reshape(E, op, out, depth, true);
+    if (op_str_eq(t, "floor_div")) return ev_binary(E, op, BIN_FLOOR_DIV, out, depth);
+    break;
+  case 'g':
+    if (op_str_eq(t, "gather")) return ev_gather(E, op, out, depth);
+    break;
+  case 'i':
+    if (op_str_eq(t, "identity")) return sv_of_input(E, op, "x", out, depth);
+    break;
+  case 'm':
+    if (op_str_eq(t, "mul")) return ev_binary(E, op, BIN_MUL, out, depth);
+    if (op_str_eq(t, "maximum")) return ev_binary(E, op, BIN_MAX, out, depth);
+    if (op_str_eq(t, "minimum")) return ev_binary(E, op, BIN_MIN, out, depth);
+    break;
+  case 'r':
+    if (op_str_eq(t, "reshape")) return ev_reshape(E, op, out, depth, false);
+    break;
+  case 's':
+    if (op_str_eq(t, "shape")) return ev_shape(E, op, out);
+    if (op_str_eq(t, "stack")) return ev_concat_like(E, op, out, depth, true);
+    if (op_str_eq(t, "slice_by_index")) return ev_slice_by_index(E, op, out, depth);
+    if (op_str_eq(t, "squeeze")) return ev_squeeze_expand(E, op, out, depth, true);
+    if (op_str_eq(t, "split")) return ev_split(E, op, oi, out, depth);
+    if (op_str_eq(t, "sub")) return ev_binary(E, op, BIN_SUB, out, depth);
+    break;
+  default: break;
+  }
   return false;
 }
 

@@ -52,12 +52,27 @@ void op_copy_elem(mil_value *dst, int64_t di, const mil_value *src, int64_t si) 
 
 void *op_tmp_alloc(mil_infer_ctx *c, size_t n) {
   if (!n) return NULL;
+  op_tmp_pool *pl = c->pool;
+  if (pl && n <= sizeof pl->slot[0] && pl->used != (1u << OP_TMP_SLOTS) - 1) {
+    int i = 0;
+    while (pl->used >> i & 1) i++;
+    pl->used |= 1u << i;
+    return &pl->slot[i];
+  }
   const mil_allocator *a = c->prog->alloc ? c->prog->alloc : mil_default_allocator();
   return a->fn(a->ud, NULL, 0, n);
 }
 
 void op_tmp_free(mil_infer_ctx *c, void *p, size_t n) {
   if (!p) return;
+  op_tmp_pool *pl = c->pool;
+  if (pl) {
+    uintptr_t at = (uintptr_t)p - (uintptr_t)pl->slot;
+    if (at < sizeof pl->slot) {
+      pl->used &= ~(1u << (at / sizeof pl->slot[0]));
+      return;
+    }
+  }
   const mil_allocator *a = c->prog->alloc ? c->prog->alloc : mil_default_allocator();
   a->fn(a->ud, p, n, 0);
 }
