@@ -40,6 +40,10 @@
  *    of c1's block (not cancelling c1) is fused after c1's block settles.
  * Each block is swept until nothing changes.
  *
+ * One walk lists the casts of a block; in a block without nested blocks
+ * the later sweeps take that list as the sweeps left it (no walk), and
+ * look only at the casts whose surroundings a sweep changed (see sweep).
+ *
  * Mirrors coremltools/converters/mil/mil/passes/defs/optimize_repeat_ops.py
  * (cast_optimization) and types/type_mapping.py (ranges, resolutions).
  */
@@ -100,6 +104,19 @@ static range_res chain(const dt_info *in, const dt_info *const *steps, int n) {
 
 /* ---------- the pass ---------- */
 
+/* Reading ahead: op records lie in list order in memory
+ * (mil_program_compact_ops), so in a walk the record AHEAD ops on is most
+ * likely AHEAD records further; and a sweep's casts are listed, so what
+ * the casts a few places on will read is known. Asking for it early turns
+ * a walk bound by one memory latency per step into a stream (a prefetch
+ * of an address that holds nothing is harmless). */
+#define AHEAD 32
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(addr) __builtin_prefetch(addr)
+#else
+#define PREFETCH(addr) ((void)(addr))
+#endif
+
 typedef struct pair {
   mil_op *c1, *c2;
 } pair;
@@ -119,7 +136,40 @@ typedef struct ctx {
   pass_names *names;
   mil_diag *d;
   int64_t changes;
+  int64_t n_dirty; /* at least the number of casts marked K_DIRTY */
+  /* dt_find(mil_dtype_name(dt)) by dtype, filled on first need */
+  const dt_info *by_dtype[128];
+  bool by_dtype_known[128];
 } ctx;
+
+/* The casts of one block in block order, as a sweep takes them. */
+typedef struct cast_list {
+  mil_op **v;
+  int32_t n, cap;
+  bool nested; /* some op of the block has nested blocks */
+} cast_list;
+
+/* op->aux of a listed cast: K_DIRTY when something its transformation
+ * reads changed since it was last looked at (see sweep); NULL otherwise.
+ * A cast removed as the second of a fused pair holds there the cast made
+ * in its place, if any. */
+static const char k_dirty_marker;
+#define K_DIRTY ((void *)&k_dirty_marker)
+
+/* Notes that the cast op (if op is one) must be looked at again. */
+static void mark(ctx *c, mil_op *op) {
+  if (op && op->type == c->cast && !op->aux) {
+    op->aux = K_DIRTY;
+    c->n_dirty++;
+  }
+}
+
+/* Clears op's K_DIRTY mark, if any. */
+static void unmark(ctx *c, mil_op *op) {
+  if (op->aux != K_DIRTY) return;
+  op->aux = NULL;
+  c->n_dirty--;
+}
 
 static int oom(ctx *c) {
   mil_diag_error(c->d, MIL_ERR_NOMEM, "cast_optimization: out of memory");
@@ -165,9 +215,21 @@ static bool var_is_of(const mil_var *v, const char *dtype) {
   return n && dtype && strcmp(n, dtype) == 0;
 }
 
-static bool fusable(const ctx *c, const mil_op *c1, const mil_op *c2) {
-  const dt_info *in = dt_find(var_dtype(cast_x(c, c1)));
-  const dt_info *s1 = dt_find(cast_dtype(c, c1)), *s2 = dt_find(cast_dtype(c, c2));
+/* dt_find(var_dtype(v)), through the table of c. */
+static const dt_info *var_dt(ctx *c, const mil_var *v) {
+  if (!v || !mil_type_is_tensor(v->type)) return NULL;
+  unsigned dt = (unsigned)v->type->dtype;
+  if (dt >= sizeof c->by_dtype / sizeof c->by_dtype[0]) return dt_find(mil_dtype_name(v->type->dtype));
+  if (!c->by_dtype_known[dt]) {
+    c->by_dtype[dt] = dt_find(mil_dtype_name(v->type->dtype));
+    c->by_dtype_known[dt] = true;
+  }
+  return c->by_dtype[dt];
+}
+
+/* Whether x -> c1 -> c2 keeps the range and resolution of x -> c2, given
+ * the entries of x's dtype and of the two casts' dtypes. */
+static bool fusable(const dt_info *in, const dt_info *s1, const dt_info *s2) {
   if (!in || !s1 || !s2) return false;
   const dt_info *both[2] = {s1, s2};
   range_res ref = chain(in, both, 2), out = chain(in, &s2, 1);
@@ -194,13 +256,26 @@ static mil_var *dup_if_affects_io(ctx *c, mil_var *new_var, mil_var *old_var, mi
   if (!id) return (*err = oom(c)), NULL;
   mil_block_insert_before(before, id);
   mil_op_add_input(id, "x", new_var);
+  mark(c, new_var->op);
   mil_status st = pass_finish_op(id, c->d);
   if (st != MIL_OK) return (*err = -(int)st), NULL;
   return id->outputs[0];
 }
 
 static int replace(ctx *c, mil_op *anchor, mil_var *old_var, mil_var *new_var) {
-  if (!pass_replace_uses_after(anchor, old_var, new_var)) {
+  /* the casts among old_var's readers may read something else after it
+   * (marked once the replacement has brought their records in), and
+   * new_var gains readers */
+  mil_op *few[16], **readers = few;
+  int32_t n = 0;
+  if (old_var->n_uses > 16 && !(readers = malloc((size_t)old_var->n_uses * sizeof *readers))) return oom(c);
+  for (const mil_use *u = old_var->uses; u; u = u->next_use)
+    if (u->op) readers[n++] = u->op;
+  bool ok = pass_replace_uses_after(anchor, old_var, new_var);
+  for (int32_t i = 0; i < n; i++) mark(c, readers[i]);
+  mark(c, new_var->op);
+  if (readers != few) free(readers);
+  if (!ok) {
     mil_diag_error(c->d, MIL_ERR_INVALID, "cast_optimization: cannot replace %%%s by %%%s after op '%s'",
                    old_var->name, new_var->name, anchor->name);
     return -(int)MIL_ERR_INVALID;
@@ -217,16 +292,23 @@ static int fuse_pair(ctx *c, mil_op *c1, mil_op *c2, bool reuse_input) {
     if (!new_var) return err;
   } else {
     const char *dt = cast_dtype(c, c2);
-    size_t len = strlen(x->name) + strlen(dt) + 5;
-    char *name = malloc(len);
+    size_t lx = strlen(x->name), ld = strlen(dt), len = lx + ld + 5;
+    char stack[256];
+    char *name = len <= sizeof stack ? stack : malloc(len);
     if (!name) return oom(c);
-    snprintf(name, len, "%s_to_%s", x->name, dt);
-    mil_op *nc = mil_op_new(c->p, "cast", name);
-    free(name);
+    memcpy(name, x->name, lx);
+    memcpy(name + lx, "_to_", 4);
+    memcpy(name + lx + 4, dt, ld + 1);
+    mil_op *nc = mil_op_new(c->p, c->cast, name);
+    if (name != stack) free(name);
     if (!nc) return oom(c);
     mil_block_insert_before(c2, nc);
+    unmark(c, c2);
+    c2->aux = nc; /* the next sweep of the block takes nc where c2 was */
     mil_op_add_input(nc, "x", x);
     mil_op_add_input(nc, "dtype", input_var(c2, c->in_dtype));
+    mark(c, x->op);
+    mark(c, nc);
     mil_status st = pass_finish_op(nc, c->d);
     if (st != MIL_OK) return -(int)st;
     if (c->names && !pass_names_add(c->names, nc->name)) return oom(c);
@@ -237,6 +319,7 @@ static int fuse_pair(ctx *c, mil_op *c1, mil_op *c2, bool reuse_input) {
 
 /* pass_remove_ops for one op without nested blocks. */
 static int remove_op(ctx *c, mil_op *op) {
+  unmark(c, op);
   if (mil_op_remove(op) == MIL_OK) return 0;
   const mil_var *v = NULL;
   for (int32_t i = 0; i < op->n_outputs && !v; i++)
@@ -285,12 +368,21 @@ static int try_transform(ctx *c, mil_op *root, across *a) {
     pass_child_ops(root->outputs[0], kids, n);
   }
   int changed = 0;
+  const dt_info *in = NULL, *s1 = NULL;
+  bool looked = false;
   for (int32_t i = 0; i < n && changed >= 0; i++) {
     mil_op *k = kids[i];
     if (k->type != c->cast || k->n_outputs != 1 || cast_x(c, k) != root->outputs[0]) continue;
-    if (!fusable(c, root, k)) continue;
+    if (!looked) { /* x and root are not changed by the fusions below */
+      in = var_dt(c, x);
+      s1 = dt_find(dt);
+      looked = true;
+    }
+    if (!in || !s1) break;
+    const char *dk = cast_dtype(c, k);
+    if (!fusable(in, s1, dt_find(dk))) continue;
     int r;
-    if (var_is_of(x, cast_dtype(c, k))) {
+    if (var_is_of(x, dk)) {
       r = fuse_pair(c, root, k, true);
       if (r >= 0) r = remove_op(c, k);
     } else if (k->block != b) {
@@ -313,45 +405,98 @@ static int try_transform(ctx *c, mil_op *root, across *a) {
 
 static int optimize_block(ctx *c, mil_block *b, int depth);
 
-/* One sweep of b; 1 when it changed, 0, or -(status). */
-static int sweep(ctx *c, mil_block *b, across *a, int depth) {
-  /* one walk: nested blocks are optimized first (which leaves b's list of
-   * ops as it is) and the casts of b are collected as the sweep starts
-   * (casts made by the sweep wait for the next one) */
-  mil_op **ops = NULL;
-  int32_t n = 0, cap = 0;
-  for (mil_op *op = b->first; op; op = op->next) {
-    for (int32_t i = 0; i < op->n_blocks; i++) {
-      int r = optimize_block(c, op->blocks[i], depth + 1);
-      if (r < 0) {
-        free(ops);
-        return r;
-      }
-    }
-    if (op->type != c->cast) continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 64;
-      mil_op **g = realloc(ops, (size_t)cap * sizeof *g);
-      if (!g) {
-        free(ops);
-        return oom(c);
-      }
-      ops = g;
-    }
-    ops[n++] = op;
+static int push_cast(ctx *c, cast_list *l, mil_op *op) {
+  if (l->n == l->cap) {
+    int32_t cap = l->cap ? l->cap * 2 : 64;
+    mil_op **g = realloc(l->v, (size_t)cap * sizeof *g);
+    if (!g) return oom(c);
+    l->v = g;
+    l->cap = cap;
   }
-  int changed = 0;
-  for (int32_t i = 0; i < n; i++) {
-    mil_op *op = ops[i];
-    if (op->block != b) continue;
-    int r = try_transform(c, op, a);
-    if (r < 0) {
-      changed = r;
-      break;
+  l->v[l->n++] = op;
+  return 0;
+}
+
+/* The walk that starts a sweep: nested blocks are optimized first (which
+ * leaves b's list of ops as it is) and the casts of b are listed. */
+static int list_casts(ctx *c, mil_block *b, cast_list *l, int depth) {
+  l->n = 0;
+  for (mil_op *op = b->first; op; op = op->next) {
+    PREFETCH((const void *)((uintptr_t)op + AHEAD * sizeof(mil_op)));
+    for (int32_t i = 0; i < op->n_blocks; i++) {
+      l->nested = true;
+      int r = optimize_block(c, op->blocks[i], depth + 1);
+      if (r < 0) return r;
     }
+    if (op->type == c->cast) {
+      op->aux = NULL;
+      int r = push_cast(c, l, op);
+      if (r < 0) return r;
+    }
+  }
+  return 0;
+}
+
+/* The casts of a block without nested blocks after a sweep, from the list
+ * the sweep took: a sweep only removes casts and inserts new ones right
+ * before a cast it then removes (noted in that cast's aux), so this is
+ * what list_casts would find, without walking the block. */
+static int relist_casts(ctx *c, mil_block *b, cast_list *l) {
+  cast_list was = *l;
+  l->v = NULL;
+  l->n = l->cap = 0;
+  int r = 0;
+  for (int32_t i = 0; i < was.n && r >= 0; i++) {
+    mil_op *op = was.v[i], *nc = op->aux;
+    if (op->block == b) {
+      r = push_cast(c, l, op);
+    } else if (nc && nc != K_DIRTY && nc->block == b) {
+      r = push_cast(c, l, nc);
+    }
+  }
+  free(was.v);
+  return r;
+}
+
+/* One sweep of b over the casts listed as it starts (casts made by the
+ * sweep wait for the next one); 1 when it changed, 0, or -(status).
+ *
+ * With `all` false only the casts marked K_DIRTY are looked at: what the
+ * transformation of a cast reads is its input and dtype, the input's type
+ * and place, and its output's readers with their inputs and dtypes; a
+ * sweep changes that only by rebinding readers of a var to another var
+ * (the casts among the old readers, and the producer of the new var, are
+ * marked) and by making an op that reads a var (its producer is marked,
+ * and so is a new cast). Any other cast would change nothing. */
+static int sweep(ctx *c, mil_block *b, const cast_list *l, across *a, bool all) {
+  int changed = 0;
+  for (int32_t i = 0; i < l->n; i++) {
+    mil_op *op = l->v[i];
+    if (all) { /* the records, then their inputs and outputs */
+      if (i + AHEAD < l->n) {
+        PREFETCH(l->v[i + AHEAD]);
+        PREFETCH((const char *)l->v[i + AHEAD] + 64);
+      }
+      if (i + AHEAD / 2 < l->n) {
+        const mil_op *o = l->v[i + AHEAD / 2];
+        PREFETCH(o->inputs);
+        PREFETCH(o->outputs);
+      }
+      if (i + AHEAD / 4 < l->n) {
+        const mil_op *o = l->v[i + AHEAD / 4];
+        if (o->n_inputs > 1) {
+          PREFETCH(o->inputs[0].args);
+          PREFETCH(o->inputs[1].args);
+        }
+        if (o->n_outputs > 0) PREFETCH(o->outputs[0]);
+      }
+    }
+    if (op->block != b || (!all && op->aux != K_DIRTY)) continue;
+    unmark(c, op);
+    int r = try_transform(c, op, a);
+    if (r < 0) return r;
     if (r > 0) changed = 1;
   }
-  free(ops);
   return changed;
 }
 
@@ -400,18 +545,35 @@ static int optimize_block(ctx *c, mil_block *b, int depth) {
     return -(int)MIL_ERR_UNSUPPORTED;
   }
   across a = {0};
-  int r;
-  while ((r = sweep(c, b, &a, depth)) > 0) {
+  cast_list l = {0};
+  int64_t outer_dirty = c->n_dirty;
+  c->n_dirty = 0;
+  int r = list_casts(c, b, &l, depth);
+  bool all = true;
+  while (r >= 0 && (r = sweep(c, b, &l, &a, all)) > 0) {
+    if (!l.nested && c->n_dirty == 0) { /* the next sweep would look at no cast */
+      r = 0;
+      break;
+    }
+    all = l.nested;
+    r = l.nested ? list_casts(c, b, &l, depth) : relist_casts(c, b, &l);
   }
+  c->n_dirty = outer_dirty;
   if (r >= 0) r = fuse_across(c, &a);
+  free(l.v);
   free(a.v);
   return r;
 }
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *st, mil_diag *d) {
   (void)o;
-  ctx c = {p, mil_program_find_string(p, "cast", (size_t)-1), mil_program_find_string(p, "x", (size_t)-1),
-           mil_program_find_string(p, "dtype", (size_t)-1), NULL, d, 0};
+  ctx c;
+  memset(&c, 0, sizeof c);
+  c.p = p;
+  c.cast = mil_program_find_string(p, "cast", (size_t)-1);
+  c.in_x = mil_program_find_string(p, "x", (size_t)-1);
+  c.in_dtype = mil_program_find_string(p, "dtype", (size_t)-1);
+  c.d = d;
   if (!c.cast) return MIL_OK; /* no cast op */
   int r = 0;
   for (int32_t fi = 0; fi < p->n_functions && r >= 0; fi++) {

@@ -24,9 +24,10 @@
  * For every non-const op (nested blocks first), each output that can be
  * folded (it has a value and depends on no constexpr_* output; outputs of
  * `shape` always can) becomes a const op inserted before the op, named like
- * the output; the op's output is renamed "<name>_ignored". An op all of
- * whose outputs were replaced is removed. The inputs the folded op read are
- * left for dead_code_elimination.
+ * the output; the op's output is renamed "<name>_ignored" (an op all of
+ * whose outputs were replaced is removed instead, and its outputs go with
+ * it unrenamed). The inputs the folded op read are left for
+ * dead_code_elimination.
  *
  * Option skip_const_by_size: an output that is not a scalar and has more
  * elements than this is not folded (and the op's remaining outputs are not
@@ -46,6 +47,19 @@
 
 #include "passes/pass_internal.h"
 
+/* Reading ahead: op records lie in list order in memory
+ * (mil_program_compact_ops), so in the walk the record AHEAD ops on is
+ * most likely AHEAD records further; and the folding goes through a list,
+ * so what the ops some places on will read is known. Asking for it early
+ * keeps the walks from waiting on memory at every op (a prefetch of an
+ * address that holds nothing is harmless). */
+#define AHEAD 32
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(addr) __builtin_prefetch(addr)
+#else
+#define PREFETCH(addr) ((void)(addr))
+#endif
+
 static const mil_pass_option_def k_opts[] = {
     {"skip_const_by_size", MIL_POPT_DOUBLE, NULL, false, false, 0, 0,
      "leave ops whose folded value would have more elements than this unfolded (None: fold everything)"},
@@ -54,6 +68,7 @@ static const mil_pass_option_def k_opts[] = {
 typedef struct celim {
   mil_program *p;
   const char *shape; /* interned "shape", or NULL */
+  const char *konst; /* interned "const", once a fold needs it */
   bool tracking;     /* var->aux holds the constexpr dependence of every op output */
   mil_op **cands;    /* the ops the folding walk may change, in walk order */
   int32_t n_cands, cap_cands;
@@ -95,6 +110,11 @@ static const char k_dep_marker;
 
 static bool depends_on_constexpr(const mil_var *v) { return v && v->op && v->aux == K_DEP; }
 
+/* Marks the outputs of the op being folded that were folded (until they
+ * are renamed). */
+static const char k_folded_marker;
+#define K_FOLDED ((void *)&k_folded_marker)
+
 static bool is_constexpr_type(const char *t) {
   return t[0] == 'c' && t[1] == 'o' && t[2] == 'n' && t[3] == 's' && strncmp(t, "constexpr_", 10) == 0;
 }
@@ -134,19 +154,32 @@ static mil_status start_tracking(celim *c) {
   return MIL_OK;
 }
 
-/* Folds output v of op into a const before op. */
+/* mil_const_new(p, v->name, v->val) for an op output v: v->name is
+ * interned already, so the op and its output take the pointer as it is
+ * (interning an interned string that is not among the recently interned
+ * ones hashes and probes it again; "const" is). */
+static mil_op *const_of(celim *c, const mil_var *v) {
+  if (!c->konst && !(c->konst = mil_program_intern(c->p, "const", (size_t)-1))) return NULL;
+  mil_op *k = mil_op_new(c->p, c->konst, NULL);
+  mil_var *nv = k ? mil_op_add_output(k, c->konst, v->val->type) : NULL;
+  if (!nv) return NULL;
+  k->name = v->name;
+  nv->name = v->name;
+  mil_var_set_value(nv, v->val);
+  return k;
+}
+
+/* Folds output v of op into a const before op. The output is renamed
+ * "<name>_ignored" by the caller when op stays. */
 static mil_status fold_output(celim *c, mil_op *op, mil_var *v) {
-  mil_op *k = mil_const_new(op->program, v->name, v->val);
-  if (!k || k->n_outputs != 1) return mil_diag_error(c->d, MIL_ERR_NOMEM, "const_elimination: out of memory");
+  mil_op *k = const_of(c, v);
+  if (!k) return mil_diag_error(c->d, MIL_ERR_NOMEM, "const_elimination: out of memory");
   mil_block_insert_before(op, k);
   mil_var *nv = k->outputs[0];
   nv->aux = NULL;
   if (!pass_replace_uses_after(op, v, nv))
     return mil_diag_error(c->d, MIL_ERR_INVALID, "const_elimination: cannot replace output %%%s of op '%s' (%s)",
                           v->name, op->name, op->type);
-  const char *ign = ignored_name(op->program, v->name);
-  if (!ign) return mil_diag_error(c->d, MIL_ERR_NOMEM, "const_elimination: out of memory");
-  v->name = ign;
   c->changes++;
   return MIL_OK;
 }
@@ -172,6 +205,7 @@ static mil_status prepare_block(celim *c, mil_block *b, int depth) {
     return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "const_elimination: blocks nested deeper than %d levels",
                           PASS_MAX_DEPTH);
   for (mil_op *op = b->first; op; op = op->next) {
+    PREFETCH((const void *)((uintptr_t)op + AHEAD * sizeof(mil_op)));
     for (int32_t i = 0; i < op->n_blocks; i++) {
       mil_status st = prepare_block(c, op->blocks[i], depth + 1);
       if (st != MIL_OK) return st;
@@ -187,9 +221,11 @@ static mil_status prepare_block(celim *c, mil_block *b, int depth) {
 }
 
 /* Folds the outputs of op that can be, removing op when that is all of
- * them. */
+ * them; the folded outputs of an op that stays are renamed
+ * "<name>_ignored" (those of a removed op are left with the op). */
 static mil_status eliminate_op(celim *c, mil_op *op) {
   bool all_replaced = true;
+  int32_t n_folded = 0;
   for (int32_t i = 0; i < op->n_outputs; i++) {
     mil_var *v = op->outputs[i];
     /* (outputs of shape ops never depend on constexpr ops here) */
@@ -200,13 +236,27 @@ static mil_status eliminate_op(celim *c, mil_op *op) {
       }
       mil_status st = fold_output(c, op, v);
       if (st != MIL_OK) return st;
+      v->aux = K_FOLDED;
+      n_folded++;
     } else {
       all_replaced = false;
     }
   }
-  if (all_replaced && mil_op_remove(op) != MIL_OK)
-    return mil_diag_error(c->d, MIL_ERR_INVALID, "const_elimination: op '%s' (%s) is still used after folding",
-                          op->name, op->type);
+  if (all_replaced) {
+    if (mil_op_remove(op) != MIL_OK)
+      return mil_diag_error(c->d, MIL_ERR_INVALID, "const_elimination: op '%s' (%s) is still used after folding",
+                            op->name, op->type);
+    return MIL_OK;
+  }
+  for (int32_t i = 0; i < op->n_outputs && n_folded > 0; i++) {
+    mil_var *v = op->outputs[i];
+    if (v->aux != K_FOLDED) continue;
+    n_folded--;
+    v->aux = NULL; /* it depends on nothing */
+    const char *ign = ignored_name(op->program, v->name);
+    if (!ign) return mil_diag_error(c->d, MIL_ERR_NOMEM, "const_elimination: out of memory");
+    v->name = ign;
+  }
   return MIL_OK;
 }
 
@@ -226,7 +276,20 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   }
   /* the folding walk (new consts go before the op being visited, which
    * is the only op it may remove) */
-  for (int32_t i = 0; i < c.n_cands && st == MIL_OK; i++) st = eliminate_op(&c, c.cands[i]);
+  for (int32_t i = 0; i < c.n_cands && st == MIL_OK; i++) {
+    if (i + AHEAD < c.n_cands) PREFETCH(c.cands[i + AHEAD]);
+    if (i + AHEAD / 2 < c.n_cands) {
+      const mil_op *o = c.cands[i + AHEAD / 2];
+      PREFETCH(o->outputs);
+      PREFETCH(o->inputs);
+    }
+    if (i + AHEAD / 4 < c.n_cands) {
+      const mil_op *o = c.cands[i + AHEAD / 4];
+      if (o->n_outputs > 0) PREFETCH(o->outputs[0]);
+      if (o->n_inputs > 0) PREFETCH(o->inputs[0].args);
+    }
+    st = eliminate_op(&c, c.cands[i]);
+  }
   free(c.cands);
   if (stats) stats->changes += c.changes;
   return st;

@@ -33,6 +33,18 @@
  */
 #include "passes/pass_internal.h"
 
+/* Reading ahead in the walk: op records lie in list order in memory
+ * (mil_program_compact_ops), so the record AHEAD ops before op is most
+ * likely AHEAD records lower. Asking for it early keeps the walk from
+ * waiting on memory at every op (a prefetch of an address that holds no
+ * op is harmless). */
+#define AHEAD 32
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(addr) __builtin_prefetch(addr)
+#else
+#define PREFETCH(addr) ((void)(addr))
+#endif
+
 typedef struct dce {
   const char *update_state; /* interned "coreml_update_state", or NULL */
   int64_t changes;
@@ -51,9 +63,25 @@ static mil_status sweep(dce *c, mil_block *b, int depth) {
   if (depth > PASS_MAX_DEPTH)
     return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "dead_code_elimination: blocks nested deeper than %d levels",
                           PASS_MAX_DEPTH);
-  mil_op *prev;
+  /* while ops with inputs are being removed (hot), the input arrays of
+   * the ops 6 before and the argument arrays of those 3 before are asked
+   * for too: removing an op reads them */
+  mil_op *prev, *near = NULL, *far = NULL;
+  int hot = 0;
   for (mil_op *op = b->last; op; op = prev) {
     prev = op->prev;
+    PREFETCH((const void *)((uintptr_t)op - AHEAD * sizeof(mil_op)));
+    if (hot) {
+      hot--;
+      if (far) {
+        PREFETCH(far->inputs);
+        far = far->prev;
+      }
+      if (near) {
+        for (int32_t i = 0; i < near->n_inputs && i < 4; i++) PREFETCH(near->inputs[i].args);
+        near = near->prev;
+      }
+    }
     if (is_live(c, op)) {
       for (int32_t i = 0; i < op->n_blocks; i++) {
         mil_status st = sweep(c, op->blocks[i], depth + 1);
@@ -61,10 +89,19 @@ static mil_status sweep(dce *c, mil_block *b, int depth) {
       }
       continue;
     }
+    bool reads = op->n_inputs > 0;
     if (mil_op_remove(op) != MIL_OK)
       return mil_diag_error(c->d, MIL_ERR_INVALID, "dead_code_elimination: op '%s' (%s) is dead but still used",
                             op->name, op->type);
     c->changes++;
+    if (!reads) continue;
+    if (!hot) {
+      near = prev;
+      for (int k = 0; k < 3 && near; k++) near = near->prev;
+      far = near;
+      for (int k = 0; k < 3 && far; k++) far = far->prev;
+    }
+    hot = 16;
   }
   return MIL_OK;
 }

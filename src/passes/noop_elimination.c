@@ -48,6 +48,18 @@
 
 #include "passes/pass_internal.h"
 
+/* Reading ahead in the walk: op records lie in list order in memory
+ * (mil_program_compact_ops), so the record AHEAD ops on is most likely
+ * AHEAD records further. Asking for it early keeps the walk from waiting
+ * on memory at every op (a prefetch of an address that holds no op is
+ * harmless). */
+#define AHEAD 32
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(addr) __builtin_prefetch(addr)
+#else
+#define PREFETCH(addr) ((void)(addr))
+#endif
+
 /* The op types this pass looks at. */
 typedef enum kind {
   K_NONE,
@@ -302,6 +314,7 @@ typedef struct prep {
  * whether some op of b has nested blocks. */
 static mil_status prepare_body(noop *c, prep *pr, mil_block *b, body_info *bi) {
   for (mil_op *op = b->first; op; op = op->next) {
+    PREFETCH((const void *)((uintptr_t)op + AHEAD * sizeof(mil_op)));
     if (op->n_blocks > 0) bi->nested = true;
     if (kind_of(c, op->type) == K_NONE) continue;
     if (pr->n == pr->cap) {

@@ -45,6 +45,38 @@
 
 #define SMALL_VALUE 100
 
+/* Reading ahead in the walk: op records lie in list order in memory
+ * (mil_program_compact_ops), so the record AHEAD ops on is most likely
+ * AHEAD records further. Asking for it early keeps the walk from waiting
+ * on memory at every op (a prefetch of an address that holds no op is
+ * harmless). */
+#define AHEAD 32
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(addr) __builtin_prefetch(addr)
+#else
+#define PREFETCH(addr) ((void)(addr))
+#endif
+
+/* mil_fp16_to_fp32 of a bit pattern, inline. */
+static float half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+  float f;
+  if (exp == 0) {
+    f = (float)man * 0x1p-24f; /* exact */
+    return sign ? -f : f;
+  }
+  bits = sign | (exp == 0x1f ? 0x7f800000u : (exp + 112) << 23) | (man << 13);
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/* The fp16 bit patterns of v, when they are at hand (not for a deferred
+ * value, whose elements are computed one by one rather than kept). */
+static const uint16_t *fp16_bits(const mil_value *v) {
+  if (v->type->dtype != MIL_DT_FP16 || mil_value_is_deferred(v)) return NULL;
+  return mil_value_data(v);
+}
+
 typedef struct rro {
   mil_program *p;
   pass_nonrep *nr; /* built before the first replacement */
@@ -73,6 +105,12 @@ static bool value_has_nan(const mil_value *v) {
     const float *f = mil_value_data(v);
     for (int64_t i = 0; i < v->numel; i++)
       if (isnan(f[i])) return true;
+    return false;
+  }
+  const uint16_t *h = fp16_bits(v);
+  if (h) {
+    for (int64_t i = 0; i < v->numel; i++)
+      if ((h[i] & 0x7c00) == 0x7c00 && (h[i] & 0x3ff)) return true;
     return false;
   }
   for (int64_t i = 0; i < v->numel; i++)
@@ -151,6 +189,9 @@ static uint64_t mix_elements(uint64_t h, const mil_value *v) {
     for (int64_t e = 0; e < n; e++) h = mix(h, (uint64_t)strlen(mil_value_get_str(v, e)));
   } else if (mil_dtype_is_complex(dt)) {
     for (int64_t e = 0; e < n; e++) h = mix(h, 0);
+  } else if (dt == MIL_DT_FP16 && fp16_bits(v)) {
+    const uint16_t *b = fp16_bits(v);
+    for (int64_t e = 0; e < n; e++) h = mix(h, float_bits(half_to_float(b[e])));
   } else if (mil_dtype_is_float(dt)) {
     for (int64_t e = 0; e < n; e++) h = mix(h, float_bits(mil_value_get_f64(v, e)));
   } else {
@@ -241,6 +282,12 @@ static int settle(rro *c, mil_op *op, mil_op **survivors, int32_t *n_surv) {
  * the call starts: replacements made while walking the classes can make
  * ops of different chains identical, and they stay apart.) */
 static int remove_identical_few(rro *c, mil_op **ops, int32_t n) {
+  /* nothing changes unless two of the ops are identical as the call
+   * starts (no signature is needed to see that none is) */
+  bool pair = false;
+  for (int32_t i = 1; i < n && !pair; i++)
+    for (int32_t j = 0; j < i && !pair; j++) pair = ops_identical(ops[j], ops[i]);
+  if (!pair) return 0;
   bool done[FEW_OPS] = {false};
   mil_op *survivors[FEW_OPS];
   uint64_t key[FEW_OPS];
@@ -455,6 +502,7 @@ static int sweep(rro *c, mil_block *b, int depth) {
   mil_op *next;
   for (mil_op *op = b->first; op && changed >= 0; op = next) {
     next = op->next;
+    PREFETCH((const void *)((uintptr_t)op + AHEAD * sizeof(mil_op)));
     if (mil_op_is_const(op)) continue;
     for (int32_t k = 0; k < op->n_blocks && changed >= 0; k++) {
       int r;

@@ -21,15 +21,20 @@
  *     } -> (%a, %b)
  *   }
  *
- * Each block is walked from its last op to its first, recording for every
- * var the earliest op seen so far that reads it (an op with nested blocks
- * counts as reading what they read). A cast or transpose is moved right
- * before the earliest reader of its outputs, or appended to the block when
- * none reads them (so unused ones end up at the end, in reverse order).
- * coremltools rebuilds each moved op, which gives it a fresh name
- * "<type>_<k>"; the output vars keep their names. Nested blocks are
- * reordered the same way. Order queries use an order-maintenance list
- * (O(log n) amortized per move, O(1) per query).
+ * The ops of each block are visited from the last to the first. A cast or
+ * transpose is moved right before the earliest reader of its outputs (an
+ * op with nested blocks counts as reading what they read), or appended to
+ * the block when none reads them (so unused ones end up at the end, in
+ * reverse order). coremltools rebuilds each moved op, which gives it a
+ * fresh name "<type>_<k>"; the output vars keep their names. Nested blocks
+ * are reordered the same way, when their op is visited.
+ *
+ * The readers of a moved op's outputs all come after it, so they are
+ * found from the outputs' use lists when the op is visited; only the
+ * moved ops and their readers need an order, kept in an
+ * order-maintenance list (O(log n) amortized per move, O(1) per query).
+ * One walk of each block finds the ops to visit, reading nothing but
+ * their records.
  *
  * Mirrors coremltools/converters/mil/mil/passes/defs/cleanup/
  * topological_reorder.py.
@@ -61,27 +66,19 @@ typedef struct olist {
   int32_t count, tail;
 } olist;
 
-static bool ol_init(olist *l, mil_block *b) {
-  l->count = b->n_ops + 1;
+/* A list of the given ops (in block order), evenly labelled. */
+static bool ol_init(olist *l, mil_op *const *ops, int32_t n) {
+  l->count = n + 1;
   l->n = calloc((size_t)l->count, sizeof *l->n);
   if (!l->n) return false;
   uint64_t gap = ((uint64_t)1 << OL_LEVELS) / ((uint64_t)l->count + 1);
-  int32_t i = 0;
-  l->n[0] = (onode){0, -1, b->first ? 1 : -1, NULL};
-  for (mil_op *op = b->first; op; op = op->next) {
-    i++;
-    l->n[i] = (onode){gap * (uint64_t)i, i - 1, op->next ? i + 1 : -1, op};
-    op->aux = (void *)(intptr_t)i;
-  }
-  l->tail = i;
+  l->n[0] = (onode){0, -1, n > 0 ? 1 : -1, NULL};
+  for (int32_t i = 1; i <= n; i++) l->n[i] = (onode){gap * (uint64_t)i, i - 1, i < n ? i + 1 : -1, ops[i - 1]};
+  l->tail = n;
   return true;
 }
 
-static int32_t ol_index(const mil_op *op) { return (int32_t)(intptr_t)op->aux; }
-
-static bool ol_before(const olist *l, const mil_op *a, const mil_op *b) {
-  return l->n[ol_index(a)].label < l->n[ol_index(b)].label;
-}
+static bool ol_before(const olist *l, int32_t a, int32_t b) { return l->n[a].label < l->n[b].label; }
 
 static void ol_unlink(olist *l, int32_t i) {
   onode *x = &l->n[i];
@@ -131,149 +128,322 @@ static void ol_insert_after(olist *l, int32_t p, int32_t i) {
   else l->tail = i;
 }
 
-/* ---------- the pass ---------- */
+/* ---------- fresh names ---------- */
 
-/* The earliest reader seen so far of each var read in the blocks being
- * walked, one entry per (block, var) in order of first sight. var->aux
- * holds the index + 1 of the var's entry for the innermost block being
- * walked; an entry only counts for the block whose entries start at or
- * before it (`base`), and prev_aux restores the enclosing block's index
- * when a nested block is done. */
-typedef struct use_entry {
-  mil_var *var;
-  mil_op *op;
-  void *prev_aux;
-} use_entry;
+/* Reading ahead in the walks: op records lie in list order in memory
+ * (mil_program_compact_ops), so the record AHEAD ops on is most likely
+ * AHEAD records further. Asking for it early keeps a walk from waiting on
+ * memory at every op (a prefetch of an address that holds no op is
+ * harmless). */
+#define AHEAD 32
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(addr) __builtin_prefetch(addr)
+#else
+#define PREFETCH(addr) ((void)(addr))
+#endif
+
+/* coremltools names a rebuilt op "<type>_<k>" with the smallest k >= 0
+ * not taken: not the name of an op, an op output, a block input or a
+ * function input of the program as the pass found it, nor handed out
+ * before (pass_names_fresh over the program's names). A candidate that
+ * was never interned names nothing, so the program's names are looked
+ * through only when some candidate is interned, and then only for those:
+ * the usable k of each prefix are listed once, in ascending order. */
+typedef struct prefix_names {
+  const char *type; /* interned op type, or NULL */
+  const char **k;   /* the usable names, by ascending k */
+  int32_t n, next;
+} prefix_names;
 
 typedef struct topo {
   mil_program *p;
   const char *cast, *transpose; /* interned, or NULL */
-  pass_names *names;
-  use_entry *uses;
-  int32_t n_uses, cap_uses;
+  bool names_ready;
+  pass_names *names; /* the names of the program, when an op count is unknown */
+  prefix_names pre[2];
   int64_t changes;
   mil_diag *d;
   bool oom;
 } topo;
 
+typedef struct oplist {
+  mil_op **v;
+  int32_t n, cap;
+} oplist;
+
+static bool push_op(oplist *l, mil_op *op) {
+  if (l->n == l->cap) {
+    int32_t cap = l->cap ? l->cap * 2 : 64;
+    mil_op **g = realloc(l->v, (size_t)cap * sizeof *g);
+    if (!g) return false;
+    l->v = g;
+    l->cap = cap;
+  }
+  l->v[l->n++] = op;
+  return true;
+}
+
 static bool is_movable(const topo *c, const mil_op *op) {
   return (c->cast && op->type == c->cast) || (c->transpose && op->type == c->transpose);
 }
 
-/* The entry of v in the block whose entries start at base, or NULL. */
-static use_entry *entry_of(const topo *c, int32_t base, const mil_var *v) {
-  uintptr_t k = (uintptr_t)v->aux;
-  if (k <= (uintptr_t)base || k > (uintptr_t)c->n_uses) return NULL;
-  use_entry *e = &c->uses[k - 1];
-  return e->var == v ? e : NULL;
+/* Writes "<type>_<k>" into buf (room for len + 22 bytes); its length. */
+static size_t candidate(char *buf, const char *type, size_t len, int64_t k) {
+  memcpy(buf, type, len);
+  buf[len] = '_';
+  size_t m = len + 1 + pass_put_u64(buf + len + 1, (uint64_t)k);
+  buf[m] = 0;
+  return m;
 }
 
-/* first use of v = op unless an earlier reader is already recorded. */
-static void note_use(topo *c, int32_t base, const olist *l, mil_var *v, mil_op *op) {
-  if (!v) return;
-  use_entry *e = entry_of(c, base, v);
-  if (e) {
-    if (ol_before(l, op, e->op)) e->op = op;
+static void note_name(const char *name, const pass_ptrset *cand, pass_ptrset *taken, bool *oom) {
+  if (name && pass_ptrset_has(cand, name) && !pass_ptrset_add(taken, name)) *oom = true;
+}
+
+/* Adds the names of b's ops, their outputs and nested block inputs that
+ * are in cand to taken. */
+static void taken_in_block(const mil_block *b, const pass_ptrset *cand, pass_ptrset *taken, bool *oom) {
+  for (const mil_op *op = b->first; op && !*oom; op = op->next) {
+    PREFETCH((const void *)((uintptr_t)op + AHEAD * sizeof(mil_op)));
+    note_name(op->name, cand, taken, oom);
+    for (int32_t i = 0; i < op->n_outputs; i++) note_name(op->outputs[i]->name, cand, taken, oom);
+    for (int32_t k = 0; k < op->n_blocks; k++) {
+      for (int32_t i = 0; i < op->blocks[k]->n_inputs; i++) note_name(op->blocks[k]->inputs[i]->name, cand, taken, oom);
+      taken_in_block(op->blocks[k], cand, taken, oom);
+    }
+  }
+}
+
+typedef struct cand_k {
+  const char *s;  /* the interned candidate */
+  bool interned;  /* it was interned before (it may name something) */
+} cand_k;
+
+/* Lists the usable k of both prefixes (falls back to the program's name
+ * set when an op count is unknown); `known` are ops of the program. false
+ * on out of memory. */
+static bool prepare_names(topo *c, const oplist *known) {
+  c->names_ready = true;
+  c->pre[0].type = c->cast;
+  c->pre[1].type = c->transpose;
+  int64_t need[2];
+  for (int j = 0; j < 2; j++) {
+    need[j] = c->pre[j].type ? mil_program_count_op_type(c->p, c->pre[j].type) : 0;
+    if (need[j] < 0) return (c->names = pass_names_new(c->p)) != NULL;
+  }
+  /* the first need[j] candidates never interned, and the interned ones
+   * before them: enough usable k, as each op is renamed once */
+  cand_k *list[2] = {NULL, NULL};
+  int32_t n_list[2] = {0, 0};
+  pass_ptrset cand = {0}, taken = {0};
+  bool ok = true;
+  char buf[32]; /* "transpose_" and 20 digits */
+  for (int j = 0; j < 2 && ok; j++) {
+    const char *t = c->pre[j].type;
+    if (!t || need[j] == 0) continue;
+    size_t len = strlen(t);
+    int32_t cap = (int32_t)need[j] + 16;
+    if (!(list[j] = malloc((size_t)cap * sizeof *list[j]))) {
+      ok = false;
+      break;
+    }
+    for (int64_t k = 0, absent = 0; absent < need[j] && ok; k++) {
+      size_t m = candidate(buf, t, len, k);
+      const char *s = mil_program_find_string(c->p, buf, m);
+      bool was = s != NULL;
+      if (!s) {
+        /* interned now: it names nothing either way, and will be handed
+         * out (all but a few at most) */
+        absent++;
+        if (!(s = mil_program_intern(c->p, buf, m))) ok = false;
+      } else if (!pass_ptrset_add(&cand, s)) {
+        ok = false;
+      }
+      if (n_list[j] == cap) {
+        cap *= 2;
+        cand_k *g = realloc(list[j], (size_t)cap * sizeof *g);
+        if (!g) {
+          ok = false;
+          break;
+        }
+        list[j] = g;
+      }
+      list[j][n_list[j]++] = (cand_k){s, was};
+    }
+  }
+  if (ok && cand.n > 0) {
+    /* the names of the known ops and their outputs first: when they take
+     * every interned candidate, no other name can matter */
+    bool oom = false;
+    for (int32_t i = 0; i < known->n && !oom; i++) {
+      const mil_op *op = known->v[i];
+      note_name(op->name, &cand, &taken, &oom);
+      for (int32_t k = 0; k < op->n_outputs; k++) note_name(op->outputs[k]->name, &cand, &taken, &oom);
+    }
+    for (int32_t fi = 0; fi < c->p->n_functions && !oom && taken.n < cand.n; fi++) {
+      const mil_function *f = c->p->functions[fi];
+      for (int32_t i = 0; i < f->n_inputs; i++) note_name(f->inputs[i]->name, &cand, &taken, &oom);
+      for (int32_t sp = 0; sp < f->n_specs; sp++) taken_in_block(f->specs[sp].block, &cand, &taken, &oom);
+    }
+    ok = !oom;
+  }
+  for (int j = 0; j < 2 && ok; j++) {
+    prefix_names *pn = &c->pre[j];
+    if (!n_list[j]) continue;
+    if (!(pn->k = malloc((size_t)n_list[j] * sizeof *pn->k))) {
+      ok = false;
+      break;
+    }
+    for (int32_t i = 0; i < n_list[j]; i++)
+      if (!list[j][i].interned || !pass_ptrset_has(&taken, list[j][i].s)) pn->k[pn->n++] = list[j][i].s;
+  }
+  free(list[0]);
+  free(list[1]);
+  pass_ptrset_free(&cand);
+  pass_ptrset_free(&taken);
+  return ok;
+}
+
+/* pass_names_fresh(names of the program, type) for an op of a movable
+ * type; NULL on out of memory. */
+static const char *fresh_name(topo *c, const char *type, const oplist *known) {
+  if (!c->names_ready && !prepare_names(c, known)) return NULL;
+  if (c->names) return pass_names_fresh(c->names, c->p, type);
+  prefix_names *pn = type == c->pre[0].type ? &c->pre[0] : &c->pre[1];
+  return pn->next < pn->n ? pn->k[pn->next++] : NULL; /* (the list has a name per op) */
+}
+
+/* ---------- the pass ---------- */
+
+/* The op of b that is op or holds it in a nested block, or NULL. */
+static mil_op *op_in(mil_op *op, const mil_block *b) {
+  for (int depth = 0; op && depth <= PASS_MAX_DEPTH + 1; depth++) {
+    if (op->block == b) return op;
+    op = op->block ? op->block->parent : NULL;
+  }
+  return NULL;
+}
+
+/* The op of b that reads through use u (an op with nested blocks reads
+ * what they read, their outputs too); NULL for an output of b itself. */
+static mil_op *reader_in(const mil_use *u, const mil_block *b) {
+  if (u->op) return op_in(u->op, b);
+  return u->block && u->block != b ? op_in(u->block->parent, b) : NULL;
+}
+
+static int cmp_order(const void *pa, const void *pb) {
+  const mil_op *a = *(mil_op *const *)pa, *b = *(mil_op *const *)pb;
+  if (a == b) return 0;
+  return mil_op_is_before(a, b) ? -1 : 1;
+}
+
+/* The order list of b's movable ops (in ev) and the ops reading their
+ * outputs, in block order; idx maps each to its node. The other ops of b
+ * neither move nor are compared, and a moved op only ever sits right
+ * before one of these or at the end, so this list orders b as the list of
+ * all its ops would. */
+static bool build_list(topo *c, const mil_block *b, const oplist *ev, olist *l, pass_ptrmap *idx) {
+  oplist nodes = {0};
+  bool ok = true;
+  for (int32_t i = 0; i < ev->n && ok; i++)
+    if (is_movable(c, ev->v[i])) ok = push_op(&nodes, ev->v[i]) && pass_ptrmap_put(idx, ev->v[i], (void *)1);
+  for (int32_t i = 0; i < ev->n && ok; i++) {
+    const mil_op *op = ev->v[i];
+    if (!is_movable(c, op)) continue;
+    for (int32_t k = 0; k < op->n_outputs && ok; k++)
+      for (const mil_use *u = op->outputs[k]->uses; u && ok; u = u->next_use) {
+        mil_op *r = reader_in(u, b);
+        if (r && !pass_ptrmap_get(idx, r)) ok = push_op(&nodes, r) && pass_ptrmap_put(idx, r, (void *)1);
+      }
+  }
+  if (ok) {
+    qsort(nodes.v, (size_t)nodes.n, sizeof *nodes.v, cmp_order);
+    for (int32_t i = 0; i < nodes.n && ok; i++) ok = pass_ptrmap_put(idx, nodes.v[i], (void *)(intptr_t)(i + 1));
+  }
+  ok = ok && ol_init(l, nodes.v, nodes.n);
+  free(nodes.v);
+  return ok;
+}
+
+/* Moves op (node i of l) right before the earliest reader of its outputs,
+ * or to the end of the list when none reads them, renaming it. */
+static void move_op(topo *c, const mil_block *b, olist *l, const pass_ptrmap *idx, const oplist *known, mil_op *op,
+                    int32_t i) {
+  int32_t before = 0;
+  for (int32_t k = 0; k < op->n_outputs; k++)
+    for (const mil_use *u = op->outputs[k]->uses; u; u = u->next_use) {
+      mil_op *r = reader_in(u, b);
+      if (!r || r == op) continue;
+      int32_t ri = (int32_t)(intptr_t)pass_ptrmap_get(idx, r);
+      if (ri > 0 && (!before || ol_before(l, ri, before))) before = ri;
+    }
+  const char *name = fresh_name(c, op->type, known);
+  if (!name) {
+    c->oom = true;
     return;
   }
-  if (c->n_uses == c->cap_uses) {
-    int32_t cap = c->cap_uses ? c->cap_uses * 2 : 256;
-    use_entry *n = realloc(c->uses, (size_t)cap * sizeof *n);
-    if (!n) {
-      c->oom = true;
-      return;
-    }
-    c->uses = n;
-    c->cap_uses = cap;
-  }
-  c->uses[c->n_uses] = (use_entry){v, op, v->aux};
-  v->aux = (void *)(uintptr_t)(++c->n_uses);
+  ol_unlink(l, i);
+  ol_insert_after(l, before ? l->n[before].prev : l->tail, i);
+  op->name = name;
 }
 
-/* Drops the entries from base on, restoring what their vars' aux held. */
-static void drop_uses(topo *c, int32_t base) {
-  while (c->n_uses > base) {
-    use_entry *e = &c->uses[--c->n_uses];
-    e->var->aux = e->prev_aux;
-  }
-}
-
-/* Reorders b; afterwards c->uses[base..] lists the vars read in b (by its
- * ops and the blocks nested in them) in order of first sight, with their
- * earliest readers; the caller drops them. */
+/* Reorders b: its ops are visited from the last to the first; a movable
+ * op is moved (and renamed) when visited, then the op's nested blocks
+ * are reordered. */
 static mil_status reorder_block(topo *c, mil_block *b, int depth) {
   if (depth > PASS_MAX_DEPTH)
     return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "topological_reorder: blocks nested deeper than %d levels",
                           PASS_MAX_DEPTH);
+  /* the ops the visit does something at, in block order */
+  oplist ev = {0};
+  bool any_movable = false;
+  for (mil_op *op = b->first; op && !c->oom; op = op->next) {
+    PREFETCH((const void *)((uintptr_t)op + AHEAD * sizeof(mil_op)));
+    bool mv = is_movable(c, op);
+    if ((mv || op->n_blocks > 0) && !push_op(&ev, op)) c->oom = true;
+    any_movable |= mv;
+  }
   olist l = {0};
-  if (!ol_init(&l, b)) return mil_diag_error(c->d, MIL_ERR_NOMEM, "topological_reorder: out of memory");
-  int32_t n = l.count - 1;
-  int32_t base = c->n_uses;
+  pass_ptrmap idx = {0};
   bool *moved = NULL;
+  if (!c->oom && any_movable &&
+      (!build_list(c, b, &ev, &l, &idx) || !(moved = calloc((size_t)l.count, sizeof *moved))))
+    c->oom = true;
   mil_status st = MIL_OK;
   int64_t n_moved = 0;
-  for (int32_t i = n; i >= 1 && st == MIL_OK && !c->oom; i--) {
-    mil_op *op = l.n[i].op;
+  for (int32_t e = ev.n - 1; e >= 0 && st == MIL_OK && !c->oom; e--) {
+    mil_op *op = ev.v[e];
     if (is_movable(c, op)) {
-      mil_op *before = NULL;
-      for (int32_t k = 0; k < op->n_outputs; k++) {
-        const use_entry *e = entry_of(c, base, op->outputs[k]);
-        mil_op *u = e ? e->op : NULL;
-        if (u && (!before || ol_before(&l, u, before))) before = u;
-      }
-      if (!c->names && !(c->names = pass_names_new(c->p))) {
-        c->oom = true;
-        break;
-      }
-      const char *name = pass_names_fresh(c->names, c->p, op->type);
-      if (!moved) moved = calloc((size_t)n + 1, sizeof *moved);
-      if (!name || !moved) {
-        c->oom = true;
-        break;
-      }
-      ol_unlink(&l, i);
-      ol_insert_after(&l, before ? l.n[ol_index(before)].prev : l.tail, i);
-      op->name = name;
+      int32_t i = (int32_t)(intptr_t)pass_ptrmap_get(&idx, op);
+      move_op(c, b, &l, &idx, &ev, op, i);
       moved[i] = true;
       n_moved++;
     }
-    /* nested blocks may reuse op->aux of their own ops only; what they read
-     * (their outputs too) counts as read by op */
-    for (int32_t k = 0; k < op->n_blocks && st == MIL_OK; k++) {
-      int32_t inner = c->n_uses;
+    for (int32_t k = 0; k < op->n_blocks && st == MIL_OK && !c->oom; k++)
       st = reorder_block(c, op->blocks[k], depth + 1);
-      int32_t end = c->n_uses;
-      /* move the inner list out of the way of the entries noted below */
-      use_entry *tmp = NULL;
-      if (end > inner && !(tmp = malloc((size_t)(end - inner) * sizeof *tmp))) c->oom = true;
-      if (tmp) memcpy(tmp, c->uses + inner, (size_t)(end - inner) * sizeof *tmp);
-      drop_uses(c, inner);
-      for (int32_t j = 0; tmp && j < end - inner; j++) note_use(c, base, &l, tmp[j].var, op);
-      free(tmp);
-      for (int32_t j = 0; j < op->blocks[k]->n_outputs; j++) note_use(c, base, &l, op->blocks[k]->outputs[j].var, op);
-    }
-    for (int32_t k = 0; k < op->n_inputs; k++)
-      for (int32_t a = 0; a < op->inputs[k].n_args; a++) note_use(c, base, &l, op->inputs[k].args[a].use.var, op);
   }
-  /* apply the new order: the ops that did not move keep their order, the
-   * moved ones are put back where the list has them */
+  /* apply the new order: the ops that did not move keep their order, and
+   * the moved ones go right before the next op of the list that did not
+   * move (or to the end) */
   if (st == MIL_OK && !c->oom && n_moved) {
-    for (int32_t i = 1; i <= n; i++)
+    for (int32_t i = 1; i < l.count; i++)
       if (moved[i]) mil_op_detach(l.n[i].op);
-    mil_op *cur = b->first;
+    int32_t first_pending = -1;
     for (int32_t i = l.n[0].next; i >= 0; i = l.n[i].next) {
-      mil_op *op = l.n[i].op;
-      if (!moved[i]) {
-        cur = op->next;
+      if (moved[i]) {
+        if (first_pending < 0) first_pending = i;
         continue;
       }
-      if (cur) mil_block_insert_before(cur, op);
-      else mil_block_append(b, op);
+      for (int32_t j = first_pending; j >= 0 && j != i; j = l.n[j].next) mil_block_insert_before(l.n[i].op, l.n[j].op);
+      first_pending = -1;
     }
+    for (int32_t j = first_pending; j >= 0; j = l.n[j].next) mil_block_append(b, l.n[j].op);
     c->changes += n_moved;
   }
   free(moved);
   free(l.n);
+  free(ev.v);
+  pass_ptrmap_free(&idx);
   if (st == MIL_OK && c->oom) st = mil_diag_error(c->d, MIL_ERR_NOMEM, "topological_reorder: out of memory");
   return st;
 }
@@ -291,13 +461,11 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   mil_status st = MIL_OK;
   for (int32_t fi = 0; fi < p->n_functions && st == MIL_OK; fi++) {
     mil_function *f = p->functions[fi];
-    for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) {
-      st = reorder_block(&c, f->specs[s].block, 0);
-      drop_uses(&c, 0);
-    }
+    for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) st = reorder_block(&c, f->specs[s].block, 0);
   }
   pass_names_free(c.names);
-  free(c.uses);
+  free(c.pre[0].k);
+  free(c.pre[1].k);
   if (stats) stats->changes += c.changes;
   return st;
 }
