@@ -223,6 +223,85 @@ static mag weight_mag(const mil_program *p, const mil_value *w) {
   return m;
 }
 
+/* Up front, the weights of the program's fp32 consts of PRESCAN_MIN bytes
+ * and more are scanned on two threads (each taking a contiguous half, by
+ * bytes, of them in program order), filling the table before the walk
+ * asks: a model of many mid-sized weights would otherwise read them one
+ * at a time on one thread. The results are the same scans' (only when
+ * and where they run differ). */
+#define PRESCAN_MIN ((size_t)16 << 10)
+#define PRESCAN_TOTAL_MIN ((uint64_t)8 << 20)
+
+typedef struct prescan {
+  const mil_value **w;
+  size_t *slot;
+  size_t n, cap;
+  uint64_t bytes;
+} prescan;
+
+static int collect_weight(mil_op *op, void *ud) {
+  prescan *ps = ud;
+  if (op->n_outputs != 1 || strcmp(op->type, "const") != 0) return 0;
+  const mil_value *w = op->outputs[0]->val;
+  if (!w || w->kind != MIL_VAL_TENSOR || !w->type || w->type->dtype != MIL_DT_FP32) return 0;
+  if (mil_value_deferred_is_permutation(w)) w = mil_value_deferred_source(w);
+  if (mil_value_is_deferred(w) || w->nbytes < PRESCAN_MIN || !mil_value_data(w)) return 0;
+  if ((g_mags.n + 1) * 2 > g_mags.cap) return 0;
+  size_t s = (size_t)(((uintptr_t)w >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (g_mags.cap - 1);
+  for (; g_mags.key[s]; s = (s + 1) & (g_mags.cap - 1))
+    if (g_mags.key[s] == w) return 0;
+  if (ps->n == ps->cap) {
+    size_t nc = ps->cap ? ps->cap * 2 : 256;
+    const mil_value **nw = realloc(ps->w, nc * sizeof *nw);
+    if (nw) ps->w = nw;
+    size_t *ns = nw ? realloc(ps->slot, nc * sizeof *ns) : NULL;
+    if (ns) ps->slot = ns;
+    if (!nw || !ns) return 0; /* left to the walk */
+    ps->cap = nc;
+  }
+  g_mags.key[s] = w;
+  g_mags.n++;
+  ps->w[ps->n] = w;
+  ps->slot[ps->n++] = s;
+  ps->bytes += w->nbytes;
+  return 0;
+}
+
+typedef struct prescan_job {
+  const prescan *ps;
+  size_t from, to;
+  mag *val;
+} prescan_job;
+
+static void *prescan_run(void *arg) {
+  prescan_job *j = arg;
+  for (size_t i = j->from; i < j->to; i++) {
+    const mil_value *w = j->ps->w[i];
+    j->val[j->ps->slot[i]] = scan_range(mil_value_data(w), (size_t)w->numel);
+    mil_value_release_range(w, 0, w->nbytes); /* read: a weight-file mapping's pages go back */
+  }
+  return NULL;
+}
+
+static void mags_prescan(mil_program *p) {
+  prescan ps = {0};
+  if (!g_mags.cap) return;
+  uint32_t zero = 0;
+  (void)scan_range(&zero, 1); /* settles the kernel choice before the threads run */
+  mil_program_walk(p, collect_weight, &ps);
+  size_t half = 0;
+  for (uint64_t acc = 0; half < ps.n && acc < ps.bytes / 2; half++) acc += ps.w[half]->nbytes;
+  prescan_job lo = {&ps, 0, half, g_mags.val}, hi = {&ps, half, ps.n, g_mags.val};
+  pthread_t th;
+  bool threaded = ps.bytes >= PRESCAN_TOTAL_MIN && pthread_create(&th, NULL, prescan_run, &hi) == 0;
+  prescan_run(&lo);
+  if (threaded) pthread_join(th, NULL);
+  else prescan_run(&hi);
+  mil_program_release_mappings(p); /* and the neighbouring pages the reads mapped */
+  free(ps.w);
+  free(ps.slot);
+}
+
 /* coremltools' fp16_overflow: an fp32 const input holds a finite value
  * (|v| < 1e38) beyond fp16's largest. numpy compares the float32 array
  * with float32(1e38) and 65504. */
@@ -308,6 +387,7 @@ static const pass_castq k_fp16 = {PASS, "fp32", "fp16", MIL_DT_FP32, type_ok, is
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   mags_begin(p);
+  mags_prescan(p);
   mil_status st = pass_castq_run(&k_fp16, p, o, true, stats, d);
   mags_end();
   return st;
