@@ -141,6 +141,11 @@ MIL_API mil_value *mil_value_new_deferred_transpose(mil_program *p, const mil_va
  * order-free facts of its elements (largest magnitude, any NaN) are the
  * source's. false when v is not deferred. */
 MIL_API bool mil_value_deferred_is_permutation(const mil_value *v);
+/* Whether deferred fp32 value v holds its source's elements rounded to
+ * fp16 and widened back (a deferred cast fp32 -> fp16 -> fp32, in some
+ * order): elements within fp16's range stay within it. false when v is
+ * not deferred. */
+MIL_API bool mil_value_deferred_is_fp16_rounding(const mil_value *v);
 /* The value a deferred value is computed from (NULL when v is not deferred). */
 MIL_API const mil_value *mil_value_deferred_source(const mil_value *v);
 

@@ -152,6 +152,10 @@ bool mil_value_deferred_is_permutation(const mil_value *v) {
   return mil_value_is_deferred(v) && v->deferred->conv == CONV_COPY;
 }
 
+bool mil_value_deferred_is_fp16_rounding(const mil_value *v) {
+  return mil_value_is_deferred(v) && v->deferred->conv == CONV_F32_F16_F32;
+}
+
 const mil_value *mil_value_deferred_source(const mil_value *v) {
   return mil_value_is_deferred(v) ? v->deferred->src : NULL;
 }

@@ -210,6 +210,13 @@ static void mags_end(void) {
 static mag weight_mag(const mil_program *p, const mil_value *w) {
   /* a transposed weight not computed yet: its source has the same elements */
   if (mil_value_deferred_is_permutation(w)) w = mil_value_deferred_source(w);
+  /* a weight rounded through fp16 (cast down and back up): when every
+   * finite element of its source lies within fp16's range, so do its own,
+   * which is all the checks ask */
+  if (mil_value_deferred_is_fp16_rounding(w)) {
+    mag s = weight_mag(p, mil_value_deferred_source(w));
+    if (s.below <= F32_BITS_65504 && !s.huge) return s;
+  }
   if (!g_mags.cap) return scan_weight(p, w);
   size_t s = (size_t)(((uintptr_t)w >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (g_mags.cap - 1);
   for (; g_mags.key[s]; s = (s + 1) & (g_mags.cap - 1))

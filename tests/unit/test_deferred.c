@@ -164,6 +164,8 @@ static void test_transpose(void **state) {
       /* widened back to fp32: the fp16 values exactly */
       mil_value *w = mil_value_new_deferred_cast(p, c, MIL_DT_FP32);
       assert_non_null(w);
+      assert_true(mil_value_deferred_is_fp16_rounding(w));
+      assert_false(mil_value_deferred_is_fp16_rounding(c) || mil_value_deferred_is_fp16_rounding(v));
       float *wf = malloc((size_t)n * 4);
       for (int64_t i = 0; i < n; i++) wf[i] = mil_fp16_to_fp32(h[i]);
       check_bytes(w, (const uint8_t *)wf);
