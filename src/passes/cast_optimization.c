@@ -105,17 +105,11 @@ static range_res chain(const dt_info *in, const dt_info *const *steps, int n) {
 /* ---------- the pass ---------- */
 
 /* Reading ahead: op records lie in list order in memory
- * (mil_program_compact_ops), so in a walk the record AHEAD ops on is most
- * likely AHEAD records further; and a sweep's casts are listed, so what
+ * (mil_program_compact_ops), so in a walk the record PASS_WALK_AHEAD ops on is most
+ * likely PASS_WALK_AHEAD records further; and a sweep's casts are listed, so what
  * the casts a few places on will read is known. Asking for it early turns
  * a walk bound by one memory latency per step into a stream (a prefetch
  * of an address that holds nothing is harmless). */
-#define AHEAD 32
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH(addr) __builtin_prefetch(addr)
-#else
-#define PREFETCH(addr) ((void)(addr))
-#endif
 
 typedef struct pair {
   mil_op *c1, *c2;
@@ -422,7 +416,7 @@ static int push_cast(ctx *c, cast_list *l, mil_op *op) {
 static int list_casts(ctx *c, mil_block *b, cast_list *l, int depth) {
   l->n = 0;
   for (mil_op *op = b->first; op; op = op->next) {
-    PREFETCH((const void *)((uintptr_t)op + AHEAD * sizeof(mil_op)));
+    PASS_WALK_PREFETCH(op);
     for (int32_t i = 0; i < op->n_blocks; i++) {
       l->nested = true;
       int r = optimize_block(c, op->blocks[i], depth + 1);
@@ -473,22 +467,22 @@ static int sweep(ctx *c, mil_block *b, const cast_list *l, across *a, bool all) 
   for (int32_t i = 0; i < l->n; i++) {
     mil_op *op = l->v[i];
     if (all) { /* the records, then their inputs and outputs */
-      if (i + AHEAD < l->n) {
-        PREFETCH(l->v[i + AHEAD]);
-        PREFETCH((const char *)l->v[i + AHEAD] + 64);
+      if (i + PASS_WALK_AHEAD < l->n) {
+        PASS_PREFETCH(l->v[i + PASS_WALK_AHEAD]);
+        PASS_PREFETCH((const char *)l->v[i + PASS_WALK_AHEAD] + 64);
       }
-      if (i + AHEAD / 2 < l->n) {
-        const mil_op *o = l->v[i + AHEAD / 2];
-        PREFETCH(o->inputs);
-        PREFETCH(o->outputs);
+      if (i + PASS_WALK_AHEAD / 2 < l->n) {
+        const mil_op *o = l->v[i + PASS_WALK_AHEAD / 2];
+        PASS_PREFETCH(o->inputs);
+        PASS_PREFETCH(o->outputs);
       }
-      if (i + AHEAD / 4 < l->n) {
-        const mil_op *o = l->v[i + AHEAD / 4];
+      if (i + PASS_WALK_AHEAD / 4 < l->n) {
+        const mil_op *o = l->v[i + PASS_WALK_AHEAD / 4];
         if (o->n_inputs > 1) {
-          PREFETCH(o->inputs[0].args);
-          PREFETCH(o->inputs[1].args);
+          PASS_PREFETCH(o->inputs[0].args);
+          PASS_PREFETCH(o->inputs[1].args);
         }
-        if (o->n_outputs > 0) PREFETCH(o->outputs[0]);
+        if (o->n_outputs > 0) PASS_PREFETCH(o->outputs[0]);
       }
     }
     if (op->block != b || (!all && op->aux != K_DIRTY)) continue;

@@ -48,17 +48,11 @@
 #include "passes/pass_internal.h"
 
 /* Reading ahead: op records lie in list order in memory
- * (mil_program_compact_ops), so in the walk the record AHEAD ops on is
- * most likely AHEAD records further; and the folding goes through a list,
+ * (mil_program_compact_ops), so in the walk the record PASS_WALK_AHEAD ops on is
+ * most likely PASS_WALK_AHEAD records further; and the folding goes through a list,
  * so what the ops some places on will read is known. Asking for it early
  * keeps the walks from waiting on memory at every op (a prefetch of an
  * address that holds nothing is harmless). */
-#define AHEAD 32
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH(addr) __builtin_prefetch(addr)
-#else
-#define PREFETCH(addr) ((void)(addr))
-#endif
 
 static const mil_pass_option_def k_opts[] = {
     {"skip_const_by_size", MIL_POPT_DOUBLE, NULL, false, false, 0, 0,
@@ -205,7 +199,7 @@ static mil_status prepare_block(celim *c, mil_block *b, int depth) {
     return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "const_elimination: blocks nested deeper than %d levels",
                           PASS_MAX_DEPTH);
   for (mil_op *op = b->first; op; op = op->next) {
-    PREFETCH((const void *)((uintptr_t)op + AHEAD * sizeof(mil_op)));
+    PASS_WALK_PREFETCH(op);
     for (int32_t i = 0; i < op->n_blocks; i++) {
       mil_status st = prepare_block(c, op->blocks[i], depth + 1);
       if (st != MIL_OK) return st;
@@ -277,16 +271,16 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   /* the folding walk (new consts go before the op being visited, which
    * is the only op it may remove) */
   for (int32_t i = 0; i < c.n_cands && st == MIL_OK; i++) {
-    if (i + AHEAD < c.n_cands) PREFETCH(c.cands[i + AHEAD]);
-    if (i + AHEAD / 2 < c.n_cands) {
-      const mil_op *o = c.cands[i + AHEAD / 2];
-      PREFETCH(o->outputs);
-      PREFETCH(o->inputs);
+    if (i + PASS_WALK_AHEAD < c.n_cands) PASS_PREFETCH(c.cands[i + PASS_WALK_AHEAD]);
+    if (i + PASS_WALK_AHEAD / 2 < c.n_cands) {
+      const mil_op *o = c.cands[i + PASS_WALK_AHEAD / 2];
+      PASS_PREFETCH(o->outputs);
+      PASS_PREFETCH(o->inputs);
     }
-    if (i + AHEAD / 4 < c.n_cands) {
-      const mil_op *o = c.cands[i + AHEAD / 4];
-      if (o->n_outputs > 0) PREFETCH(o->outputs[0]);
-      if (o->n_inputs > 0) PREFETCH(o->inputs[0].args);
+    if (i + PASS_WALK_AHEAD / 4 < c.n_cands) {
+      const mil_op *o = c.cands[i + PASS_WALK_AHEAD / 4];
+      if (o->n_outputs > 0) PASS_PREFETCH(o->outputs[0]);
+      if (o->n_inputs > 0) PASS_PREFETCH(o->inputs[0].args);
     }
     st = eliminate_op(&c, c.cands[i]);
   }

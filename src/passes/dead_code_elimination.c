@@ -34,16 +34,10 @@
 #include "passes/pass_internal.h"
 
 /* Reading ahead in the walk: op records lie in list order in memory
- * (mil_program_compact_ops), so the record AHEAD ops before op is most
- * likely AHEAD records lower. Asking for it early keeps the walk from
+ * (mil_program_compact_ops), so the record PASS_WALK_AHEAD ops before op is most
+ * likely PASS_WALK_AHEAD records lower. Asking for it early keeps the walk from
  * waiting on memory at every op (a prefetch of an address that holds no
  * op is harmless). */
-#define AHEAD 32
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH(addr) __builtin_prefetch(addr)
-#else
-#define PREFETCH(addr) ((void)(addr))
-#endif
 
 typedef struct dce {
   const char *update_state; /* interned "coreml_update_state", or NULL */
@@ -70,15 +64,15 @@ static mil_status sweep(dce *c, mil_block *b, int depth) {
   int hot = 0;
   for (mil_op *op = b->last; op; op = prev) {
     prev = op->prev;
-    PREFETCH((const void *)((uintptr_t)op - AHEAD * sizeof(mil_op)));
+    PASS_PREFETCH((const void *)((uintptr_t)op - PASS_WALK_AHEAD * sizeof(mil_op)));
     if (hot) {
       hot--;
       if (far) {
-        PREFETCH(far->inputs);
+        PASS_PREFETCH(far->inputs);
         far = far->prev;
       }
       if (near) {
-        for (int32_t i = 0; i < near->n_inputs && i < 4; i++) PREFETCH(near->inputs[i].args);
+        for (int32_t i = 0; i < near->n_inputs && i < 4; i++) PASS_PREFETCH(near->inputs[i].args);
         near = near->prev;
       }
     }

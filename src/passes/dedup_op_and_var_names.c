@@ -41,16 +41,10 @@
 #include "passes/pass_internal.h"
 
 /* Reading ahead in the walks: op records lie in list order in memory
- * (mil_program_compact_ops), so the record AHEAD ops on is most likely
- * AHEAD records further. Asking for it early keeps a walk from waiting on
+ * (mil_program_compact_ops), so the record PASS_WALK_AHEAD ops on is most likely
+ * PASS_WALK_AHEAD records further. Asking for it early keeps a walk from waiting on
  * memory at every op (a prefetch of an address that holds no op is
  * harmless). */
-#define AHEAD 32
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH(addr) __builtin_prefetch(addr)
-#else
-#define PREFETCH(addr) ((void)(addr))
-#endif
 
 typedef struct names {
   pass_ptrset seen; /* interned names */
@@ -268,7 +262,7 @@ static bool list_block(const dedup *c, const mil_block *b, bool is_body, name_li
   if (!is_body)
     for (int32_t i = 0; i < b->n_inputs; i++) list_add(vars, b->inputs[i]->name);
   for (const mil_op *op = b->first; op; op = op->next) {
-    PREFETCH((const void *)((uintptr_t)op + AHEAD * sizeof(mil_op)));
+    PASS_WALK_PREFETCH(op);
     for (int32_t i = 0; i < op->n_blocks; i++)
       if (!list_block(c, op->blocks[i], false, ops, vars, depth + 1)) return false;
     list_add(ops, op->name);

@@ -23,21 +23,6 @@
 
 #include "passes/pass_internal.h"
 
-/* Reading ahead in an op walk: the program keeps its op records in list
- * order in memory (mil_program_compact_ops), so the record some steps
- * ahead of op is most likely the one the walk reaches after those steps.
- * Asking for its first cache line (type, next, block, n_blocks) while the
- * current op is looked at turns a walk bound by one memory latency per op
- * into a stream. A prefetch of an address outside the records is
- * harmless. */
-#define PASS_WALK_AHEAD 32
-#if defined(__GNUC__) || defined(__clang__)
-#define PASS_PREFETCH(addr) __builtin_prefetch(addr)
-#else
-#define PASS_PREFETCH(addr) ((void)(addr))
-#endif
-#define PASS_WALK_PREFETCH(op) PASS_PREFETCH((const char *)(op) + PASS_WALK_AHEAD * sizeof(mil_op))
-
 /* The state a fusion callback gets: the program, a lazily built name set,
  * the constexpr tracking of Var.can_be_replaced_by_var, and the pass name
  * for messages. Zero-initialize, set p / d / pass, free with

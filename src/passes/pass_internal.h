@@ -117,6 +117,21 @@ bool pass_value_all_equal(const mil_value *v, double x);
 /* Names and new consts                                                       */
 /* ======================================================================== */
 
+/* Reading ahead in an op walk: the program keeps its op records in list
+ * order in memory (mil_program_compact_ops), so the record some steps
+ * ahead of op is most likely the one the walk reaches after those steps.
+ * Asking for its first cache line (type, next, block, n_blocks) while the
+ * current op is looked at turns a walk bound by one memory latency per op
+ * into a stream. A prefetch of an address outside the records is
+ * harmless. */
+#define PASS_WALK_AHEAD 32
+#if defined(__GNUC__) || defined(__clang__)
+#define PASS_PREFETCH(addr) __builtin_prefetch(addr)
+#else
+#define PASS_PREFETCH(addr) ((void)(addr))
+#endif
+#define PASS_WALK_PREFETCH(op) PASS_PREFETCH((const void *)((uintptr_t)(op) + PASS_WALK_AHEAD * sizeof(mil_op)))
+
 /* Writes k in decimal at out (room for 20 digits); returns its length
  * (no terminating NUL): the "_<k>" of fresh names. */
 size_t pass_put_u64(char *out, uint64_t k);

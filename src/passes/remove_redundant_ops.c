@@ -46,16 +46,10 @@
 #define SMALL_VALUE 100
 
 /* Reading ahead in the walk: op records lie in list order in memory
- * (mil_program_compact_ops), so the record AHEAD ops on is most likely
- * AHEAD records further. Asking for it early keeps the walk from waiting
+ * (mil_program_compact_ops), so the record PASS_WALK_AHEAD ops on is most likely
+ * PASS_WALK_AHEAD records further. Asking for it early keeps the walk from waiting
  * on memory at every op (a prefetch of an address that holds no op is
  * harmless). */
-#define AHEAD 32
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH(addr) __builtin_prefetch(addr)
-#else
-#define PREFETCH(addr) ((void)(addr))
-#endif
 
 /* mil_fp16_to_fp32 of a bit pattern, inline. */
 static float half_to_float(uint16_t h) {
@@ -502,7 +496,7 @@ static int sweep(rro *c, mil_block *b, int depth) {
   mil_op *next;
   for (mil_op *op = b->first; op && changed >= 0; op = next) {
     next = op->next;
-    PREFETCH((const void *)((uintptr_t)op + AHEAD * sizeof(mil_op)));
+    PASS_WALK_PREFETCH(op);
     if (mil_op_is_const(op)) continue;
     for (int32_t k = 0; k < op->n_blocks && changed >= 0; k++) {
       int r;

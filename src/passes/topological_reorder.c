@@ -131,16 +131,10 @@ static void ol_insert_after(olist *l, int32_t p, int32_t i) {
 /* ---------- fresh names ---------- */
 
 /* Reading ahead in the walks: op records lie in list order in memory
- * (mil_program_compact_ops), so the record AHEAD ops on is most likely
- * AHEAD records further. Asking for it early keeps a walk from waiting on
+ * (mil_program_compact_ops), so the record PASS_WALK_AHEAD ops on is most likely
+ * PASS_WALK_AHEAD records further. Asking for it early keeps a walk from waiting on
  * memory at every op (a prefetch of an address that holds no op is
  * harmless). */
-#define AHEAD 32
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH(addr) __builtin_prefetch(addr)
-#else
-#define PREFETCH(addr) ((void)(addr))
-#endif
 
 /* coremltools names a rebuilt op "<type>_<k>" with the smallest k >= 0
  * not taken: not the name of an op, an op output, a block input or a
@@ -204,7 +198,7 @@ static void note_name(const char *name, const pass_ptrset *cand, pass_ptrset *ta
  * are in cand to taken. */
 static void taken_in_block(const mil_block *b, const pass_ptrset *cand, pass_ptrset *taken, bool *oom) {
   for (const mil_op *op = b->first; op && !*oom; op = op->next) {
-    PREFETCH((const void *)((uintptr_t)op + AHEAD * sizeof(mil_op)));
+    PASS_WALK_PREFETCH(op);
     note_name(op->name, cand, taken, oom);
     for (int32_t i = 0; i < op->n_outputs; i++) note_name(op->outputs[i]->name, cand, taken, oom);
     for (int32_t k = 0; k < op->n_blocks; k++) {
@@ -398,7 +392,7 @@ static mil_status reorder_block(topo *c, mil_block *b, int depth) {
   oplist ev = {0};
   bool any_movable = false;
   for (mil_op *op = b->first; op && !c->oom; op = op->next) {
-    PREFETCH((const void *)((uintptr_t)op + AHEAD * sizeof(mil_op)));
+    PASS_WALK_PREFETCH(op);
     bool mv = is_movable(c, op);
     if ((mv || op->n_blocks > 0) && !push_op(&ev, op)) c->oom = true;
     any_movable |= mv;
