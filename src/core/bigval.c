@@ -216,7 +216,7 @@ oom:
  * weight files only, whose resident pages would otherwise add up. */
 #define RELEASE_MIN_TOTAL ((size_t)256 << 20)
 #define RELEASE_EVERY ((size_t)64 << 20)
-#define FAULT_AROUND ((size_t)64 << 10)
+#define FAULT_AROUND ((size_t)2 << 20)
 
 static void release_all(const ir_mappings *ms);
 
@@ -248,7 +248,7 @@ void ir_mappings_free(mil_program *p) {
 }
 
 void mil_program_release_value_pages(const mil_program *p, const mil_value *v, size_t offset, size_t nbytes) {
-  if (!v || v->kind != MIL_VAL_TENSOR || !v->file_mapped || offset >= v->nbytes) return;
+  if (!v || v->kind != MIL_VAL_TENSOR || !v->file_mapped || offset > v->nbytes) return;
   if (nbytes > v->nbytes - offset) nbytes = v->nbytes - offset;
   mil_value_release_range(v, offset, nbytes);
   /* A fault maps in more than the bytes read (whole page-cache folios, up
@@ -256,8 +256,9 @@ void mil_program_release_value_pages(const mil_program *p, const mil_value *v, s
    * cover: every RELEASE_EVERY bytes read, the whole mappings go. */
   ir_mappings *ms = p ? p->mappings : NULL;
   if (!ms || ms->total < RELEASE_MIN_TOTAL) return;
-  /* a read maps at least the fault-around window (64 KiB) whatever its size:
-   * reading the first elements of thousands of weights adds up too */
+  /* a read maps at least a page-cache folio (up to 2 MiB for a file
+   * written recently) whatever its size: reading the first elements of
+   * thousands of weights adds up too */
   ms->read_bytes += nbytes > FAULT_AROUND ? nbytes : FAULT_AROUND;
   if (ms->read_bytes < RELEASE_EVERY) return;
   ms->read_bytes = 0;

@@ -49,16 +49,10 @@
 #include "passes/pass_internal.h"
 
 /* Reading ahead in the walk: op records lie in list order in memory
- * (mil_program_compact_ops), so the record AHEAD ops on is most likely
- * AHEAD records further. Asking for it early keeps the walk from waiting
+ * (mil_program_compact_ops), so the record PASS_WALK_AHEAD ops on is most likely
+ * PASS_WALK_AHEAD records further. Asking for it early keeps the walk from waiting
  * on memory at every op (a prefetch of an address that holds no op is
  * harmless). */
-#define AHEAD 32
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH(addr) __builtin_prefetch(addr)
-#else
-#define PREFETCH(addr) ((void)(addr))
-#endif
 
 /* The op types this pass looks at. */
 typedef enum kind {
@@ -160,7 +154,13 @@ static bool is_output_of(const mil_var *v, const mil_block *b) {
 /* coremltools' has_all_elements_equal_to. */
 static bool all_equal(const noop *c, const mil_var *v, double x) {
   if (!v) return false;
-  if (v->val) return pass_value_all_equal(v->val, x);
+  if (v->val) {
+    bool eq = pass_value_all_equal(v->val, x);
+    /* counted as a read of a weight-file mapping: the first elements of
+     * thousands of weights, each mapping a whole page-cache folio */
+    if (v->op) mil_program_release_value_pages(v->op->program, v->val, 0, 0);
+    return eq;
+  }
   if (v->op && c->fill && v->op->type == c->fill) {
     const mil_value *fv = pass_input_value(v->op, "value");
     if (!fv || fv->kind != MIL_VAL_TENSOR || fv->numel != 1 || !fv->type || fv->type->dtype == MIL_DT_STRING)
@@ -314,7 +314,7 @@ typedef struct prep {
  * whether some op of b has nested blocks. */
 static mil_status prepare_body(noop *c, prep *pr, mil_block *b, body_info *bi) {
   for (mil_op *op = b->first; op; op = op->next) {
-    PREFETCH((const void *)((uintptr_t)op + AHEAD * sizeof(mil_op)));
+    PASS_WALK_PREFETCH(op);
     if (op->n_blocks > 0) bi->nested = true;
     if (kind_of(c, op->type) == K_NONE) continue;
     if (pr->n == pr->cap) {
