@@ -92,14 +92,17 @@ typedef struct scan_part {
   uint32_t m;
 } scan_part;
 
+/* Every byte read, as cheaply as a CPU can (four OR chains over 64-bit
+ * words): what is measured is getting the bytes, not looking at them. */
 static void *scan_part_run(void *arg) {
   scan_part *s = arg;
-  uint32_t m = 0;
-  for (size_t i = 0; i < s->n; i++) {
-    uint32_t a = s->u[i] & 0x7fffffffu;
-    m = a > m ? a : m;
-  }
-  s->m = m;
+  const uint64_t *w = (const uint64_t *)(const void *)s->u;
+  size_t n = s->n / 2, i = 0;
+  uint64_t a = 0, b = 0, c = 0, d = 0;
+  for (; i + 4 <= n; i += 4) a |= w[i], b |= w[i + 1], c |= w[i + 2], d |= w[i + 3];
+  for (; i < n; i++) a |= w[i];
+  uint64_t m = a | b | c | d;
+  s->m = (uint32_t)(m | (m >> 32)) & 0x7fffffffu;
   return NULL;
 }
 
@@ -118,6 +121,7 @@ static double weight_read_floor(const char *pkg, uint32_t *sink) {
   close(fd);
   if (base == MAP_FAILED) return 0;
   size_t n = (size_t)st.st_size / 4;
+  n &= ~(size_t)3; /* whole 64-bit words in each half */
   scan_part hi = {(const uint32_t *)base + n / 2, n - n / 2, 0}, lo = {base, n / 2, 0};
   pthread_t th;
   bool threaded = pthread_create(&th, NULL, scan_part_run, &hi) == 0;
@@ -237,7 +241,7 @@ int main(int argc, char **argv) {
   fprintf(stderr,
           "%s: %lld -> %lld ops; load %.3f s, pipeline %.3f s (%.0f ops/s, %d pass runs, %d passes skipped), "
           "save %.3f s; peak RSS %.1f MB (load %.1f, pipeline %.1f); out %.1f MB (weight.bin %.1f MB); "
-          "reading the input weights once: %.3f s (max bits %08x)\n",
+          "reading the input weights once: %.3f s (bits seen %08x)\n",
           label, (long long)rep.ops_before, (long long)rep.ops_after, load_s, pipe_s,
           pipe_s > 0 ? (double)rep.ops_before / pipe_s : 0.0, (int)rep.n_records, n_skipped, save_s,
           (double)rss_peak / 1024.0, (double)rss_load / 1024.0, (double)rss_pipe / 1024.0, (double)out_bytes / 1e6,
