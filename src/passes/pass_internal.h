@@ -140,6 +140,10 @@ size_t pass_put_u64(char *out, uint64_t k);
 typedef struct pass_names pass_names;
 /* Collects every op and var name in p. NULL on out of memory. */
 pass_names *pass_names_new(mil_program *p);
+/* The same set from names already gathered (interned pointers, NULLs
+ * skipped): for a pass whose own walk has seen every name. NULL on out of
+ * memory. */
+pass_names *pass_names_from(mil_program *p, const char *const *names, size_t count);
 void pass_names_free(pass_names *n);
 /* Records name as taken. false on out of memory. */
 bool pass_names_add(pass_names *n, const char *name);

@@ -325,6 +325,26 @@ pass_names *pass_names_new(mil_program *p) {
   return n;
 }
 
+pass_names *pass_names_from(mil_program *p, const char *const *names, size_t count) {
+  pass_names *n = calloc(1, sizeof *n);
+  if (!n) return NULL;
+  n->p = p;
+  bool ok = pset_reserve(&n->set, count + 64);
+  /* each slot is asked for a few names before it is probed: in a large
+   * program every probe is a cache miss */
+  enum { AHEAD = 16 };
+  for (size_t i = 0; ok && i < count; i++) {
+    if (i + AHEAD < count && names[i + AHEAD])
+      PASS_PREFETCH(&n->set.keys[ph(names[i + AHEAD]) & (n->set.cap - 1)]);
+    ok = pset_add(&n->set, names[i]);
+  }
+  if (!ok) {
+    pass_names_free(n);
+    return NULL;
+  }
+  return n;
+}
+
 void pass_names_free(pass_names *n) {
   if (!n) return;
   pset_free(&n->set);

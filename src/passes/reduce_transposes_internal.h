@@ -237,7 +237,7 @@ void rt_rebind(mil_op *op, mil_var *old, mil_var *new_var);
 
 /* The taken names of one run of the pass (kept in c->ud, built on first
  * need; the same set pass_t_names would give). */
-typedef struct rt_names rt_names;
+typedef pass_names rt_names; /* the passes' name set, from the names phase 1 gathered */
 /* The run's name set, built now if needed (NULL on out of memory). */
 rt_names *rt_names_of(rt_ctx *t);
 /* Phase 1's part of building the set: gathers the names of op and its

@@ -2,12 +2,11 @@
  * makes, chosen as coremltools' Builder chooses them (the smallest free
  * "<prefix>_<k>"), and the ops built with them. See reduce_transposes.c.
  *
- * The set of taken names is pass_names' (every op, output, nested block
+ * The set of taken names is a pass_names (every op, output, nested block
  * input and function input name of the program when phase 3 first needs
- * it, and every name given out or recorded since), with the same answers;
- * it is built from one walk that gathers the names into an array, then
- * inserted with the slots of later names prefetched, as the walk over a
- * large program is otherwise bound by cache misses.
+ * it, and every name given out or recorded since), built by
+ * pass_names_from from the names phase 1 gathered on its walk and the
+ * rest gathered here, so the program is not walked again.
  *
  * Mirrors coremltools/converters/mil/mil/builder.py (_get_free_name,
  * _add_const) like pass_names_fresh and pass_const_before.
@@ -16,55 +15,6 @@
 #include <string.h>
 
 #include "passes/reduce_transposes_internal.h"
-
-struct rt_names {
-  mil_program *p;
-  const void **keys; /* open addressing, at most half full */
-  size_t cap, n;
-  pass_ptrmap next_k; /* interned "<prefix>_0" -> next k to try (prefixes used more than once) */
-};
-
-static size_t slot_of(const void *p, size_t cap) {
-  uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 33;
-  x *= UINT64_C(0xff51afd7ed558ccd);
-  x ^= x >> 33;
-  return (size_t)x & (cap - 1);
-}
-
-static bool set_has(const rt_names *n, const void *p) {
-  if (!p) return false;
-  for (size_t j = slot_of(p, n->cap); n->keys[j]; j = (j + 1) & (n->cap - 1))
-    if (n->keys[j] == p) return true;
-  return false;
-}
-
-static bool set_rehash(rt_names *n, size_t cap) {
-  const void **k = calloc(cap, sizeof *k);
-  if (!k) return false;
-  for (size_t i = 0; i < n->cap; i++)
-    if (n->keys[i]) {
-      size_t j = slot_of(n->keys[i], cap);
-      while (k[j]) j = (j + 1) & (cap - 1);
-      k[j] = n->keys[i];
-    }
-  free(n->keys);
-  n->keys = k;
-  n->cap = cap;
-  return true;
-}
-
-/* Adds p (NULL is ignored); false on out of memory. */
-static bool set_add(rt_names *n, const void *p) {
-  if (!p) return true;
-  if ((n->n + 1) * 2 > n->cap && !set_rehash(n, n->cap * 2)) return false;
-  size_t j = slot_of(p, n->cap);
-  for (; n->keys[j]; j = (j + 1) & (n->cap - 1))
-    if (n->keys[j] == p) return true;
-  n->keys[j] = p;
-  n->n++;
-  return true;
-}
 
 /* ---------- gathering the program's names ---------- */
 
@@ -128,10 +78,10 @@ static bool gather_ops(gather *g, const mil_op *from, const mil_op *to) {
  * added since, are walked here. */
 static rt_names *names_build(rt_ctx *t) {
   mil_program *p = t->c->p;
-  rt_names *n = calloc(1, sizeof *n);
+  rt_names *n = NULL;
   gather g = t->gathered;
   t->gathered = (gather){0};
-  bool ok = n != NULL;
+  bool ok = true;
   for (int32_t i = 0; ok && i < p->n_functions; i++) {
     const mil_function *f = p->functions[i];
     for (int32_t k = 0; ok && k < f->n_inputs; k++) ok = push(&g, f->inputs[k]->name);
@@ -145,34 +95,12 @@ static rt_names *names_build(rt_ctx *t) {
       for (int32_t k = 0; ok && k < t->n_sinks; k++) ok = gather_ops(&g, t->sinks[k], t->sinks[k]->next);
     }
   }
-  if (ok) {
-    n->p = p;
-    size_t cap = 1024;
-    while (cap < 2 * (g.n + 64)) cap *= 2;
-    n->cap = cap;
-    ok = (n->keys = calloc(cap, sizeof *n->keys)) != NULL;
-  }
-  /* each slot is prefetched a few names before it is probed */
-  enum { AHEAD = 16 };
-  for (size_t i = 0; ok && i < g.n; i++) {
-    if (i + AHEAD < g.n) __builtin_prefetch(&n->keys[slot_of(g.v[i + AHEAD], n->cap)], 1);
-    ok = set_add(n, g.v[i]);
-  }
+  if (ok) n = pass_names_from(p, g.v, g.n);
   free(g.v);
-  if (!ok && n) {
-    free(n->keys);
-    free(n);
-    n = NULL;
-  }
   return n;
 }
 
-void rt_names_free(rt_names *n) {
-  if (!n) return;
-  free(n->keys);
-  pass_ptrmap_free(&n->next_k);
-  free(n);
-}
+void rt_names_free(rt_names *n) { pass_names_free(n); }
 
 rt_names *rt_names_of(rt_ctx *t) {
   if (!t->c->ud) t->c->ud = names_build(t);
@@ -184,40 +112,20 @@ rt_names *rt_names_of(rt_ctx *t) {
 
 bool rt_name_add(rt_ctx *t, const char *name) {
   rt_names *n = rt_names_of(t);
-  const char *s = n ? mil_program_intern(t->c->p, name, (size_t)-1) : NULL;
-  if (!s || !set_add(n, s)) {
+  if (!n || !pass_names_add(n, name)) {
     t->oom = true;
     return false;
   }
   return true;
 }
 
-/* "<prefix>_<k>" with the smallest free k, where prefix is buf[0, len)
- * (buf has room for len + 22 bytes); recorded and interned. Names are only
- * ever added, so every k below one given out earlier for the same prefix
- * is taken: the next k to try is kept, keyed by the interned
- * "<prefix>_0". */
+/* pass_names_fresh for the prefix buf[0, len) (buf has room for len + 22
+ * bytes). */
 static const char *fresh_in(rt_ctx *t, char *buf, size_t len) {
   rt_names *n = rt_names_of(t);
-  mil_program *p = t->c->p;
   if (!n) return NULL;
-  buf[len] = '_';
-  buf[len + 1] = '0';
-  buf[len + 2] = 0;
-  const char *s = mil_program_intern(p, buf, len + 2);
-  if (!s) return NULL;
-  const char *key = s;
-  uint64_t k = (uint64_t)(uintptr_t)pass_ptrmap_get(&n->next_k, key);
-  if (k || set_has(n, s))
-    for (k = k ? k : 1;; k++) {
-      size_t m = len + 1 + pass_put_u64(buf + len + 1, k);
-      buf[m] = 0;
-      s = mil_program_intern(p, buf, m);
-      if (!s || !set_has(n, s)) break;
-    }
-  if (s && !set_add(n, s)) s = NULL;
-  if (s && k > 0 && !pass_ptrmap_put(&n->next_k, key, (void *)(uintptr_t)(k + 1))) s = NULL;
-  return s;
+  buf[len] = 0;
+  return pass_names_fresh(n, t->c->p, buf);
 }
 
 /* fresh_in for the prefix a + b (b may be NULL). */
