@@ -12,10 +12,8 @@
 
 /* ---------- a small pointer set (open addressing) ---------- */
 
-typedef struct pset {
-  const void **keys;
-  size_t cap, n;
-} pset;
+/* pass_ptrset under a short name: the helpers below are its implementation. */
+typedef pass_ptrset pset;
 
 static size_t ph(const void *p) {
   uint64_t x = (uint64_t)(uintptr_t)p;
@@ -580,37 +578,10 @@ mil_status pass_remove_ops(mil_op *const *ops, int32_t n, mil_diag *d) {
 
 /* ---------- pointer sets and maps ---------- */
 
-bool pass_ptrset_add(pass_ptrset *s, const void *p) {
-  pset t = {s->keys, s->cap, s->n};
-  bool ok = pset_add(&t, p);
-  s->keys = t.keys;
-  s->cap = t.cap;
-  s->n = t.n;
-  return ok;
-}
-
-int pass_ptrset_insert(pass_ptrset *s, const void *p) {
-  pset t = {s->keys, s->cap, s->n};
-  int r = pset_insert(&t, p);
-  s->keys = t.keys;
-  s->cap = t.cap;
-  s->n = t.n;
-  return r;
-}
-
-bool pass_ptrset_reserve(pass_ptrset *s, size_t n) {
-  pset t = {s->keys, s->cap, s->n};
-  bool ok = pset_reserve(&t, n);
-  s->keys = t.keys;
-  s->cap = t.cap;
-  s->n = t.n;
-  return ok;
-}
-
-bool pass_ptrset_has(const pass_ptrset *s, const void *p) {
-  pset t = {s->keys, s->cap, s->n};
-  return pset_has(&t, p);
-}
+bool pass_ptrset_add(pass_ptrset *s, const void *p) { return pset_add(s, p); }
+int pass_ptrset_insert(pass_ptrset *s, const void *p) { return pset_insert(s, p); }
+bool pass_ptrset_reserve(pass_ptrset *s, size_t n) { return pset_reserve(s, n); }
+bool pass_ptrset_has(const pass_ptrset *s, const void *p) { return pset_has(s, p); }
 
 void pass_ptrset_free(pass_ptrset *s) {
   free(s->keys);
