@@ -237,6 +237,30 @@ void rt_rebind(mil_op *op, mil_var *old, mil_var *new_var);
 
 /* The taken names of one run of the pass (kept in c->ud, built on first
  * need; the same set pass_t_names would give). */
+/* Reading ahead in a walk that gathers names: the output arrays of the op
+ * four on and the first output var of the op two on are asked for while
+ * the current op is handled (set up with rt_ahead_at, advanced by
+ * rt_ahead_step once per op). */
+typedef struct rt_ahead {
+  const mil_op *near, *far;
+} rt_ahead;
+static inline void rt_ahead_at(rt_ahead *a, const mil_op *op) {
+  for (int k = 0; op && k < 2; k++) op = op->next;
+  a->near = op;
+  for (int k = 0; op && k < 2; k++) op = op->next;
+  a->far = op;
+}
+static inline void rt_ahead_step(rt_ahead *a) {
+  if (a->far) {
+    PASS_PREFETCH(a->far->outputs);
+    a->far = a->far->next;
+  }
+  if (a->near) {
+    if (a->near->n_outputs > 0) PASS_PREFETCH(a->near->outputs[0]);
+    a->near = a->near->next;
+  }
+}
+
 typedef pass_names rt_names; /* the passes' name set, from the names phase 1 gathered */
 /* The run's name set, built now if needed (NULL on out of memory). */
 rt_names *rt_names_of(rt_ctx *t);

@@ -33,11 +33,6 @@ static bool push(gather *g, const char *s) {
   return true;
 }
 
-static const mil_op *skip(const mil_op *op, int k) {
-  while (op && k-- > 0) op = op->next;
-  return op;
-}
-
 /* The names of op and its outputs. */
 static bool gather_op(gather *g, const mil_op *op) {
   if (!push(g, op->name)) return false;
@@ -52,16 +47,10 @@ bool rt_gather_op(rt_ctx *t, const mil_op *op) { return gather_op(&t->gathered, 
  * the block) and of their nested blocks, inputs included. The output
  * arrays and output vars of ops a few ahead are prefetched. */
 static bool gather_ops(gather *g, const mil_op *from, const mil_op *to) {
-  const mil_op *near = skip(from, 2), *far = skip(near, 2);
+  rt_ahead a;
+  rt_ahead_at(&a, from);
   for (const mil_op *op = from; op != to; op = op->next) {
-    if (far) {
-      __builtin_prefetch(far->outputs);
-      far = far->next;
-    }
-    if (near) {
-      if (near->n_outputs > 0) __builtin_prefetch(near->outputs[0]);
-      near = near->next;
-    }
+    rt_ahead_step(&a);
     if (!gather_op(g, op)) return false;
     for (int32_t k = 0; k < op->n_blocks; k++) {
       const mil_block *nb = op->blocks[k];

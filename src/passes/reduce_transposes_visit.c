@@ -236,11 +236,6 @@ static bool visit(rt_ctx *t, mil_op *op, bool sink) {
 }
 
 /* The op k after op in its block, or NULL. */
-static mil_op *ahead(mil_op *op, int k) {
-  while (op && k-- > 0) op = op->next;
-  return op;
-}
-
 bool rt_traverse(rt_ctx *t, bool *nested) {
   for (int32_t i = 0; i < t->b->n_inputs; i++)
     if (!rt_hv_set(t, t->b->inputs[i], &t->plain)) return false;
@@ -252,7 +247,7 @@ bool rt_traverse(rt_ctx *t, bool *nested) {
    * none); the output arrays and vars of ops a few ahead are prefetched
    * then. */
   bool gather = !t->c->ud;
-  mil_op *near = NULL, *far = NULL;
+  rt_ahead a = {NULL, NULL};
   for (mil_op *op = t->b->first; op; op = op->next) {
     if (op->n_blocks > 0) {
       *nested = true;
@@ -261,18 +256,10 @@ bool rt_traverse(rt_ctx *t, bool *nested) {
     int kind = rt_kind(t, op);
     if (gather && !t->gather_from && kind == RT_K_TRANSPOSE) {
       t->gather_from = op;
-      near = ahead(op, 2);
-      far = ahead(near, 2);
+      rt_ahead_at(&a, op);
     }
     if (t->gather_from) {
-      if (far) {
-        __builtin_prefetch(far->outputs);
-        far = far->next;
-      }
-      if (near) {
-        if (near->n_outputs > 0) __builtin_prefetch(near->outputs[0]);
-        near = near->next;
-      }
+      rt_ahead_step(&a);
       if (!rt_gather_op(t, op)) {
         t->oom = true;
         return false;
