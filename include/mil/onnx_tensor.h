@@ -215,13 +215,20 @@ MIL_API mil_value *mil_onnx_tensor_to_value(mil_program *p, const mil_onnx_tenso
 
 typedef struct mil_onnx_write_opts {
   mil_onnx_dialect dialect;   /* AUTO or ONNX: onnx.proto; ND4J: seed 002 */
-  mil_onnx_encoding encoding; /* RAW (default), TYPED, ND4J (FLOAT16/BOOL in the nd4j dialect) */
+  /* RAW (default; STRING always uses string_data), TYPED, ND4J (FLOAT16 /
+   * BOOL in the nd4j dialect), EXTERNAL (mil_onnx_tensor_write only: the
+   * raw bytes go to external_location beside the file) */
+  mil_onnx_encoding encoding;
   /* DataType to store (0: mil_onnx_dtype_from_mil(dt)). It may widen what
    * narrowing made (int32 as INT64/UINT32/UINT64, fp32 as DOUBLE, complex64
    * as COMPLEX128) and store fp16 as FLOAT8E4M3FNUZ / FLOAT8E5M2FNUZ
    * (values that do not fit are refused). */
   int32_t onnx_type;
   const char *name; /* TensorProto.name (NULL: none) */
+  /* EXTERNAL: a plain file name (no '/'), written in the directory of the
+   * .pb file (temporary sibling, renamed), referenced with the keys
+   * location and length (offset 0) */
+  const char *external_location;
 } mil_onnx_write_opts;
 
 /* Serializes a tensor of dtype dt and shape (rank entries; NULL for rank 0)
@@ -233,9 +240,11 @@ typedef struct mil_onnx_write_opts {
  * the DataType asked for, a string pointer NULL), MIL_ERR_NOMEM. */
 MIL_API mil_status mil_onnx_tensor_encode(mil_dtype dt, int32_t rank, const int64_t *shape, const void *data,
                                           const mil_onnx_write_opts *opts, void **buf, size_t *len, mil_diag *d);
-/* mil_onnx_tensor_encode into the file at `path`, written to a temporary
- * sibling and renamed (on failure `path` is untouched). Errors as above plus
- * MIL_ERR_IO. */
+/* mil_onnx_tensor_encode into the file at `path`, streamed to a temporary
+ * sibling and renamed (on failure `path` is untouched); with encoding
+ * EXTERNAL the elements go to opts->external_location in the same
+ * directory. Errors as above plus MIL_ERR_IO, and MIL_ERR_INVALID for an
+ * external_location that is not a plain file name. */
 MIL_API mil_status mil_onnx_tensor_write(const char *path, mil_dtype dt, int32_t rank, const int64_t *shape,
                                          const void *data, const mil_onnx_write_opts *opts, mil_diag *d);
 
