@@ -182,14 +182,15 @@ typedef struct mil_onnx_tensor {
  * NULL: automatic dialect, narrowing, checksum verified, external data
  * relative to the file's directory). On success *out is a new tensor.
  * Errors:
- *   MIL_ERR_IO          cannot open or read the file
+ *   MIL_ERR_IO          cannot open or read the file, or the external data file
  *   MIL_ERR_FORMAT      wire-format defect (byte offset, field, expected and
  *                       found), dims x data type != data length, negative or
  *                       overflowing dims, data_type 0 or unknown, several or
  *                       misplaced data fields, a value outside its type
  *                       (int32_data 300 for UINT8), undecidable dialect,
- *                       external data faults (missing keys, bad offset or
- *                       length, file missing or too short, checksum mismatch)
+ *                       external data faults (missing location, bad offset
+ *                       or length, file too short for offset + length,
+ *                       length != dims x data type, checksum mismatch)
  *   MIL_ERR_INVALID     external location absolute, with "..", or leaving the
  *                       base directory through a symlink; NULL arguments
  *   MIL_ERR_UNSUPPORTED segment; strings with a NUL byte; a value that

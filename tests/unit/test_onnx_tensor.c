@@ -698,6 +698,78 @@ static void test_external(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* ---- TypeProto / ValueInfoProto on bytes, both dialects ---- */
+
+static void test_type_bytes(void **state) {
+  (void)state;
+  mil_program *p = mil_program_new(NULL);
+  mil_diag d;
+  mil_diag_init(&d);
+  /* nd4j's TypeProto built with the seed schema's own structs */
+  Org__Nd4j__Ir__TensorShapeProto__Dimension a = ORG__ND4J__IR__TENSOR_SHAPE_PROTO__DIMENSION__INIT, b = a;
+  a.value_case = ORG__ND4J__IR__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM, a.dim_param = "batch";
+  b.value_case = ORG__ND4J__IR__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE, b.dim_value = 7;
+  Org__Nd4j__Ir__TensorShapeProto__Dimension *dims[2] = {&a, &b};
+  Org__Nd4j__Ir__TensorShapeProto sh = ORG__ND4J__IR__TENSOR_SHAPE_PROTO__INIT;
+  sh.n_dim = 2, sh.dim = dims;
+  Org__Nd4j__Ir__TypeProto__TensorDescriptor td = ORG__ND4J__IR__TYPE_PROTO__TENSOR_DESCRIPTOR__INIT;
+  td.elem_type = ORG__ND4J__IR__DATA_TYPE__FLOAT16, td.shape = &sh;
+  Org__Nd4j__Ir__TypeProto tp = ORG__ND4J__IR__TYPE_PROTO__INIT;
+  tp.value_case = ORG__ND4J__IR__TYPE_PROTO__VALUE_TENSOR_TYPE, tp.tensor_type = &td;
+  Org__Nd4j__Ir__ValueInfoProto vi = ORG__ND4J__IR__VALUE_INFO_PROTO__INIT;
+  vi.name = "h", vi.type = &tp;
+  size_t n = org__nd4j__ir__value_info_proto__get_packed_size(&vi);
+  uint8_t *buf = malloc(n);
+  org__nd4j__ir__value_info_proto__pack(&vi, buf);
+  const char *name;
+  const mil_type *t;
+  assert_int_equal(mil_onnx_value_info_decode(p, buf, n, 0, "vi.pb", &name, &t, &d), MIL_OK);
+  assert_string_equal(name, "h");
+  assert_int_equal(t->dtype, MIL_DT_FP16);
+  assert_int_equal(t->rank, 2);
+  assert_string_equal(t->dims[0].sym, "batch");
+  assert_int_equal(t->dims[1].size, 7);
+  /* written back in the nd4j dialect: the very same bytes */
+  void *out;
+  size_t len;
+  assert_int_equal(mil_onnx_value_info_encode("h", t, MIL_ONNX_DIALECT_ND4J, &out, &len, &d), MIL_OK);
+  assert_int_equal(len, n);
+  assert_memory_equal(out, buf, n);
+  free(out);
+  free(buf);
+  /* a list of tensors is a sequence_type in ONNX; nd4j has none */
+  const mil_type *lt = mil_type_list(p, t, (mil_dim){-1, NULL, false});
+  assert_int_equal(mil_onnx_type_encode(lt, MIL_ONNX_DIALECT_ND4J, &out, &len, &d), MIL_ERR_UNSUPPORTED);
+  assert_int_equal(mil_onnx_type_encode(lt, MIL_ONNX_DIALECT_ONNX, &out, &len, &d), MIL_OK);
+  const mil_type *back;
+  assert_int_equal(mil_onnx_type_decode(p, out, len, 0, "seq.pb", &back, &d), MIL_OK);
+  assert_true(mil_type_equal(back, lt));
+  free(out);
+  /* unknown rank and an fp8 type; fp8 has no nd4j DataType */
+  const mil_type *f8 = mil_type_tensor(p, MIL_DT_FP8E4M3FN, -1, NULL);
+  assert_int_equal(mil_onnx_type_encode(f8, MIL_ONNX_DIALECT_ONNX, &out, &len, &d), MIL_OK);
+  assert_int_equal(mil_onnx_type_decode(p, out, len, 0, "f8.pb", &back, &d), MIL_OK);
+  assert_true(mil_type_equal(back, f8));
+  free(out);
+  assert_int_equal(mil_onnx_type_encode(f8, MIL_ONNX_DIALECT_ND4J, &out, &len, &d), MIL_ERR_UNSUPPORTED);
+  /* elem_type 0, a map type, a negative dim_value */
+  const uint8_t undef[] = {0x0a, 0x00};                        /* tensor_type {} */
+  const uint8_t map[] = {0x2a, 0x02, 0x08, 0x07};              /* map_type {key_type: INT64} */
+  const uint8_t neg[] = {0x0a, 0x11, 0x08, 0x01, 0x12, 0x0d, 0x0a, 0x0b, 0x08, 0xff, 0xff, 0xff, 0xff, 0xff,
+                         0xff, 0xff, 0xff, 0xff, 0x01}; /* FLOAT, dim_value -1 */
+  mil_diag_clear(&d);
+  assert_int_equal(mil_onnx_type_decode(p, undef, sizeof undef, 0, "u.pb", &back, &d), MIL_ERR_FORMAT);
+  assert_non_null(strstr(mil_diag_first_error(&d), "elem_type is 0"));
+  mil_diag_clear(&d);
+  assert_int_equal(mil_onnx_type_decode(p, map, sizeof map, 0, "m.pb", &back, &d), MIL_ERR_UNSUPPORTED);
+  assert_non_null(strstr(mil_diag_first_error(&d), "map_type"));
+  mil_diag_clear(&d);
+  assert_int_equal(mil_onnx_type_decode(p, neg, sizeof neg, 0, "n.pb", &back, &d), MIL_ERR_FORMAT);
+  assert_non_null(strstr(mil_diag_first_error(&d), "dim_value is -1"));
+  mil_diag_clear(&d);
+  mil_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_raw_fp32),        cmocka_unit_test(test_typed_fields),
@@ -705,6 +777,7 @@ int main(void) {
       cmocka_unit_test(test_value_and_type),  cmocka_unit_test(test_roundtrip_all),
       cmocka_unit_test(test_widen_narrow),    cmocka_unit_test(test_dialects),
       cmocka_unit_test(test_truncation_and_wire), cmocka_unit_test(test_external),
+      cmocka_unit_test(test_type_bytes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -146,6 +146,9 @@ static int describe(const char *path, mil_onnx_dialect dia, unsigned flags) {
     }
     print_stats(&l);
     loaded_free(&l);
+  } else if ((st == MIL_ERR_FORMAT || st == MIL_ERR_UNSUPPORTED) && cli_is_pb(path)) {
+    mil_diag_add(&d, MIL_SEV_NOTE, "if %s is an ONNX SequenceProto, OptionalProto or MapProto (the test data of a "
+                 "sequence or optional input), it is not a tensor: libmil reads TensorProto only", path);
   }
   cli_print_diag(&d);
   mil_diag_clear(&d);
