@@ -226,35 +226,19 @@ static mil_status build(ot_out *o, mil_dtype dt, int32_t rank, const int64_t *sh
   return fill_typed(o, src, enc == MIL_ONNX_ENC_ND4J, d);
 }
 
-static void set_common(ot_out *o, int64_t *dims, size_t rank, const char *name, ProtobufCMessage *msg, bool nd4j) {
-  if (nd4j) {
-    Org__Nd4j__Ir__TensorProto *m = (Org__Nd4j__Ir__TensorProto *)msg;
-    m->n_dims = rank, m->dims = dims;
-    m->data_type = o->t;
-    m->name = (char *)(name ? name : "");
-    m->n_float_data = o->n_float, m->float_data = o->float_data;
-    m->n_int32_data = o->n_int32, m->int32_data = o->int32_data;
-    m->n_string_data = o->n_string, m->string_data = o->string_data;
-    m->n_int64_data = o->n_int64, m->int64_data = o->int64_data;
-    m->n_double_data = o->n_double, m->double_data = o->double_data;
-    m->n_uint64_data = o->n_uint64, m->uint64_data = o->uint64_data;
-    m->n_half_val = o->n_half, m->half_val = o->half_val;
-    m->n_bool_val = o->n_bool, m->bool_val = o->bool_val;
-    if (o->has_raw) m->raw_data = o->raw;
-    return;
-  }
-  Onnx__TensorProto *m = (Onnx__TensorProto *)msg;
-  m->n_dims = rank, m->dims = dims;
-  m->has_data_type = true, m->data_type = o->t;
-  m->name = (char *)name;
-  m->n_float_data = o->n_float, m->float_data = o->float_data;
-  m->n_int32_data = o->n_int32, m->int32_data = o->int32_data;
-  m->n_string_data = o->n_string, m->string_data = o->string_data;
-  m->n_int64_data = o->n_int64, m->int64_data = o->int64_data;
-  m->n_double_data = o->n_double, m->double_data = o->double_data;
-  m->n_uint64_data = o->n_uint64, m->uint64_data = o->uint64_data;
-  m->has_raw_data = o->has_raw, m->raw_data = o->raw;
-}
+/* The fields both schemas' TensorProto share, set on message m from o. */
+#define OT_SET_COMMON(m, o, dims_, rank_)                                       \
+  do {                                                                          \
+    (m)->n_dims = (rank_), (m)->dims = (dims_);                                 \
+    (m)->data_type = (o)->t;                                                    \
+    (m)->n_float_data = (o)->n_float, (m)->float_data = (o)->float_data;        \
+    (m)->n_int32_data = (o)->n_int32, (m)->int32_data = (o)->int32_data;        \
+    (m)->n_string_data = (o)->n_string, (m)->string_data = (o)->string_data;    \
+    (m)->n_int64_data = (o)->n_int64, (m)->int64_data = (o)->int64_data;        \
+    (m)->n_double_data = (o)->n_double, (m)->double_data = (o)->double_data;    \
+    (m)->n_uint64_data = (o)->n_uint64, (m)->uint64_data = (o)->uint64_data;    \
+    if ((o)->has_raw) (m)->raw_data = (o)->raw;                                 \
+  } while (0)
 
 /* A message over o: the caller packs it; nothing in it is owned by it. */
 typedef union ot_msg {
@@ -264,10 +248,20 @@ typedef union ot_msg {
 } ot_msg;
 
 static void make_msg(ot_out *o, int32_t rank, const int64_t *shape, const mil_onnx_write_opts *op, ot_msg *m) {
-  bool nd4j = op && op->dialect == MIL_ONNX_DIALECT_ND4J;
-  if (nd4j) org__nd4j__ir__tensor_proto__init(&m->nd4j);
-  else onnx__tensor_proto__init(&m->onnx);
-  set_common(o, (int64_t *)shape, (size_t)rank, op ? op->name : NULL, &m->base, nd4j);
+  const char *name = op ? op->name : NULL;
+  if (op && op->dialect == MIL_ONNX_DIALECT_ND4J) {
+    org__nd4j__ir__tensor_proto__init(&m->nd4j);
+    OT_SET_COMMON(&m->nd4j, o, (int64_t *)shape, (size_t)rank);
+    m->nd4j.name = (char *)(name ? name : ""); /* proto3: "" is absent */
+    m->nd4j.n_half_val = o->n_half, m->nd4j.half_val = o->half_val;
+    m->nd4j.n_bool_val = o->n_bool, m->nd4j.bool_val = o->bool_val;
+  } else {
+    onnx__tensor_proto__init(&m->onnx);
+    OT_SET_COMMON(&m->onnx, o, (int64_t *)shape, (size_t)rank);
+    m->onnx.has_data_type = true;
+    m->onnx.name = (char *)name;
+    m->onnx.has_raw_data = o->has_raw;
+  }
 }
 
 mil_status mil_onnx_tensor_encode(mil_dtype dt, int32_t rank, const int64_t *shape, const void *data,
