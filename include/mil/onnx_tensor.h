@@ -51,13 +51,17 @@
  *   - signs of both dialects, or a field-16 payload that is neither: it
  *     cannot decide, and says so (MIL_ERR_FORMAT naming the field) instead
  *     of guessing; pass the dialect explicitly then.
- * An explicit dialect reads with that schema only.
+ * An explicit dialect reads with that schema only; ONNX then refuses a
+ * field 16 that is not a StringStringEntryProto (as ONNX 1.16's own parser
+ * would), and nd4j reads field 16 as bools whatever they were meant to be.
  *
  * External data: the location is relative to a base directory (the
- * directory of the file read, or mil_onnx_read_opts.base_dir). Absolute
- * paths, ".." components, and paths whose real path (symlinks resolved)
- * leaves the base directory are refused, as onnx's checker does since
- * CVE-2022-25882 and CVE-2024-27318. The file is memory-mapped, never
+ * directory of the file read, or mil_onnx_read_opts.base_dir). Refused, as
+ * onnx's checker does since CVE-2022-25882 and CVE-2024-27318
+ * (onnx/checker.cc resolve_external_data_location): absolute paths, ".."
+ * components, a location that is a symbolic link, one whose real path
+ * leaves the base directory through a linked directory, anything but a
+ * regular file, and a file with several hard links. The file is memory-mapped, never
  * copied whole; offset + length must lie inside it; a "checksum" (SHA1 of
  * the whole file, hex) is verified when present.
  *
@@ -191,8 +195,9 @@ typedef struct mil_onnx_tensor {
  *                       external data faults (missing location, bad offset
  *                       or length, file too short for offset + length,
  *                       length != dims x data type, checksum mismatch)
- *   MIL_ERR_INVALID     external location absolute, with "..", or leaving the
- *                       base directory through a symlink; NULL arguments
+ *   MIL_ERR_INVALID     external location absolute, with "..", a symbolic
+ *                       link, leaving the base directory, not a regular file
+ *                       or hard-linked; NULL arguments
  *   MIL_ERR_UNSUPPORTED segment; strings with a NUL byte; a value that
  *                       narrowing cannot hold (without MIL_ONNX_CLAMP)
  *   MIL_ERR_NOMEM */
@@ -205,9 +210,11 @@ MIL_API mil_status mil_onnx_tensor_read_mem(const void *buf, size_t len, const c
 /* Frees a tensor (unmaps its external data). NULL is ignored. */
 MIL_API void mil_onnx_tensor_free(mil_onnx_tensor *t);
 
-/* A value of program p holding t's elements (copied into p, except that a
- * mapping of external data is handed over to p, which views it: t keeps
- * its data valid as well). NULL only when out of memory. */
+/* A value of program p holding t's elements, dtype and shape (rank 0: a
+ * scalar). The elements are copied into p, except that external data stays
+ * in its mapping, which p then shares (the value is a read-only view that
+ * stays valid after mil_onnx_tensor_free(t), until p is freed). NULL when
+ * out of memory or when p or t is NULL. */
 MIL_API mil_value *mil_onnx_tensor_to_value(mil_program *p, const mil_onnx_tensor *t);
 
 /* ------------------------------------------------------------------------ */

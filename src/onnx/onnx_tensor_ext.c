@@ -2,8 +2,10 @@
  * location / offset / length / checksum of onnx/docs/ExternalData.md,
  * memory-mapped (never copied whole). Mirrors the path checks onnx's
  * checker learned from CVE-2022-25882 (".." components) and CVE-2024-27318
- * (symlinks out of the model directory): onnx/checker.cc
- * resolve_external_data_location. The checksum is the SHA1 of the whole
+ * (symlinks): onnx/checker.cc resolve_external_data_location and
+ * verify_path_containment: no absolute path, no "..", the file itself no
+ * symbolic link, its real path (directory symlinks resolved) inside the
+ * model's directory, a regular file with one hard link. The checksum is the SHA1 of the whole
  * file (nettle). */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,7 +100,11 @@ static mil_status open_inside(const ot_src *s, const ot_ctx *c, const char *loc,
                 "directory are allowed (CVE-2022-25882)", loc);
   if ((size_t)snprintf(path, cap, "%s/%s", c->base_dir, loc) >= cap)
     return ot_err(c, s, MIL_ERR_INVALID, "external data: location \"%.64s...\" is too long", loc);
-  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat ls;
+  if (lstat(path, &ls) == 0 && S_ISLNK(ls.st_mode))
+    return ot_err(c, s, MIL_ERR_INVALID, "external data: %s (location \"%s\") is a symbolic link; refused as onnx's "
+                  "checker does (CVE-2024-27318)", path, loc);
+  *fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (*fd < 0)
     return ot_err(c, s, MIL_ERR_IO, "external data: cannot open %s (location \"%s\"): %s", path, loc, strerror(errno));
   char base_real[PATH_MAX], file_real[PATH_MAX];
@@ -113,12 +119,17 @@ static mil_status open_inside(const ot_src *s, const ot_ctx *c, const char *loc,
   bool inside = strncmp(file_real, base_real, bl) == 0 && (file_real[bl] == '/' || (bl == 1 && base_real[0] == '/'));
   if (!inside || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
     close(*fd);
-    return ot_err(c, s, MIL_ERR_INVALID, "external data: location \"%s\" resolves to %s, outside the model's directory %s (a "
-                "symlink; refused as onnx does since CVE-2024-27318)", loc, file_real, base_real);
+    return ot_err(c, s, MIL_ERR_INVALID, "external data: location \"%s\" resolves to %s, outside the model's directory %s "
+                "(through a symbolic link; refused as onnx does since CVE-2024-27318)", loc, file_real, base_real);
   }
   if (!S_ISREG(a.st_mode)) {
     close(*fd);
     return ot_err(c, s, MIL_ERR_INVALID, "external data: %s is not a regular file", path);
+  }
+  if (a.st_nlink > 1) {
+    close(*fd);
+    return ot_err(c, s, MIL_ERR_INVALID, "external data: %s has %ju hard links; refused as onnx's checker does (a "
+                  "hard link can reach any file of the file system)", path, (uintmax_t)a.st_nlink);
   }
   return MIL_OK;
 }

@@ -661,18 +661,34 @@ static void test_external(void **state) {
   assert_non_null(strstr(err, "'location'"));
   assert_int_equal(read_ext(3, "abc.bin", NULL, NULL, NULL, 0, NULL, &t, err, sizeof err), MIL_ERR_INVALID);
   assert_non_null(strstr(err, "needs the model's directory"));
-  /* a symlink out of the model directory (base = g_dir/sub) is refused; one inside it is fine */
+  /* symbolic links (as onnx's checker: even one that stays inside), a directory
+   * link out of the model directory (base = g_dir/sub), a file with two hard links */
   snprintf(sub, sizeof sub, "%s/sub", g_dir);
   assert_int_equal(mkdir(sub, 0777), 0);
   snprintf(path, sizeof path, "%s/out.bin", sub);
   assert_int_equal(symlink("../abc.bin", path), 0);
   assert_int_equal(read_ext(3, "out.bin", NULL, NULL, NULL, 0, sub, &t, err, sizeof err), MIL_ERR_INVALID);
-  assert_non_null(strstr(err, "outside the model's directory"));
+  assert_non_null(strstr(err, "is a symbolic link"));
   snprintf(path, sizeof path, "%s/in.bin", g_dir);
   assert_int_equal(symlink("abc.bin", path), 0);
-  assert_int_equal(read_ext(3, "in.bin", NULL, NULL, NULL, 0, g_dir, &t, err, sizeof err), MIL_OK);
+  assert_int_equal(read_ext(3, "in.bin", NULL, NULL, NULL, 0, g_dir, &t, err, sizeof err), MIL_ERR_INVALID);
+  assert_non_null(strstr(err, "is a symbolic link"));
+  snprintf(path, sizeof path, "%s/outside", g_dir);
+  assert_int_equal(mkdir(path, 0777), 0);
+  put_file("outside/x.bin", "xyz", 3);
+  snprintf(path, sizeof path, "%s/d", sub);
+  assert_int_equal(symlink("../outside", path), 0);
+  assert_int_equal(read_ext(3, "d/x.bin", NULL, NULL, NULL, 0, sub, &t, err, sizeof err), MIL_ERR_INVALID);
+  assert_non_null(strstr(err, "outside the model's directory"));
+  assert_int_equal(read_ext(3, "outside/x.bin", NULL, NULL, NULL, 0, g_dir, &t, err, sizeof err), MIL_OK);
   mil_onnx_tensor_free(t);
-  assert_null(t = NULL);
+  put_file("h.bin", "abc", 3);
+  char h1[600], h2[600];
+  snprintf(h1, sizeof h1, "%s/h.bin", g_dir);
+  snprintf(h2, sizeof h2, "%s/h2.bin", g_dir);
+  assert_int_equal(link(h1, h2), 0);
+  assert_int_equal(read_ext(3, "h.bin", NULL, NULL, NULL, 0, g_dir, &t, err, sizeof err), MIL_ERR_INVALID);
+  assert_non_null(strstr(err, "2 hard links"));
 
   /* the writer's external form, read back from the file */
   const float fv[6] = {1, 2, 3, 4, 5, -6};
