@@ -114,3 +114,25 @@ def test_optimize_with_passes_and_options():
                      options={"common::const_elimination": {"skip_const_by_size": 1e6}})
     assert [p["name"] for p in rep.passes] == ["common::const_elimination", "common::dead_code_elimination"]
     m.validate()
+
+
+STATEFUL = ('main[CoreML8](%x: (2,fp16)(Tensor), %acc: (2,fp16)(State)) {\n  block0() {\n'
+            '    %r: (2,fp16)(Tensor) = read_state(input=%acc, name="r")\n'
+            '    %s: (2,fp16)(Tensor) = add(x=%r, y=%x, name="s")\n'
+            '    %u: (2,fp16)(Tensor) = coreml_update_state(state=%acc, value=%s, name="u")\n'
+            '  } -> (%u)\n}\n')
+
+
+def test_state_persists_across_predictions():
+    m = libmil.from_mil_text(STATEFUL)
+    assert "x" in m.input_types() and "acc" not in m.input_types()
+    st = m.make_state()
+    for k in (1, 2, 3):
+        (u,) = m.predict({"x": np.array([1.0, 2.5])}, state=st).values()
+        assert u.dtype == np.float16 and u.tolist() == [1.0 * k, 2.5 * k]
+    # a fresh state starts again from zeros
+    (u,) = m.predict({"x": np.array([1.0, 2.5])}, state=m.make_state()).values()
+    assert u.tolist() == [1.0, 2.5]
+    other = libmil.from_mil_text(STATEFUL)
+    with pytest.raises(libmil.MILInvalidError):
+        other.predict({"x": np.array([1.0, 2.5])}, state=st)
