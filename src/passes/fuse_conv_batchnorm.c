@@ -49,14 +49,6 @@ static bool param(const mil_op *op, const char *name, pass_np *a, bool *nomem) {
 /* Element i of a numpy array as the numpy scalar a[i] (a 1-D array). */
 static double at(const pass_np *a, int64_t i) { return a->v[a->n == 1 && a->rank == 0 ? 0 : i]; }
 
-/* A conv weight fusions can fold into: a numeric tensor value of rank 3 to
- * 5 (what pass_np_from_value reads). */
-static bool foldable_weight(const mil_value *w) {
-  if (!w || w->kind != MIL_VAL_TENSOR || !w->type || w->type->rank < 3 || w->type->rank > 5) return false;
-  mil_dtype dt = w->type->dtype;
-  return dt != MIL_DT_STRING && dt != MIL_DT_BOOL && !mil_dtype_is_complex(dt);
-}
-
 static int try_fuse(pass_fuse_ctx *c, mil_op *conv, mil_op *bn) {
   bool nomem = false, deconv = strcmp(conv->type, "conv_transpose") == 0;
   pass_np g = {0}, be = {0}, m = {0}, v = {0}, eps = {0}, b = {0}, nb = {0};
@@ -66,7 +58,8 @@ static int try_fuse(pass_fuse_ctx *c, mil_op *conv, mil_op *bn) {
   if (!param(bn, "gamma", &g, &nomem) || !param(bn, "beta", &be, &nomem) || !param(bn, "mean", &m, &nomem) ||
       !param(bn, "variance", &v, &nomem) || !param(bn, "epsilon", &eps, &nomem) || eps.n != 1)
     goto done;
-  if (!weight || !foldable_weight(weight->val)) goto done;
+  if (!weight || !pass_weight_numeric(weight->val) || weight->val->type->rank < 3 || weight->val->type->rank > 5)
+    goto done;
   mil_dtype wdt = weight->val->type->dtype;
   const mil_value *gv = pass_input_value(conv, "groups");
   int64_t groups = gv && gv->kind == MIL_VAL_TENSOR && gv->numel == 1 ? mil_value_get_i64(gv, 0) : 1;

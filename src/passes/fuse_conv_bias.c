@@ -168,9 +168,8 @@ static int fuse_transposed(pass_fuse_ctx *c, mil_op *conv) {
   pass_np cb = {0}, b = {0}, nb = {0};
   int r = 0;
   const mil_value *wval = weight->val;
-  if (wval->kind != MIL_VAL_TENSOR || !wval->type || wval->type->rank > PASS_NP_MAX_RANK) goto done;
+  if (!pass_weight_numeric(wval)) goto done;
   mil_dtype wdt = wval->type->dtype;
-  if (wdt == MIL_DT_STRING || wdt == MIL_DT_BOOL || mil_dtype_is_complex(wdt)) goto done;
   if (!mil_op_find_input(conv, "bias")) {
     if (!pass_np_full(&cb, wdt, 1, &cout, 0)) {
       nomem = true;

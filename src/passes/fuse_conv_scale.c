@@ -61,9 +61,8 @@ static int try_fuse(pass_fuse_ctx *c, mil_op *conv, mil_op *sop) {
   }
   mil_var *weight = mil_op_input_var(conv, "weight");
   const mil_value *wval = weight ? weight->val : NULL;
-  if (!wval || wval->kind != MIL_VAL_TENSOR || !wval->type || wval->type->rank > PASS_NP_MAX_RANK) goto done;
+  if (!pass_weight_numeric(wval)) goto done;
   mil_dtype wdt = wval->type->dtype;
-  if (wdt == MIL_DT_STRING || wdt == MIL_DT_BOOL || mil_dtype_is_complex(wdt)) goto done;
   int32_t wrank = wval->type->rank;
   const mil_value *gv = pass_input_value(conv, "groups");
   int64_t groups = gv && gv->kind == MIL_VAL_TENSOR && gv->numel == 1 ? mil_value_get_i64(gv, 0) : 1;

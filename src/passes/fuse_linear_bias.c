@@ -47,9 +47,8 @@ static int try_fuse(pass_fuse_ctx *c, mil_op *lin, mil_op *add) {
   pass_np lb = {0}, b = {0}, nb = {0};
   int r = 0;
   const mil_value *wval = weight->val;
-  if (wval->kind != MIL_VAL_TENSOR || !wval->type || wval->type->rank != 2) goto done;
+  if (!pass_weight_numeric(wval) || wval->type->rank != 2) goto done;
   mil_dtype wdt = wval->type->dtype;
-  if (wdt == MIL_DT_STRING || wdt == MIL_DT_BOOL || mil_dtype_is_complex(wdt)) goto done;
   int64_t wrows = wval->type->dims[0].size;
   if (!mil_op_find_input(lin, "bias")) {
     if (wrows < 0) goto done;

@@ -215,15 +215,20 @@ bool pass_wrows_conv(const mil_type *t, bool deconv, int64_t groups, pass_wrows 
 /* One run of all n elements (a scalar factor). */
 void pass_wrows_all(int64_t n, pass_wrows *L);
 
+/* Whether w is a weight the fusions compute on (what pass_np_from_value
+ * reads): a numeric tensor value (not bool, string or complex) of rank 0 to
+ * PASS_NP_MAX_RANK. */
+bool pass_weight_numeric(const mil_value *w);
 /* numpy's `(w * f[channel]).astype(w.dtype)` for every element of weight
  * w (a numeric tensor value with L->n elements): each product computed in
  * dtype dt (fp16, fp32 or fp64: numpy's promotion of w's dtype with the
  * factor's) and rounded to w's dtype. f holds L->cout factors, each
  * already a value of dtype dt. The result is a new value of w's dtype and
- * shape (fp64 weights give fp32, as mb.const stores them). fp32 and fp16
- * weights run direct vector loops (the top of fuse_weight.c); other
- * dtypes go element by element. NULL on out of memory, or when w is not
- * a numeric tensor of L->n elements. */
+ * shape (fp64 weights give fp32, as mb.const stores them). For fp32 and
+ * fp16 weights it is a deferred value (mil_value_new_deferred_scale): O(1)
+ * now, the vector loops run when it is read; other dtypes are computed
+ * element by element. NULL on out of memory, or when w is not a numeric
+ * tensor of L->n elements. */
 mil_value *pass_weight_scale(mil_program *p, const mil_value *w, const pass_wrows *L, const double *f, mil_dtype dt);
 /* numpy's -w as a new value (sign bits flipped for fp32 / fp16; fp64
  * gives fp32). NULL on out of memory or when w is not numeric. */

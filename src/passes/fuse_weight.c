@@ -84,14 +84,15 @@ static mil_value *new_like(mil_program *p, const mil_value *w, mil_dtype dt) {
   return mil_value_new_tensor_uninit(p, dt, t->rank, shape, t->rank == 0 && t->is_scalar);
 }
 
-static bool numeric(const mil_value *w) {
-  if (!w || w->kind != MIL_VAL_TENSOR || !w->type || w->type->rank < 0) return false;
+bool pass_weight_numeric(const mil_value *w) {
+  if (!w || w->kind != MIL_VAL_TENSOR || !w->type || w->type->rank < 0 || w->type->rank > PASS_NP_MAX_RANK)
+    return false;
   mil_dtype dt = w->type->dtype;
   return dt != MIL_DT_STRING && dt != MIL_DT_BOOL && !mil_dtype_is_complex(dt);
 }
 
 mil_value *pass_weight_scale(mil_program *p, const mil_value *w, const pass_wrows *L, const double *f, mil_dtype dt) {
-  if (!numeric(w) || w->numel != L->n) return NULL;
+  if (!pass_weight_numeric(w) || w->numel != L->n) return NULL;
   mil_dtype wdt = w->type->dtype;
   if ((wdt == MIL_DT_FP32 || wdt == MIL_DT_FP16) && L->n > 0) {
     mil_scale_map map = {L->run, L->deconv ? L->bdim : L->n_runs, L->deconv ? L->groups : 1,
@@ -109,7 +110,7 @@ mil_value *pass_weight_scale(mil_program *p, const mil_value *w, const pass_wrow
 }
 
 mil_value *pass_weight_negate(mil_program *p, const mil_value *w) {
-  if (!numeric(w)) return NULL;
+  if (!pass_weight_numeric(w)) return NULL;
   mil_dtype wdt = w->type->dtype, odt = wdt == MIL_DT_FP64 ? MIL_DT_FP32 : wdt;
   mil_value *out = new_like(p, w, odt);
   if (!out || w->numel == 0) return out;
@@ -133,7 +134,7 @@ mil_value *pass_weight_negate(mil_program *p, const mil_value *w) {
 }
 
 const mil_value *pass_weight_as_const(mil_program *p, const mil_value *w) {
-  if (!numeric(w)) return NULL;
+  if (!pass_weight_numeric(w)) return NULL;
   if (w->type->dtype != MIL_DT_FP64) return w; /* values are immutable: the new const shares it */
   mil_value *out = new_like(p, w, MIL_DT_FP32);
   if (!out || w->numel == 0) return out;
