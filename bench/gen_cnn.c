@@ -292,21 +292,13 @@ int main(int argc, char **argv) {
   float *positive = gen_pattern(positive_n, 1.0f, 1.0f, 0xD1B54A32D192ED03ULL);
   mil_diag d;
   mil_diag_init(&d);
-  gen g = {0};
-  g.d = &d;
-  g.pattern = pattern;
-  g.pattern_n = pattern_n;
-  g.positive = positive;
-  g.positive_n = positive_n;
-  g.p = pattern && positive ? mil_program_new(NULL) : NULL;
-  mil_function *f = g.p ? mil_function_new(g.p, "main", "CoreML6") : NULL;
-  if (!f) {
+  gen g;
+  int64_t xs[4] = {1, 3, 224, 224};
+  mil_var *x = positive ? gen_start(&g, &d, pattern, pattern_n, positive, positive_n, 4, xs) : NULL;
+  if (!x) {
     fprintf(stderr, "gen_cnn: out of memory\n");
     return 1;
   }
-  g.b = mil_function_body(f);
-  int64_t xs[4] = {1, 3, 224, 224};
-  mil_var *x = mil_function_add_input(f, "x", mil_type_tensor_shape(g.p, MIL_DT_FP32, 4, xs));
   x = k_nets[which].build(&g, x);
   int64_t ops = g.st == MIL_OK ? mil_program_count_ops(g.p) : 0;
   double t_build = gen_now() - t0, t_save = 0;

@@ -156,6 +156,25 @@ static inline float *gen_pattern(size_t n, float scale, float mid, uint64_t seed
   return p;
 }
 
+/* Starts g on a new program with one function "main" (CoreML6) whose
+ * input x has shape (rank dims), fp32, weights drawn from the given
+ * patterns (positive may be NULL when no weight needs it); errors go to d.
+ * Returns x, or NULL on out of memory (or a NULL pattern). */
+static inline mil_var *gen_start(gen *g, mil_diag *d, const float *pattern, size_t pattern_n, const float *positive,
+                                 size_t positive_n, int rank, const int64_t *shape) {
+  memset(g, 0, sizeof *g);
+  g->d = d;
+  g->pattern = pattern;
+  g->pattern_n = pattern_n;
+  g->positive = positive;
+  g->positive_n = positive_n;
+  g->p = pattern ? mil_program_new(NULL) : NULL;
+  mil_function *f = g->p ? mil_function_new(g->p, "main", "CoreML6") : NULL;
+  if (!f) return NULL;
+  g->b = mil_function_body(f);
+  return mil_function_add_input(f, "x", mil_type_tensor_shape(g->p, MIL_DT_FP32, rank, shape));
+}
+
 /* Sets the block's outputs, optionally validates, and writes the program
  * as an .mlpackage at path. Takes the program (freed). Returns the status
  * (an error is in g->d). */

@@ -195,19 +195,13 @@ int main(int argc, char **argv) {
   }
   mil_diag d;
   mil_diag_init(&d);
-  gen g = {0};
-  g.d = &d;
-  g.pattern = pattern;
-  g.pattern_n = pattern_n;
-  g.p = mil_program_new(NULL);
-  mil_function *f = g.p ? mil_function_new(g.p, "main", "CoreML6") : NULL;
-  if (!f) {
+  gen g;
+  int64_t xs[3] = {1, c.seq, c.hidden};
+  mil_var *x = gen_start(&g, &d, pattern, pattern_n, NULL, 0, 3, xs);
+  if (!x) {
     fprintf(stderr, "gen_transformer: out of memory\n");
     return 1;
   }
-  g.b = mil_function_body(f);
-  int64_t xs[3] = {1, c.seq, c.hidden};
-  mil_var *x = mil_function_add_input(f, "x", mil_type_tensor_shape(g.p, MIL_DT_FP32, 3, xs));
   for (int l = 0; l < c.layers && g.st == MIL_OK; l++) x = layer(&g, &c, x, l);
   int64_t ops = mil_program_count_ops(g.p);
   double t_build = gen_now() - t0, t_save = 0;
