@@ -197,6 +197,7 @@ typedef struct io_parser {
     io_blob_file_t *f;
   } *blobs;
   size_t n_blobs, cap_blobs;
+  char *blob_root; /* canonical base directory of @blob paths, on first use */
 } io_parser;
 
 /* Grows a malloc'd array to hold at least `need` elements. */

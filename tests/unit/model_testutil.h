@@ -6,6 +6,7 @@
 #define MIL_TEST_MODEL_TESTUTIL_H
 
 #include <ctype.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
@@ -68,6 +69,33 @@ MT_FN unsigned char *mt_read(const char *path, size_t *len) {
   b[got] = 0;
   *len = got;
   return b;
+}
+
+/* The weight file a .mlmodel named <stem>.mlmodel in dir owns:
+ * dir/weights/<stem>.<16 hex>.bin (malloc'ed path), or NULL when there is
+ * not exactly one. */
+MT_FN char *mt_mlmodel_weights(const char *dir, const char *stem) {
+  char *wdir = mt_path(dir, "weights");
+  DIR *dh = opendir(wdir);
+  char *found = NULL;
+  int n = 0;
+  size_t ns = strlen(stem);
+  for (struct dirent *e; dh && (e = readdir(dh));) {
+    size_t k = strlen(e->d_name);
+    if (k != ns + 21 || strncmp(e->d_name, stem, ns) || e->d_name[ns] != '.' || strcmp(e->d_name + k - 4, ".bin"))
+      continue;
+    n++;
+    free(found);
+    found = malloc(strlen(wdir) + k + 2);
+    sprintf(found, "%s/%s", wdir, e->d_name);
+  }
+  if (dh) closedir(dh);
+  free(wdir);
+  if (n != 1) {
+    free(found);
+    return NULL;
+  }
+  return found;
 }
 
 MT_FN bool mt_write(const char *path, const void *data, size_t len) {
