@@ -15,7 +15,8 @@ static void help(void) {
          "                    [--seed S] [--random-inputs]\n\n"
          "Run MODEL (.mlpackage, .mlmodel or .mil) on the CPU reference interpreter.\n"
          "Each output is written to DIR/<output name>.npy (DIR defaults to the current\n"
-         "directory; '/' in names becomes '_') and summarized on stdout: name, shape,\n"
+         "directory; '/' in names becomes '_', control characters and invalid UTF-8\n"
+         "become %%hh) and summarized on stdout: name, shape,\n"
          "dtype, min, max and mean.\n\n"
          "  --input NAME=FILE.npy  value of input NAME (FILE.npy alone when the function\n"
          "                         has one input); a numeric array of another dtype is\n"
@@ -27,14 +28,16 @@ static void help(void) {
          "  --seed S               seed of --random-inputs and of random ops (default 0)\n");
 }
 
-/* DIR/NAME.npy with '/' in NAME replaced. */
+/* DIR/NAME.npy with '/' in NAME replaced by '_' and control bytes or
+ * invalid UTF-8 by %hh (mil_escape, MIL_ESCAPE_FILE_NAME). */
 static char *out_path(const char *dir, const char *name) {
-  size_t n = strlen(dir) + strlen(name) + 8;
+  size_t k = mil_escape(name, NULL, 0, MIL_ESCAPE_FILE_NAME);
+  size_t n = strlen(dir) + k + 8;
   char *p = malloc(n);
   if (!p) return NULL;
-  snprintf(p, n, "%s/%s.npy", dir, name);
-  for (char *q = p + strlen(dir) + 1; *q; q++)
-    if (*q == '/') *q = '_';
+  size_t l = (size_t)snprintf(p, n, "%s/", dir);
+  mil_escape(name, p + l, n - l, MIL_ESCAPE_FILE_NAME);
+  memcpy(p + l + k, ".npy", 5);
   return p;
 }
 
