@@ -175,7 +175,9 @@ MIL_API mil_status mil_model_load(const char *path, mil_model **out, mil_diag *d
 
 /* Loads a model from an in-memory serialized Model protobuf (the contents of
  * a .mlmodel). `name` is used in messages; `weights_dir` (may be NULL) is the
- * directory that blob references resolve against. Errors as mil_model_load. */
+ * directory that blob references resolve against: the caller's explicit
+ * choice, so weight files found there are not confined to it (symlinks are
+ * followed); they must still be regular files. Errors as mil_model_load. */
 MIL_API mil_status mil_model_load_proto(const void *data, size_t len, const char *name, const char *weights_dir,
                                         mil_model **out, mil_diag *d);
 

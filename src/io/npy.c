@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/fsafe.h"
 #include "mil/npy.h"
 
 #define NPY_MAGIC "\x93NUMPY"
@@ -621,6 +622,8 @@ mil_status mil_npy_write(const char *path, mil_dtype dt, int rank, const int64_t
     free(tmp);
     return mil_diag_error(d, MIL_ERR_IO, "%s: cannot create a temporary file next to it: %s", path, strerror(e));
   }
+  const char *reg[] = {tmp};
+  int slot = io_tmp_register(reg, 1); /* removed if a signal interrupts the write */
   mil_status st = MIL_OK;
   if (!write_all_fd(fd, hdr, hsize))
     st = mil_diag_error(d, MIL_ERR_IO, "%s: write of the header failed at byte 0: %s", tmp, strerror(errno));
@@ -632,6 +635,7 @@ mil_status mil_npy_write(const char *path, mil_dtype dt, int rank, const int64_t
   if (st == MIL_OK && rename(tmp, path) != 0)
     st = mil_diag_error(d, MIL_ERR_IO, "%s: cannot rename the temporary file into place: %s", path, strerror(errno));
   if (st != MIL_OK) unlink(tmp);
+  io_tmp_unregister(slot);
   free(tmp);
   return st;
 }

@@ -71,6 +71,34 @@ MT_FN unsigned char *mt_read(const char *path, size_t *len) {
   return b;
 }
 
+/* main(x) = x + c: input "x", a const named cname holding w (fp32 of the
+ * given shape; at least 10 values go to the weight file), op "y". */
+MT_FN mil_program *mt_add_const_program(const char *cname, int32_t rank, const int64_t *shape, const float *w) {
+  mil_program *p = mil_program_new(NULL);
+  mil_function *f = mil_function_new(p, "main", "CoreML7");
+  mil_var *x = mil_function_add_input(f, "x", mil_type_tensor_shape(p, MIL_DT_FP32, rank, shape));
+  mil_block *b = mil_function_body(f);
+  mil_op *c = mil_const_new(p, cname, mil_value_new_tensor(p, MIL_DT_FP32, rank, shape, false, w));
+  mil_block_append(b, c);
+  mil_op *add = mil_op_new(p, "add", "y");
+  mil_op_add_input(add, "x", x);
+  mil_op_add_input(add, "y", c->outputs[0]);
+  mil_var *y = mil_op_add_output(add, "y", x->type);
+  mil_block_append(b, add);
+  mil_block_set_outputs(b, 1, &y);
+  return p;
+}
+
+/* Saves m to path and frees m; the first error, or NULL on success. */
+MT_FN char *mt_save_free(mil_model *m, const char *path) {
+  mil_diag d = {0};
+  char *err = NULL;
+  if (mil_model_save(m, path, &d) != MIL_OK) err = strdup(mil_diag_first_error(&d) ? mil_diag_first_error(&d) : "?");
+  mil_diag_clear(&d);
+  mil_model_free(m);
+  return err;
+}
+
 /* The weight file a .mlmodel named <stem>.mlmodel in dir owns:
  * dir/weights/<stem>.<16 hex>.bin (malloc'ed path), or NULL when there is
  * not exactly one. */

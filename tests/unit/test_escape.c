@@ -136,11 +136,9 @@ static void patch_file(const char *path, const char *find, const char *repl, siz
 static void test_nul_in_protobuf_strings(void **state) {
   (void)state;
   /* an op name */
-  mil_model *m = evil_model("identity");
   char *mm = mt_path(g_dir, "nul.mlmodel");
   mil_diag d = {0};
-  assert_int_equal(mil_model_save(m, mm, &d), MIL_OK);
-  mil_model_free(m);
+  assert_null(mt_save_free(evil_model("identity"), mm));
   patch_file(mm, "r\xc3\xa9sum\xc3\xa9", "r\0sum\xc3\xa9", 7);
   mil_model *back = NULL;
   assert_int_equal(mil_model_load(mm, &back, &d), MIL_ERR_FORMAT);
@@ -148,18 +146,12 @@ static void test_nul_in_protobuf_strings(void **state) {
   if (!strstr(mil_diag_first_error(&d), "holds a NUL byte")) fail_msg("%s", mil_diag_first_error(&d));
   mil_diag_clear(&d);
   /* a blob fileName ("weight\0bin") */
-  mil_program *p = mil_program_new(NULL);
-  mil_function *f = mil_function_new(p, "main", "CoreML7");
   int64_t s[1] = {16};
   float w[16] = {0};
-  mil_block *b = mil_function_body(f);
-  mil_op *c = mil_const_new(p, "w", mil_value_new_tensor(p, MIL_DT_FP32, 1, s, false, w));
-  mil_block_append(b, c);
-  mil_block_set_outputs(b, 1, &c->outputs[0]);
-  assert_int_equal(mil_model_from_program(p, 0, &m, &d), MIL_OK);
+  mil_model *m = NULL;
+  assert_int_equal(mil_model_from_program(mt_add_const_program("w", 1, s, w), 0, &m, &d), MIL_OK);
   char *pkg = mt_path(g_dir, "nul.mlpackage");
-  assert_int_equal(mil_model_save(m, pkg, &d), MIL_OK);
-  mil_model_free(m);
+  assert_null(mt_save_free(m, pkg));
   char *mf = mt_path(pkg, "Data/com.apple.CoreML/model.mlmodel");
   patch_file(mf, "weight.bin", "weight\0bin", 10);
   assert_int_equal(mil_model_load(pkg, &back, &d), MIL_ERR_FORMAT);
@@ -188,16 +180,9 @@ static char *run_cli(const char *args, int *status) {
 static void test_cli_output_is_escaped(void **state) {
   (void)state;
   /* an unknown op type carrying an escape: validate reports it */
-  mil_model *m = evil_model("evil\x1b[5mtype");
-  char *bad = mt_path(g_dir, "bad.mlpackage");
-  mil_diag d = {0};
-  assert_int_equal(mil_model_save(m, bad, &d), MIL_OK);
-  mil_model_free(m);
-  m = evil_model("identity");
-  char *good = mt_path(g_dir, "good.mlpackage");
-  assert_int_equal(mil_model_save(m, good, &d), MIL_OK);
-  mil_model_free(m);
-  mil_diag_clear(&d);
+  char *bad = mt_path(g_dir, "bad.mlpackage"), *good = mt_path(g_dir, "good.mlpackage");
+  assert_null(mt_save_free(evil_model("evil\x1b[5mtype"), bad));
+  assert_null(mt_save_free(evil_model("identity"), good));
   static const char *const cmds[] = {"validate bad.mlpackage", "print bad.mlpackage", "info bad.mlpackage",
                                      "run bad.mlpackage --random-inputs --no-write", "validate good.mlpackage",
                                      "print good.mlpackage", "print --complete good.mlpackage", "info good.mlpackage",

@@ -49,37 +49,21 @@ static int teardown(void **state) {
 /* Model generation v: input x (16,) fp32, const "w<v>" of 16 values v (in
  * the weight file), y = x + w. */
 static mil_model *model_v(int v) {
-  mil_program *p = mil_program_new(NULL);
-  mil_function *f = mil_function_new(p, "main", "CoreML7");
   int64_t s[1] = {N_W};
-  mil_var *x = mil_function_add_input(f, "x", mil_type_tensor_shape(p, MIL_DT_FP32, 1, s));
-  mil_block *b = mil_function_body(f);
   float w[N_W];
   for (int i = 0; i < N_W; i++) w[i] = (float)v;
   char name[16];
   snprintf(name, sizeof name, "w%d", v);
-  mil_op *c = mil_const_new(p, name, mil_value_new_tensor(p, MIL_DT_FP32, 1, s, false, w));
-  mil_block_append(b, c);
-  mil_op *add = mil_op_new(p, "add", "y");
-  mil_op_add_input(add, "x", x);
-  mil_op_add_input(add, "y", c->outputs[0]);
-  mil_var *y = mil_op_add_output(add, "y", x->type);
-  mil_block_append(b, add);
-  mil_block_set_outputs(b, 1, &y);
   mil_model *m = NULL;
   mil_diag d = {0};
-  assert_int_equal(mil_model_from_program(p, 0, &m, &d), MIL_OK);
+  assert_int_equal(mil_model_from_program(mt_add_const_program(name, 1, s, w), 0, &m, &d), MIL_OK);
   mil_diag_clear(&d);
   return m;
 }
 
 static void save_v(int v, const char *path) {
-  mil_model *m = model_v(v);
-  mil_diag d = {0};
-  mil_status st = mil_model_save(m, path, &d);
-  if (st != MIL_OK) fail_msg("save %s: %s", path, mil_diag_first_error(&d));
-  mil_diag_clear(&d);
-  mil_model_free(m);
+  char *err = mt_save_free(model_v(v), path);
+  if (err) fail_msg("save %s: %s", path, err);
 }
 
 /* Loads path: the generation it holds (const "w<v>" whose 16 values are
