@@ -44,6 +44,12 @@ expect_fifo_error() { # PACKAGE_FILE
 expect_fifo_error Manifest.json
 expect_fifo_error Data/com.apple.CoreML/model.mlmodel
 expect_fifo_error Data/com.apple.CoreML/weights/weight.bin
+# a tensor file (ONNX TensorProto) as a FIFO
+mkfifo "$tmp/t.pb" || fail "mkfifo"
+timeout 20 "$MIL" tensor "$tmp/t.pb" >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 124 ] && fail "mil tensor hangs on a FIFO"
+[ $rc -eq 1 ] || fail "mil tensor on a FIFO: exit $rc ($(cat "$tmp/err"))"
 
 # --- @blob leaving the text's directory ---------------------------------------
 mkdir -p "$tmp/t"
