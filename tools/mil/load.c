@@ -1,9 +1,12 @@
 /* Loading any model the CLI accepts, and the checks `mil validate` runs. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "load.h"
 #include "mil/model.h"
 #include "mil/ops.h"
+#include "mil/blob.h"
 
 mil_status cli_load(const char *path, cli_loaded *out, mil_diag *d) {
   memset(out, 0, sizeof *out);
@@ -22,3 +25,88 @@ void cli_unload(cli_loaded *m) {
 }
 
 mil_status cli_validate_program(const mil_program *p, mil_diag *d) { return mil_program_validate(p, d); }
+
+/* The file a const's blob_file names: "@model_path/<rel>" is one of the
+ * model's weight files (the one whose path ends in "/<rel>"); any other
+ * relative name is relative to the directory of the file loaded. */
+static char *resolve_blob(cli_blob_paths *b, const char *name) {
+  char *cand = NULL;
+  if (!strncmp(name, "@model_path/", 12)) {
+    const char *rel = name + 12;
+    size_t rn = strlen(rel);
+    for (int32_t i = 0; b->m->model && i < mil_model_n_weight_files(b->m->model); i++) {
+      const char *wp = mil_blob_file_path(mil_model_weight_file(b->m->model, i));
+      size_t wn = wp ? strlen(wp) : 0;
+      if (wn > rn && !strcmp(wp + wn - rn, rel) && wp[wn - rn - 1] == '/') {
+        cand = strdup(wp);
+        break;
+      }
+    }
+  } else if (name[0] == '/') {
+    cand = strdup(name);
+  } else {
+    const char *slash = strrchr(b->model_path, '/');
+    size_t dn = slash ? (size_t)(slash - b->model_path) + 1 : 0;
+    cand = malloc(dn + strlen(name) + 1);
+    if (cand) {
+      memcpy(cand, b->model_path, dn);
+      strcpy(cand + dn, name);
+    }
+  }
+  if (!cand) return NULL;
+  char *abs = realpath(cand, NULL);
+  free(cand);
+  return abs;
+}
+
+const char *cli_blob_abs_ref(void *ud, const mil_value *v, uint64_t *offset) {
+  cli_blob_paths *b = ud;
+  if (!v->blob_file) return NULL;
+  int i = 0;
+  while (i < b->n && b->keys[i] != v->blob_file && strcmp(b->keys[i], v->blob_file)) i++;
+  if (i == b->n) {
+    if (b->n == 16) return NULL; /* more weight files than any model has: print the values */
+    b->keys[b->n] = v->blob_file;
+    b->vals[b->n++] = resolve_blob(b, v->blob_file);
+  }
+  *offset = v->blob_offset;
+  return b->vals[i];
+}
+
+void cli_blob_paths_free(cli_blob_paths *b) {
+  for (int i = 0; i < b->n; i++) free(b->vals[i]);
+  b->n = 0;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  while (n > 1 && s[n - 1] == '/') n--;
+  return n >= m && strncmp(s + n - m, suffix, m) == 0;
+}
+
+mil_status cli_write_output(const char *out, const char *in_path, cli_loaded *m, bool inline_weights, mil_diag *d) {
+  if (strcmp(out, "-") == 0) {
+    mil_print_options po = {MIL_PRINT_COMPLETE, false};
+    cli_blob_paths bp = {.model_path = in_path, .m = m};
+    mil_print_extra x = {NULL, inline_weights ? NULL : cli_blob_abs_ref, &bp};
+    mil_status st = mil_print_program_file_with(m->program, &po, &x, stdout);
+    cli_blob_paths_free(&bp);
+    if (st == MIL_OK && fflush(stdout) != 0) st = MIL_ERR_IO;
+    if (st != MIL_OK) mil_diag_error(d, st, "writing to standard output failed");
+    return st;
+  }
+  /* .mil needs no model: any program prints, whatever its opset or I/O types */
+  if (ends_with(out, ".mil")) return mil_save_text(m->program, out, inline_weights, d);
+  if (!ends_with(out, ".mlmodel") && !ends_with(out, ".mlpackage"))
+    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: unknown output format (use .mil, .mlmodel, .mlpackage or -)",
+                          out);
+  if (m->model) return mil_model_save(m->model, out, d);
+  /* a program without a model around it: synthesize the description */
+  mil_model *nm = NULL;
+  mil_status st = mil_model_from_program(m->program, 0, &nm, d);
+  m->program = NULL; /* owned by nm now (also on failure) */
+  if (st == MIL_OK) st = mil_model_save(nm, out, d);
+  m->model = nm;
+  if (nm) m->program = mil_model_program(nm);
+  return st;
+}
