@@ -53,11 +53,13 @@ int cmd_run(int argc, char **argv) {
       goto done;
     }
     bool more = i + 1 < argc;
-    if (!strcmp(a, "--input") && more) cli_parse_input_arg(argv[++i], &ins[n_ins++]);
-    else if (!strcmp(a, "--function") && more) function = argv[++i];
+    if (!strcmp(a, "--input") && more) {
+      if ((rc = cli_add_input_arg("run", argv[++i], ins, &n_ins)) != CLI_OK) goto done;
+    } else if (!strcmp(a, "--function") && more) function = argv[++i];
     else if (!strcmp(a, "--output-dir") && more) outdir = argv[++i];
-    else if (!strcmp(a, "--seed") && more) seed = strtoull(argv[++i], NULL, 0);
-    else if (!strcmp(a, "--no-write")) write = false;
+    else if (!strcmp(a, "--seed") && more) {
+      if ((rc = cli_parse_u64("run", a, argv[++i], &seed)) != CLI_OK) goto done;
+    } else if (!strcmp(a, "--no-write")) write = false;
     else if (!strcmp(a, "--random-inputs")) random_inputs = true;
     else if (a[0] == '-' && a[1]) {
       rc = cli_usage_error("run", "unknown or incomplete option '%s'", a);
