@@ -25,6 +25,9 @@ typedef struct pmap {
 
 typedef struct gd {
   mil_buf *b;
+  /* edges, written after every node: an edge written inside a cluster
+   * would pull both its nodes into the cluster */
+  mil_buf edges;
   const graph_options *o;
   int64_t next_id, drawn, not_drawn;
   name_idx a_ops; /* --diff: the non-const ops of A by name */
@@ -124,9 +127,9 @@ static void type_text(const mil_type *t, char *buf, size_t n) {
 static void put_edge(gd *g, int64_t from, int64_t to, const mil_var *v, const char *style) {
   char tb[256];
   type_text(v ? v->type : NULL, tb, sizeof tb);
-  mil_buf_printf(g->b, "  n%lld -> n%lld [label=\"", (long long)from, (long long)to);
-  put_esc(g->b, tb, LABEL_LINE_MAX);
-  mil_buf_printf(g->b, "\"%s%s];\n", style ? ", " : "", style ? style : "");
+  mil_buf_printf(&g->edges, "  n%lld -> n%lld [label=\"", (long long)from, (long long)to);
+  put_esc(&g->edges, tb, LABEL_LINE_MAX);
+  mil_buf_printf(&g->edges, "\"%s%s];\n", style ? ", " : "", style ? style : "");
 }
 
 /* True when v is a const op's output that is folded into its consumers. */
@@ -360,6 +363,7 @@ static void draw_op(gd *g, mil_op *op, int depth) {
     mil_buf_printf(g->b, "  subgraph cluster_%lld_%d {\n  label=\"", (long long)id, (int)k);
     put_esc(g->b, op->name, LABEL_LINE_MAX);
     mil_buf_printf(g->b, ": %s\"; style=\"rounded,dashed\"; color=\"#888888\";\n", nb->name ? nb->name : "block");
+    int64_t first_in = g->next_id + 1; /* the cluster's first node */
     for (int32_t i = 0; i < nb->n_inputs; i++) {
       mil_var *v = nb->inputs[i];
       int64_t vid = ++g->next_id;
@@ -367,7 +371,7 @@ static void draw_op(gd *g, mil_op *op, int depth) {
       mil_buf_printf(g->b, "  n%lld [shape=ellipse, fillcolor=\"#f5f5f5\", label=\"", (long long)vid);
       put_esc(g->b, v->name, LABEL_LINE_MAX);
       mil_buf_puts(g->b, "\"];\n");
-      mil_buf_printf(g->b, "  n%lld -> n%lld [style=dotted, arrowhead=none];\n", (long long)id, (long long)vid);
+      mil_buf_printf(&g->edges, "  n%lld -> n%lld [style=dotted, arrowhead=none];\n", (long long)id, (long long)vid);
     }
     draw_block(g, nb, depth + 1);
     int64_t ret = ++g->next_id;
@@ -376,6 +380,9 @@ static void draw_op(gd *g, mil_op *op, int depth) {
       int64_t src = node_of(nb->outputs[i].var);
       if (src) put_edge(g, src, ret, nb->outputs[i].var, NULL);
     }
+    if (nb->n_inputs == 0) /* a block without inputs (cond's) hangs from its op all the same */
+      mil_buf_printf(&g->edges, "  n%lld -> n%lld [style=dotted, arrowhead=none, lhead=cluster_%lld_%d];\n",
+                     (long long)id, (long long)first_in, (long long)id, (int)k);
     mil_buf_puts(g->b, "  }\n");
   }
 }
@@ -489,7 +496,7 @@ mil_status graph_dot(mil_program *p, const graph_options *o, mil_buf *out, mil_d
   }
   mil_buf_puts(out, "digraph \"");
   put_esc(out, f->name, 200);
-  mil_buf_puts(out, "\" {\n  rankdir=TB; nodesep=0.25; ranksep=0.35;\n"
+  mil_buf_puts(out, "\" {\n  rankdir=TB; nodesep=0.25; ranksep=0.35; compound=true;\n"
                     "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n"
                     "  edge [fontname=\"Helvetica\", fontsize=8, color=\"#555555\"];\n");
   for (int32_t i = 0; i < f->n_inputs; i++) {
@@ -526,6 +533,9 @@ mil_status graph_dot(mil_program *p, const graph_options *o, mil_buf *out, mil_d
                      (long long)g.n_changed, (long long)g.n_removed);
     mil_buf_puts(out, "\"];\n");
   }
+  if (g.edges.len) mil_buf_put(out, g.edges.data, g.edges.len);
+  if (g.edges.oom) g.oom = true;
+  mil_buf_free(&g.edges);
   mil_buf_puts(out, "}\n");
   idx_free(&g.a_ops);
   free(g.b2a.k);
