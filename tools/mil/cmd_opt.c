@@ -378,7 +378,9 @@ int cmd_opt(int argc, char **argv) {
   if (summary && opt_census_take(m.program, spec, &before)) sum.before = &before;
 
   t0 = opt_now();
+  size_t from = d.count;
   mil_status st = run_pipeline(pl, m.program, &a, &pg, &rep, &d);
+  cli_diag_locate(&d, from, a.in);
   sum.pipeline_s = opt_now() - t0 - rep.verify_seconds;
   sum.verify_s = rep.verify_seconds;
   sum.rep = &rep;
@@ -399,7 +401,7 @@ int cmd_opt(int argc, char **argv) {
   rc = CLI_OK;
 out:
   opt_progress_clear(&pg);
-  if (rc != CLI_OK || (!a.quiet && d.n_warnings)) cli_print_diag(&d);
+  cli_print_diag_ex(&d, !a.quiet);
   if (summary && sum.pipeline && (sum.before || rc == CLI_OK)) {
     sum.total_s = opt_now() - t_begin;
     opt_summary_print(stderr, &sum);

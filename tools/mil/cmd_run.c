@@ -80,6 +80,7 @@ int cmd_run(int argc, char **argv) {
   mil_interp *ip = NULL;
   cli_tensor *kept = NULL;
   mil_status st = cli_load(model, &m, &d);
+  size_t from = d.count; /* messages from here on come after loading */
   if (st == MIL_OK) {
     st = mil_interp_new(m.program, function, &ip, &d);
     if (st == MIL_OK) {
@@ -104,6 +105,7 @@ int cmd_run(int argc, char **argv) {
     free(kept);
     mil_interp_free(ip);
     cli_unload(&m);
+    cli_diag_locate(&d, from, model);
   }
   cli_print_diag(&d);
   mil_diag_clear(&d);

@@ -110,3 +110,60 @@ mil_status cli_write_output(const char *out, const char *in_path, cli_loaded *m,
   if (nm) m->program = mil_model_program(nm);
   return st;
 }
+
+/* "line:col" of the op named `op` in the .mil text (the first non-blank of
+ * the line holding name="op"), or 0 when not found. */
+static int locate_op(const char *text, const char *op, int *line, int *col) {
+  size_t n = strlen(op);
+  char *pat = malloc(n + 10);
+  if (!pat) return 0;
+  snprintf(pat, n + 10, "name=\"%s\")", op);
+  const char *hit = strstr(text, pat);
+  free(pat);
+  if (!hit) return 0;
+  const char *bol = hit;
+  while (bol > text && bol[-1] != '\n') bol--;
+  *line = 1;
+  for (const char *q = text; q < bol; q++) *line += *q == '\n';
+  const char *s = bol;
+  while (*s == ' ' || *s == '\t') s++;
+  *col = (int)(s - bol) + 1;
+  return 1;
+}
+
+void cli_diag_locate(mil_diag *d, size_t from, const char *path) {
+  size_t pn = strlen(path);
+  bool text = pn > 4 && !strcmp(path + pn - 4, ".mil");
+  char *src = NULL;
+  if (text) {
+    FILE *f = fopen(path, "rb");
+    if (f && fseek(f, 0, SEEK_END) == 0) {
+      long len = ftell(f);
+      if (len >= 0 && fseek(f, 0, SEEK_SET) == 0 && (src = malloc((size_t)len + 1))) {
+        size_t got = fread(src, 1, (size_t)len, f);
+        src[got] = 0;
+      }
+    }
+    if (f) fclose(f);
+  }
+  for (size_t i = from; i < d->count; i++) {
+    char *t = d->msgs[i].text;
+    if (!strncmp(t, path, pn) && t[pn] == ':') continue; /* already names the file */
+    int line = 0, col = 0;
+    const char *op = strstr(t, "op '");
+    if (src && op) {
+      const char *e = strchr(op + 4, '\'');
+      char *name = e ? strndup(op + 4, (size_t)(e - op - 4)) : NULL;
+      if (name && !locate_op(src, name, &line, &col)) line = 0;
+      free(name);
+    }
+    size_t need = pn + strlen(t) + 32;
+    char *nt = malloc(need);
+    if (!nt) continue;
+    if (line) snprintf(nt, need, "%s:%d:%d: %s", path, line, col, t);
+    else snprintf(nt, need, "%s: %s", path, t);
+    free(t);
+    d->msgs[i].text = nt;
+  }
+  free(src);
+}

@@ -33,6 +33,12 @@ void cli_blob_paths_free(cli_blob_paths *b);
  * without a model gets a synthesized description). */
 mil_status cli_write_output(const char *out, const char *in_path, cli_loaded *m, bool inline_weights, mil_diag *d);
 
+/* Prefixes messages d->msgs[from..] found after loading `path` (type
+ * errors, verifier findings) with the file name, and for a .mil file with
+ * the line:column of the op a message names ("op 'x'"), found by its
+ * name="x" in the text. Messages already naming the file are left alone. */
+void cli_diag_locate(mil_diag *d, size_t from, const char *path);
+
 /* Every check `mil validate` runs on a loaded program. */
 mil_status cli_validate_program(const mil_program *p, mil_diag *d);
 
