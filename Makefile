@@ -4,9 +4,9 @@ BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKEOPT ?=
 DEPS      = cmake gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libcjson-dev \
-            libcmocka-dev libopenblas-dev clang libonnx-dev libonnx-testdata
+            libcmocka-dev libopenblas-dev clang libonnx-dev libonnx-testdata graphviz libgraphviz-dev
 
-.PHONY: all deps configure build demo test test-asan fuzz bench install clean
+.PHONY: all deps configure build demo test test-asan build-release fuzz bench install clean
 
 all: build
 
@@ -28,6 +28,14 @@ test: build
 test-asan:
 	@$(MAKE) --no-print-directory test BUILD=build-asan CMAKEOPT="-DMIL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
 
+# Release builds (-O3) with gcc and clang: compile only (CI runs them to keep
+# every build type warning-free under -Werror).
+build-release: deps
+	@for cc in gcc clang; do \
+	  cmake -S . -B build-release-$$cc -DCMAKE_C_COMPILER=$$cc -DCMAKE_BUILD_TYPE=Release >/dev/null && \
+	  cmake --build build-release-$$cc -j $(JOBS) >/dev/null && echo "Release build with $$cc: ok" || exit 1; \
+	done
+
 fuzz: deps
 	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DMIL_FUZZ=ON -DMIL_BUILD_TESTS=OFF >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
@@ -40,4 +48,4 @@ install: build
 	@cmake --install $(BUILD)
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-release-gcc build-release-clang
