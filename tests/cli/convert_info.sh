@@ -101,6 +101,13 @@ for d in "$models"/*/; do
     "$MIL" print "$pkg" >"$tmp/p1" || fail "print $name/$k"
     "$MIL" print "$out/m.mlmodel" >"$tmp/p2" || fail "print $name/$k .mlmodel"
     diff "$tmp/p1" "$tmp/p2" >/dev/null || fail "$name/$k: the .mlmodel prints differently"
+    # .mil output (weights beside it) and print --complete (weights by absolute path) read back the same
+    "$MIL" convert "$pkg" "$out/m.mil" || fail "convert $name/$k to .mil"
+    [ -f "$out/m.weight.bin" ] || fail "$name/$k: no m.weight.bin beside m.mil"
+    "$MIL" diff --identical "$pkg" "$out/m.mil" >"$tmp/d" || fail "$name/$k: m.mil reads back differently: $(head -3 "$tmp/d")"
+    "$MIL" print --complete "$pkg" >"$tmp/complete.mil" || fail "print --complete $name/$k"
+    "$MIL" diff --identical "$pkg" "$tmp/complete.mil" >"$tmp/d" ||
+      fail "$name/$k: print --complete reads back differently: $(head -3 "$tmp/d")"
     rm -rf "$out"
     n=$((n + 1))
   done

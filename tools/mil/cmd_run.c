@@ -12,7 +12,7 @@
 
 static void help(void) {
   printf("usage: mil run MODEL [--input NAME=FILE.npy]... [--function NAME] [--output-dir DIR]\n"
-         "                    [--seed S] [--random-inputs]\n\n"
+         "               [--seed S] [--random-inputs] [--no-write]\n\n"
          "Run MODEL (.mlpackage, .mlmodel or .mil) on the CPU reference interpreter.\n"
          "Each output is written to DIR/<output name>.npy (DIR defaults to the current\n"
          "directory; '/' in names becomes '_') and summarized on stdout: name, shape,\n"
