@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core_internal.h"
 #include "graph_dot.h"
 
 #define LABEL_LINE_MAX 56 /* longer label lines are cut with "..." */
@@ -16,13 +17,6 @@ typedef struct name_idx {
   size_t n, cap;
 } name_idx;
 
-/* pointer -> pointer, open addressing (B var -> A var). */
-typedef struct pmap {
-  const void **k;
-  void **v;
-  size_t cap, n;
-} pmap;
-
 typedef struct gd {
   mil_buf *b;
   /* edges, written after every node: an edge written inside a cluster
@@ -31,7 +25,7 @@ typedef struct gd {
   const graph_options *o;
   int64_t next_id, drawn, not_drawn;
   name_idx a_ops; /* --diff: the non-const ops of A by name */
-  pmap b2a;       /* --diff: B var -> the A var it stands for */
+  ir_ptrmap b2a;  /* --diff: B var -> the A var it stands for (the library's pointer map) */
   int64_t n_added, n_changed, n_removed;
   bool oom;
 } gd;
@@ -157,53 +151,13 @@ static void put_operand_line(gd *g, const char *param, const mil_value *val, con
 
 /* ---- --diff: matching B's ops with A's ---------------------------------- */
 
-static size_t pm_slot(const void *p, size_t cap) { return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) & (cap - 1); }
-
-static bool pm_put(pmap *m, const void *k, void *v) {
-  if ((m->n + 1) * 2 > m->cap) {
-    size_t nc = m->cap ? m->cap * 2 : 1024;
-    const void **nk = calloc(nc, sizeof *nk);
-    void **nv = calloc(nc, sizeof *nv);
-    if (!nk || !nv) {
-      free(nk);
-      free(nv);
-      return false;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-      if (!m->k[i]) continue;
-      size_t s = pm_slot(m->k[i], nc);
-      while (nk[s]) s = (s + 1) & (nc - 1);
-      nk[s] = m->k[i];
-      nv[s] = m->v[i];
-    }
-    free(m->k);
-    free(m->v);
-    m->k = nk;
-    m->v = nv;
-    m->cap = nc;
-  }
-  size_t s = pm_slot(k, m->cap);
-  while (m->k[s] && m->k[s] != k) s = (s + 1) & (m->cap - 1);
-  if (!m->k[s]) m->n++;
-  m->k[s] = k;
-  m->v[s] = v;
-  return true;
-}
-
-static void *pm_get(const pmap *m, const void *k) {
-  if (!m->cap || !k) return NULL;
-  for (size_t s = pm_slot(k, m->cap); m->k[s]; s = (s + 1) & (m->cap - 1))
-    if (m->k[s] == k) return m->v[s];
-  return NULL;
-}
-
 static bool is_const_var(const mil_var *v) { return v && v->op && mil_op_is_const(v->op); }
 
 /* A B var as the A var it stands for; a cast B added (unmatched) is looked
  * through, so that the fp16 casts of a pipeline do not hide what they wrap. */
 static const mil_var *a_of(const gd *g, const mil_var *vb) {
   for (int hop = 0; vb && hop < 8; hop++) {
-    const mil_var *va = pm_get(&g->b2a, vb);
+    const mil_var *va = ir_ptrmap_get(&g->b2a, vb);
     if (va) return va;
     if (!vb->op || strcmp(vb->op->type, "cast") != 0) return NULL;
     const mil_input *x = mil_op_find_input(vb->op, "x");
@@ -255,7 +209,7 @@ static bool consts_differ(const mil_op *a, const mil_op *b) {
 static void match(gd *g, mil_op *a, const mil_op *b) {
   a->aux = (void *)1; /* matched */
   for (int32_t i = 0; i < b->n_outputs && i < a->n_outputs; i++) {
-    if (!pm_put(&g->b2a, b->outputs[i], a->outputs[i])) g->oom = true;
+    if (!ir_ptrmap_put(&g->b2a, b->outputs[i], a->outputs[i])) g->oom = true;
     a->outputs[i]->aux = b->outputs[i];
   }
 }
@@ -484,13 +438,12 @@ mil_status graph_dot(mil_program *p, const graph_options *o, mil_buf *out, mil_d
     for (int32_t i = 0; ok && i < f->n_inputs; i++)
       for (int32_t k = 0; k < fa->n_inputs; k++)
         if (!strcmp(fa->inputs[k]->name, f->inputs[i]->name)) {
-          ok = pm_put(&g.b2a, f->inputs[i], fa->inputs[k]);
+          ok = ir_ptrmap_put(&g.b2a, f->inputs[i], fa->inputs[k]);
           fa->inputs[k]->aux = f->inputs[i];
         }
     if (!ok || !idx_sort(&g.a_ops)) {
       idx_free(&g.a_ops);
-      free(g.b2a.k);
-      free(g.b2a.v);
+      ir_ptrmap_free(&g.b2a);
       return MIL_ERR_NOMEM;
     }
   }
@@ -538,7 +491,6 @@ mil_status graph_dot(mil_program *p, const graph_options *o, mil_buf *out, mil_d
   mil_buf_free(&g.edges);
   mil_buf_puts(out, "}\n");
   idx_free(&g.a_ops);
-  free(g.b2a.k);
-  free(g.b2a.v);
+  ir_ptrmap_free(&g.b2a);
   return out->oom || g.oom ? MIL_ERR_NOMEM : MIL_OK;
 }
