@@ -51,6 +51,10 @@ expect_usage "--print-after not in the pipeline" "does not run 'const_eliminatio
 expect_usage "unknown pipeline" "available pipelines: default, cleanup" "$MIL" opt "$tmp/a.mil" -o - --pipeline nosuch
 expect_usage "unknown pass" "not a known pass" "$MIL" opt "$tmp/a.mil" -o - --passes nosuch
 expect_usage "bad precision" "must be fp16 or fp32" "$MIL" opt "$tmp/a.mil" -o - --compute-precision fp8
+expect_usage "opt -o with an unknown format" "choose one of .mil, .mlmodel, .mlpackage, -" \
+  "$MIL" opt "$tmp/a.mil" -o "$tmp/x.onnx"
+expect_usage "convert to an unknown format" "choose one of .mlpackage, .mlmodel, .mil" \
+  "$MIL" convert "$tmp/a.mil" "$tmp/x.txt"
 expect_usage "two pipelines" "given twice" "$MIL" opt "$tmp/a.mil" -o - --pipeline default --pipeline cleanup
 "$MIL" opt "$tmp/a.mil" -o - --passes dead_code_elimination --quiet >"$tmp/out" 2>"$tmp/err" || fail "opt -o -: $(cat "$tmp/err")"
 grep -q "relu(x=%x" "$tmp/out" || fail "opt -o - prints the program"

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "load.h"
 #include "mil/model.h"
 
 static void help(void) {
@@ -56,6 +57,8 @@ int cmd_convert(int argc, char **argv) {
     }
   }
   if (!in || !out) return cli_usage_error("convert", "expected IN and OUT");
+  if (!cli_output_format_ok(out, false))
+    return cli_usage_error("convert", "%s: unknown output format; choose one of .mlpackage, .mlmodel, .mil", out);
   size_t on = strlen(out);
   bool to_text = on > 4 && strcmp(out + on - 4, ".mil") == 0;
   if (inline_weights && !to_text) return cli_usage_error("convert", "--inline-weights applies to .mil output only");

@@ -215,6 +215,8 @@ static int parse_args(int argc, char **argv, opt_args *a) {
   if (a->precision && strcmp(a->precision, "fp16") != 0 && strcmp(a->precision, "fp32") != 0)
     return cli_usage_error("opt", "--compute-precision must be fp16 or fp32, got '%s'", a->precision);
   if (!a->out) return cli_usage_error("opt", "missing -o OUT (.mil, .mlmodel, .mlpackage, or - for standard output)");
+  if (!cli_output_format_ok(a->out, true))
+    return cli_usage_error("opt", "-o %s: unknown output format; choose one of .mil, .mlmodel, .mlpackage, -", a->out);
   if (a->passes && !has_name(a->passes))
     return cli_usage_error("opt", "--passes names no pass (give P1,P2,...; `mil passes` lists them)");
   if (a->print_after && !has_name(a->print_after))

@@ -84,6 +84,11 @@ static bool ends_with(const char *s, const char *suffix) {
   return n >= m && strncmp(s + n - m, suffix, m) == 0;
 }
 
+bool cli_output_format_ok(const char *path, bool allow_stdout) {
+  if (allow_stdout && strcmp(path, "-") == 0) return true;
+  return ends_with(path, ".mil") || ends_with(path, ".mlmodel") || ends_with(path, ".mlpackage");
+}
+
 mil_status cli_write_output(const char *out, const char *in_path, cli_loaded *m, bool inline_weights, mil_diag *d) {
   if (strcmp(out, "-") == 0) {
     mil_print_options po = {MIL_PRINT_COMPLETE, false};

@@ -39,6 +39,10 @@ mil_status cli_write_output(const char *out, const char *in_path, cli_loaded *m,
  * name="x" in the text. Messages already naming the file are left alone. */
 void cli_diag_locate(mil_diag *d, size_t from, const char *path);
 
+/* True when path names a format `mil` writes: .mil, .mlmodel or
+ * .mlpackage (a trailing '/' ignored), or "-" when allow_stdout. */
+bool cli_output_format_ok(const char *path, bool allow_stdout);
+
 /* Every check `mil validate` runs on a loaded program. */
 mil_status cli_validate_program(const mil_program *p, mil_diag *d);
 
