@@ -208,6 +208,14 @@ grep -q "warning: .*warning:" "$tmp/err" && fail "each warning says 'warning' on
 grep -q "^mil: warning: \.\.\. and 3 more like it$" "$tmp/err" || fail "the rest counted: $(cat "$tmp/err")"
 "$MIL" validate --quiet "$tmp/w.mil" >"$tmp/out" 2>"$tmp/err" || fail "validate --quiet"
 [ -s "$tmp/err" ] || [ -s "$tmp/out" ] && fail "validate --quiet prints nothing: $(cat "$tmp/err" "$tmp/out")"
+# --verify-each verifies after every pass: the same findings are not repeated per pass
+"$MIL" opt "$tmp/w.mil" -o - --passes const_elimination,noop_elimination,const_elimination --verify-each \
+  >/dev/null 2>"$tmp/err" || fail "opt --verify-each: $(cat "$tmp/err")"
+[ -z "$(grep -v "more like it" "$tmp/err" | sort | uniq -d)" ] || fail "opt --verify-each repeats warnings: $(cat "$tmp/err")"
+[ "$(grep -c "^mil: warning:" "$tmp/err")" -le 8 ] || fail "opt --verify-each: 3 of each kind, then a count: $(cat "$tmp/err")"
+"$MIL" opt "$tmp/w.mil" -o - --passes const_elimination --verify-each --quiet >/dev/null 2>"$tmp/err" ||
+  fail "opt --verify-each --quiet"
+[ -s "$tmp/err" ] && fail "opt --quiet prints no warnings: $(cat "$tmp/err")"
 # what coremltools would rename (model inputs and outputs) is still warned about
 printf '%s\n' 'main[CoreML7](%in.1: (2,fp32)(Tensor)) {' '  block0() {' \
   '    %y: (2,fp32)(Tensor) = relu(x=%in.1, name="y")' '  } -> (%y)' '}' >"$tmp/io.mil"
