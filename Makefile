@@ -32,8 +32,10 @@ test-asan:
 # every build type warning-free under -Werror).
 build-release: deps
 	@for cc in gcc clang; do \
-	  cmake -S . -B build-release-$$cc -DCMAKE_C_COMPILER=$$cc -DCMAKE_BUILD_TYPE=Release >/dev/null && \
-	  cmake --build build-release-$$cc -j $(JOBS) >/dev/null && echo "Release build with $$cc: ok" || exit 1; \
+	  cmake -S . -B build-release-$$cc -DCMAKE_C_COMPILER=$$cc -DCMAKE_BUILD_TYPE=Release >/dev/null || exit 1; \
+	  cmake --build build-release-$$cc -j $(JOBS) >build-release-$$cc/build.log 2>&1 || \
+	    { grep -B2 -A6 -E 'error|warning' build-release-$$cc/build.log | head -60; exit 1; }; \
+	  echo "Release build with $$cc: ok"; \
 	done
 
 fuzz: deps
