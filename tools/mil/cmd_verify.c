@@ -10,21 +10,22 @@
 #include "run_common.h"
 
 static void help(void) {
-  printf("usage: mil verify A B [--input NAME=FILE.npy]... [--rtol R] [--atol A] [--seed S]\n"
+  printf("usage: mil verify A B [--input NAME=FILE.npy|FILE.pb]... [--rtol R] [--atol A] [--seed S]\n"
          "                      [--function NAME]\n"
-         "       mil verify MODEL --reference NAME=FILE.npy... [--input NAME=FILE.npy]... [options]\n\n"
+         "       mil verify MODEL --reference NAME=FILE.npy|FILE.pb... [--input NAME=FILE]... [options]\n\n"
          "Run models A and B (.mlpackage, .mlmodel or .mil) on the CPU reference\n"
          "interpreter with the same inputs and compare their outputs; or run MODEL and\n"
          "compare its outputs with reference arrays (--reference, repeatable: output\n"
-         "NAME against FILE.npy). Inputs not given are random within each input's dtype\n"
-         "and shape (floats in [-1, 1), integers in [0, 10), symbolic dims as 1), drawn\n"
-         "from --seed. Outputs are matched by name, or by position when the names\n"
-         "differ. An output passes when every element has |a - b| <= atol + rtol * |b|\n"
+         "NAME against FILE). --input and --reference take a .npy file or an ONNX\n"
+         "TensorProto .pb (either dialect). Inputs not given are random within each\n"
+         "input's dtype and shape (floats in [-1, 1), integers in [0, 10), symbolic dims\n"
+         "as 1), drawn from --seed. Outputs are matched by name, or by position when the\n"
+         "names differ. An output passes when every element has |a - b| <= atol + rtol * |b|\n"
          "(b from model B or the reference) and both agree on NaNs.\n"
          "For each output: max abs error, relative error (max abs error over the largest\n"
          "|b|, so it reads right when b is near zero), PASS or FAIL.\n\n"
-         "  --reference NAME=FILE.npy  expected value of output NAME (MODEL mode)\n"
-         "  --input NAME=FILE.npy      value of input NAME\n"
+         "  --reference NAME=FILE      expected value of output NAME (MODEL mode)\n"
+         "  --input NAME=FILE          value of input NAME\n"
          "  --rtol R   relative tolerance (default 1e-3; 1e-2 when either model computes\n"
          "             in fp16, as DEFAULT-optimized models do)\n"
          "  --atol A   absolute tolerance (default 1e-4; 1e-2 when either model computes\n"
@@ -162,15 +163,14 @@ static bool compare_references(side *A, const cli_input_arg *refs, int n_refs, d
       pass = false;
       continue;
     }
-    mil_npy *r = NULL;
-    if (mil_npy_read(refs[k].file, &r, d) != MIL_OK) {
+    cli_tensor r;
+    if (cli_tensor_from_npy(refs[k].file, name, NULL, &r, d) != MIL_OK) {
       printf("%-24s FAIL  cannot read the reference %s\n", name, refs[k].file);
       pass = false;
       continue;
     }
-    mil_tensor tb = {r->dtype, r->rank, r->shape, r->data, r->nbytes, r->numel};
-    pass &= compare(name, ta, &tb, rtol, atol);
-    mil_npy_free(r);
+    pass &= compare(name, ta, &r.t, rtol, atol);
+    cli_tensor_free(&r);
   }
   return pass;
 }

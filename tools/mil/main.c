@@ -20,6 +20,7 @@ CMD(diff)
 CMD(run)
 CMD(verify)
 CMD(graph)
+CMD(tensor)
 #undef CMD
 
 typedef struct cmd_entry {
@@ -28,7 +29,7 @@ typedef struct cmd_entry {
   const char *summary;
 } cmd_entry;
 
-static cli_cmd_fn f_print, f_validate, f_convert, f_info, f_opt, f_passes, f_ops, f_diff, f_run, f_verify, f_graph;
+static cli_cmd_fn f_print, f_validate, f_convert, f_info, f_opt, f_passes, f_ops, f_diff, f_run, f_verify, f_graph, f_tensor;
 
 static const cmd_entry k_cmds[] = {
     {"print", &f_print, "print a model as MIL text (coremltools form, or --complete)"},
@@ -42,6 +43,7 @@ static const cmd_entry k_cmds[] = {
     {"run", &f_run, "run a model on the CPU reference interpreter"},
     {"verify", &f_verify, "run two models on the same inputs and compare outputs"},
     {"graph", &f_graph, "draw a program with Graphviz (.svg, .png, .pdf, .dot)"},
+    {"tensor", &f_tensor, "describe or convert a tensor file (ONNX TensorProto .pb, .npy)"},
 };
 #define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])
 
@@ -57,6 +59,7 @@ static void bind_commands(void) {
   f_run = cmd_run;
   f_verify = cmd_verify;
   f_graph = cmd_graph;
+  f_tensor = cmd_tensor;
 }
 
 static void usage(FILE *out) {
