@@ -4,9 +4,10 @@ BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKEOPT ?=
 DEPS      = cmake gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libcjson-dev \
-            libcmocka-dev libopenblas-dev clang libonnx-dev libonnx-testdata nettle-dev python3-numpy python3-pytest python3-venv python3-pip python3-setuptools
+            libcmocka-dev libopenblas-dev clang libonnx-dev libonnx-testdata nettle-dev python3-numpy python3-pytest python3-venv python3-pip python3-setuptools \
+            graphviz libgraphviz-dev
 
-.PHONY: all deps configure build demo test test-asan fuzz bench install clean python
+.PHONY: all deps configure build demo test test-asan build-release fuzz bench install clean python
 
 all: build
 
@@ -28,6 +29,16 @@ test: build
 test-asan:
 	@$(MAKE) --no-print-directory test BUILD=build-asan CMAKEOPT="-DMIL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
 
+# Release builds (-O3) with gcc and clang: compile only (CI runs them to keep
+# every build type warning-free under -Werror).
+build-release: deps
+	@for cc in gcc clang; do \
+	  cmake -S . -B build-release-$$cc -DCMAKE_C_COMPILER=$$cc -DCMAKE_BUILD_TYPE=Release >/dev/null || exit 1; \
+	  cmake --build build-release-$$cc -j $(JOBS) >build-release-$$cc/build.log 2>&1 || \
+	    { grep -B2 -A6 -E 'error|warning' build-release-$$cc/build.log | head -60; exit 1; }; \
+	  echo "Release build with $$cc: ok"; \
+	done
+
 fuzz: deps
 	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DMIL_FUZZ=ON -DMIL_BUILD_TESTS=OFF >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
@@ -47,4 +58,4 @@ install: build
 	@cmake --install $(BUILD)
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-release-gcc build-release-clang

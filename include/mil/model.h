@@ -193,7 +193,9 @@ MIL_API mil_status mil_model_load_proto(const void *data, size_t len, const char
  *              weights_dir=...) look (both use the last component of the
  *              blob's fileName); no weights directory is written when every
  *              const is immediate;
- *  .mil        complete-form MIL text with every const value in full.
+ *  .mil        complete-form MIL text (mil_save_text in mil/text.h): the
+ *              consts that would go to weight.bin go to a weight file
+ *              beside it ("net.mil" -> "net.weight.bin"), the rest inline.
  * Consts follow coremltools' rule (formats.md 3.1, mil_blob_should_store):
  * at least 10 elements of a blob dtype go to weight.bin, the rest are
  * immediate. Const values that view a loaded weight file are copied byte for

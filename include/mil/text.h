@@ -47,6 +47,45 @@ typedef struct mil_print_options {
 MIL_API void mil_print_program(const mil_program *p, const mil_print_options *opt, mil_buf *out);
 /* Prints to a stdio stream; MIL_ERR_IO on a write error. */
 MIL_API mil_status mil_print_program_file(const mil_program *p, const mil_print_options *opt, FILE *f);
+/* What mil_print_program_file_with adds to mil_print_options. */
+typedef struct mil_print_extra {
+  /* print only the function of this name (NULL: every function) */
+  const char *function;
+  /* COMPLETE form, when non-NULL: called for every const with a tensor
+   * value; returns the file name to print as val=@blob("<file>", *offset)
+   * (the string must live until printing ends), or NULL to print the value
+   * itself. Replaces blob_refs. */
+  const char *(*blob_ref)(void *ud, const mil_value *v, uint64_t *offset);
+  void *blob_ref_ud;
+} mil_print_extra;
+
+/* mil_print_program_file with the choices of x (NULL: none). Errors:
+ * MIL_ERR_NOT_FOUND when x->function names no function of p (nothing is
+ * printed), MIL_ERR_IO, MIL_ERR_NOMEM, MIL_ERR_INVALID (NULL p or f). */
+MIL_API mil_status mil_print_program_file_with(const mil_program *p, const mil_print_options *opt,
+                                               const mil_print_extra *x, FILE *f);
+
+/* Writes p as a complete-form .mil file at `path`, the way `mil` writes
+ * .mil output. Unless inline_weights, every const that a model writer would
+ * put into weight.bin (mil/blob.h mil_blob_should_store, at the
+ * specification version the first function's opset implies, at least 6)
+ * goes into a weight file beside the text, named after it ("net.mil" ->
+ * "net.weight.bin", so that two programs in one directory keep their own),
+ * and the text refers to it relative to itself: val=@blob("net.weight.bin",
+ * offset), which mil_parse_file resolves against the .mil's directory.
+ * Identical blobs are stored once. Both files are written to temporary
+ * siblings and renamed into place (the weight file first), created with
+ * mode 0666 minus the umask; on failure neither existing file changes. A
+ * program without such consts writes no weight file.
+ * Errors: MIL_ERR_IO (naming the file), MIL_ERR_NOMEM, MIL_ERR_INVALID
+ * (NULL p or path). */
+MIL_API mil_status mil_save_text(const mil_program *p, const char *path, bool inline_weights, mil_diag *d);
+
+/* Appends v as coremltools prints an inline value ("[1, 2]", "2.0",
+ * "\"same\"", "None" for NULL), every element of it: meant for small
+ * values. Out of memory sets out->oom. */
+MIL_API void mil_print_value(const mil_value *v, mil_buf *out);
+
 /* Appends the Python repr of a double (shortest round-trip digits, "1e-05",
  * "2.0", "inf", "nan"); returns the number of chars written (< 32). */
 MIL_API int mil_format_double(char out[32], double v);

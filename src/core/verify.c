@@ -48,9 +48,20 @@ static bool is_identifier(const char *s) {
   return true;
 }
 
+/* coremltools' sanitize_input_output_names gives a model's inputs and
+ * outputs names of the form [A-Za-z_][A-Za-z0-9_]* (NameSanitizer); other
+ * names ("input.1", which coremltools itself writes for ops and vars) are
+ * accepted by Core ML and not warned about. */
+static bool is_feature_name(const char *s) {
+  if (!is_identifier(s)) return false;
+  return strchr(s, '@') == NULL;
+}
+
 static void warn_name(vctx *c, const char *what, const char *name) {
-  if (!is_identifier(name))
-    mil_diag_add(c->d, MIL_SEV_WARNING, "function '%s': %s name '%s' is not a MIL identifier ([A-Za-z_][A-Za-z0-9_@]*)",
+  if (!is_feature_name(name))
+    mil_diag_add(c->d, MIL_SEV_WARNING,
+                 "function '%s': %s name '%s' is not of the form [A-Za-z_][A-Za-z0-9_]* that Core ML model "
+                 "interfaces use (coremltools' sanitize_input_output_names renames it)",
                  c->f->name, what, name);
 }
 
@@ -78,7 +89,7 @@ static void define(vctx *c, mil_var *v, const char *where) {
   c->log[c->n_log++] = (undo){v->name, prev};
   ir_ptrmap_put(&c->names, v->name, v);
   ir_ptrmap_put(&c->visible, v, (void *)1);
-  warn_name(c, "var", v->name);
+  if (v->func_input_of) warn_name(c, "input", v->name);
 }
 
 static void leave(vctx *c, size_t mark) {
@@ -108,7 +119,6 @@ static void check_op(vctx *c, const mil_op *op) {
   char where[512];
   snprintf(where, sizeof where, "op '%s' (%s)", op->name ? op->name : "?", op->type);
   if (!op->name) err(c, "%s: op has no name%s%s", where, "", "");
-  else warn_name(c, "op", op->name);
   for (int32_t i = 0; i < op->n_inputs; i++) {
     const mil_input *in = &op->inputs[i];
     for (int32_t j = 0; j < in->n_args; j++) {
@@ -243,6 +253,8 @@ mil_status mil_program_verify(const mil_program *p, mil_diag *d) {
     }
     size_t base = c.n_log;
     const mil_block *body = mil_function_body(f);
+    for (int32_t i = 0; body && i < body->n_outputs; i++)
+      if (body->outputs[i].var) warn_name(&c, "output", body->outputs[i].var->name);
     for (int32_t s = 0; s < f->n_specs; s++) {
       const mil_block *b = f->specs[s].block;
       if (b->parent) err(&c, "specialization '%s' has a parent op%s%s", f->specs[s].opset, "", "");

@@ -115,7 +115,8 @@ IO_HIDDEN mil_status io_lex_error_st(io_lex *L, mil_status st, const char *at, c
 IO_HIDDEN const char *io_lex_describe(const io_lex *L, const char *at, char out[48]);
 /* Records "expected <what>, found <description of the cursor>". */
 IO_HIDDEN mil_status io_lex_expected(io_lex *L, const char *what);
-/* Records a warning "<file>:<line>:<col>: warning: <message>". */
+/* Records a warning "<file>:<line>:<col>: <message>" (the severity is the
+ * message's, not part of its text). */
 IO_HIDDEN void io_lex_warn(io_lex *L, const char *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static inline bool io_lex_failed(const io_lex *L) { return L->st != MIL_OK; }
 

@@ -367,26 +367,13 @@ static mil_status save_mlmodel(mil_model *m, const char *path, mil_diag *d) {
   return st;
 }
 
+/* .mil text with the weights in a weight file beside it ("net.mil" +
+ * "net.weight.bin", mil_save_text in mil/text.h), each written to a
+ * temporary sibling and renamed, the weight file first. */
 static mil_status save_mil_text(mil_model *m, const char *path, mil_diag *d) {
-  mil_buf buf = {0};
-  mil_print_options opt = {MIL_PRINT_COMPLETE, false};
-  mil_print_program(m->prog, &opt, &buf);
-  if (buf.oom) {
-    mil_buf_free(&buf);
-    return mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory while printing the program", path);
-  }
   remove_stale_temps(path);
-  char *tmp = temp_sibling(path);
-  const char *reg[] = {tmp};
-  int slot = tmp ? io_tmp_register(reg, 1) : -1;
-  mil_status st = tmp ? io_model_write_file(tmp, buf.data ? buf.data : "", buf.len, d) : MIL_ERR_NOMEM;
   step();
-  if (st == MIL_OK) st = replace_path(tmp, path, false, d);
-  if (st != MIL_OK && tmp) remove(tmp);
-  io_tmp_unregister(slot);
-  free(tmp);
-  mil_buf_free(&buf);
-  return st;
+  return mil_save_text(m->prog, path, false, d);
 }
 
 mil_status mil_model_save(mil_model *m, const char *path_in, mil_diag *d) {

@@ -398,8 +398,8 @@ mil_status mil_npy_read_mem(const void *buf, size_t len, const char *name, mil_n
   if (!name) name = "<memory>";
   if (!out || (!buf && len)) return mil_diag_error(d, MIL_ERR_INVALID, "%s: mil_npy_read_mem: NULL argument", name);
   const uint8_t *b = buf;
-  int major = 0, minor = 0;
-  size_t hstart;
+  int major = 0, minor = 0; /* set by parse_preamble (initialised for GCC's -O3 flow analysis) */
+  size_t hstart = 0;
   uint64_t hlen = 0;
   mil_status st = parse_preamble(name, b, len, &major, &minor, &hstart, &hlen, d);
   if (st != MIL_OK) return st;
@@ -473,8 +473,8 @@ static mil_status read_fd(int fd, const char *path, uint64_t size, mil_npy **out
   uint8_t pre[12];
   ssize_t r = read_full(fd, pre, sizeof pre);
   if (r < 0) return mil_diag_error(d, MIL_ERR_IO, "%s: read failed at byte 0: %s", path, strerror(errno));
-  int major = 0, minor = 0;
-  size_t hstart;
+  int major = 0, minor = 0; /* set by parse_preamble (initialised for GCC's -O3 flow analysis) */
+  size_t hstart = 0;
   uint64_t hlen = 0;
   mil_status st = parse_preamble(path, pre, (uint64_t)r, &major, &minor, &hstart, &hlen, d);
   if (st != MIL_OK) return st;

@@ -165,7 +165,7 @@ void io_lex_warn(io_lex *L, const char *at, const char *fmt, ...) {
   va_end(ap);
   int line, col;
   io_lex_linecol(L, at, &line, &col);
-  mil_diag_add(L->d, MIL_SEV_WARNING, "%s:%d:%d: warning: %s", L->filename, line, col, msg);
+  mil_diag_add(L->d, MIL_SEV_WARNING, "%s:%d:%d: %s", L->filename, line, col, msg);
 }
 
 const char *io_lex_describe(const io_lex *L, const char *at, char out[48]) {

@@ -28,6 +28,7 @@ typedef struct printer {
   bool complete;
   bool blob_refs;
   uint64_t next_block; /* for blocks without a name */
+  const mil_print_extra *x;
 } printer;
 
 static inline void put(io_out *o, const char *s, size_t n) {
@@ -211,7 +212,18 @@ static void print_op(printer *pr, const mil_op *op, size_t indent) {
   if (is_const && op->n_outputs > 0 && op->outputs[0]->val) {
     const mil_value *val = op->outputs[0]->val;
     put(o, "val=", 4);
-    if (pr->blob_refs && val->blob_file) {
+    uint64_t ref_off = 0;
+    const char *ref = pr->x && pr->x->blob_ref && val->kind == MIL_VAL_TENSOR
+                          ? pr->x->blob_ref(pr->x->blob_ref_ud, val, &ref_off)
+                          : NULL;
+    if (ref) {
+      put(o, "@blob(", 6);
+      io_print_string(o, ref, true);
+      char tmp[24];
+      put(o, ", ", 2);
+      put(o, tmp, (size_t)io_fmt_u64(tmp, ref_off));
+      put(o, ")", 1);
+    } else if (pr->blob_refs && val->blob_file && !(pr->x && pr->x->blob_ref)) {
       put(o, "@blob(", 6);
       io_print_string(o, val->blob_file, true);
       char tmp[24];
@@ -291,6 +303,8 @@ static void print_function(printer *pr, const mil_function *f) {
 
 static void print_program(printer *pr, const mil_program *p) {
   for (int32_t i = 0; i < p->n_functions; i++) {
+    if (pr->x && pr->x->function && strcmp(pr->x->function, p->functions[i]->name ? p->functions[i]->name : ""))
+      continue;
     put(&pr->o, "\n", 1);
     print_function(pr, p->functions[i]);
   }
@@ -314,10 +328,21 @@ void mil_print_program(const mil_program *p, const mil_print_options *opt, mil_b
 }
 
 mil_status mil_print_program_file(const mil_program *p, const mil_print_options *opt, FILE *f) {
+  return mil_print_program_file_with(p, opt, NULL, f);
+}
+
+mil_status mil_print_program_file_with(const mil_program *p, const mil_print_options *opt, const mil_print_extra *x,
+                                       FILE *f) {
   if (!p || !f) return MIL_ERR_INVALID;
+  if (x && x->function) {
+    int32_t i = 0;
+    while (i < p->n_functions && strcmp(x->function, p->functions[i]->name ? p->functions[i]->name : "")) i++;
+    if (i == p->n_functions) return MIL_ERR_NOT_FOUND;
+  }
   mil_buf b = {0};
   printer pr;
   printer_init(&pr, p, opt, &b, f);
+  pr.x = x;
   print_program(&pr, p);
   bool oom = b.oom;
   if (!oom) io_out_drain(&pr.o);

@@ -356,3 +356,10 @@ void io_print_value(io_out *o, const mil_value *v, bool complete) {
   }
   out_put(o, "None", 4);
 }
+
+void mil_print_value(const mil_value *v, mil_buf *out) {
+  if (!out) return;
+  io_out o = {out, NULL, false};
+  io_print_value(&o, v, false);
+  if (!out->oom && io_buf_reserve(out, 0)) out->data[out->len] = '\0';
+}

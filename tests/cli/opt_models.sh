@@ -9,8 +9,8 @@ MIL=$1
 SHARED=$3
 IN=$SHARED/corpus/models/squeezenet1_1/input.mlpackage
 if [ ! -d "$IN" ]; then
-  echo "skipped: corpus not found"
-  exit 0
+  echo "SKIPPED: the corpus is absent ($SHARED)"
+  exit 77
 fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mil-optm.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT

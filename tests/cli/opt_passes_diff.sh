@@ -68,19 +68,19 @@ grep -q "^common::fuse_pad_conv" "$tmp/passes" || fail "passes lists known passe
 grep -q "^different: function 'main': .*'s0' (sigmoid)" "$tmp/out" || fail "diff names the dead op: $(cat "$tmp/out")"
 
 # --- mil opt ------------------------------------------------------------------------
-"$MIL" opt "$tmp/a.mil" --pipeline nonsense 2>"$tmp/err" >/dev/null
-[ $? -eq 1 ] || fail "unknown pipeline must exit 1"
+"$MIL" opt "$tmp/a.mil" -o - --pipeline nonsense 2>"$tmp/err" >/dev/null
+[ $? -eq 2 ] || fail "unknown pipeline must exit 2"
 grep -q "there is no pipeline 'nonsense'" "$tmp/err" || fail "unknown pipeline message: $(cat "$tmp/err")"
-"$MIL" opt "$tmp/a.mil" --passes no_such_pass 2>"$tmp/err" >/dev/null
-[ $? -eq 1 ] || fail "unknown pass must exit 1"
+"$MIL" opt "$tmp/a.mil" -o - --passes no_such_pass 2>"$tmp/err" >/dev/null
+[ $? -eq 2 ] || fail "unknown pass must exit 2"
 grep -q "no_such_pass" "$tmp/err" || fail "unknown pass message"
-"$MIL" opt "$tmp/a.mil" --passes const_deduplication --pass-option const_deduplication:const_threshold=x \
+"$MIL" opt "$tmp/a.mil" -o - --passes const_deduplication --pass-option const_deduplication:const_threshold=x \
   2>"$tmp/err" >/dev/null
-[ $? -eq 1 ] || fail "bad option value must exit 1"
+[ $? -eq 2 ] || fail "bad option value must exit 2"
 grep -q "const_threshold' expects an integer" "$tmp/err" || fail "bad option message: $(cat "$tmp/err")"
-"$MIL" opt "$tmp/a.mil" --passes const_deduplication --pass-option const_deduplication:nope=1 2>"$tmp/err" \
+"$MIL" opt "$tmp/a.mil" -o - --passes const_deduplication --pass-option const_deduplication:nope=1 2>"$tmp/err" \
   >/dev/null
-[ $? -eq 1 ] || fail "unknown option must exit 1"
+[ $? -eq 2 ] || fail "unknown option must exit 2"
 grep -q "has no option 'nope'" "$tmp/err" || fail "unknown option message"
 # a pipeline naming unimplemented passes fails with one list (or runs, once all exist)
 "$MIL" opt "$tmp/a.mil" -o "$tmp/d.mil" 2>"$tmp/err"

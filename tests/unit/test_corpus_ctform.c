@@ -28,6 +28,8 @@
 
 #include <cmocka.h>
 
+#include "shared_skip.h"
+
 #include "mil/model.h"
 #include "mil/text.h"
 
@@ -278,7 +280,7 @@ static void test_corpus(void **state) {
   snprintf(root, sizeof root, "%s/corpus/passes", MIL_SHARED_DIR);
   struct stat st;
   if (stat(root, &st) != 0) {
-    printf("skipped: corpus not found\n");
+    shared_skip("the corpus");
     return;
   }
   strvec files = {0};
@@ -374,7 +376,7 @@ static void test_models_report(void **state) {
   snprintf(dir, sizeof dir, "%s/corpus/models", MIL_SHARED_DIR);
   struct stat st;
   if (stat(dir, &st) != 0) {
-    printf("skipped: corpus not found\n");
+    shared_skip("the corpus");
     return;
   }
   size_t same = 0, total = 0;
@@ -444,5 +446,5 @@ int main(void) {
       cmocka_unit_test(test_corpus),
       cmocka_unit_test(test_models_report),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return shared_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "shared_skip.h"
+
 #include "mil/mil.h"
 #include "mil/model.h"
 #include "unit/model_testutil.h"
@@ -117,7 +119,7 @@ static void test_corpus_models(void **state) {
   snprintf(g_models, sizeof g_models, "%s/corpus/models", MIL_SHARED_DIR);
   DIR *dir = opendir(g_models);
   if (!dir) {
-    printf("skipped: corpus not found\n");
+    shared_skip("the corpus");
     return;
   }
   g_tmp = mt_tempdir();
@@ -149,5 +151,5 @@ static void test_corpus_models(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_corpus_models)};
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return shared_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "shared_skip.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +119,7 @@ static void test_corpus_default_pipeline(void **state) {
   snprintf(g_models, sizeof g_models, "%s/corpus/models", MIL_SHARED_DIR);
   DIR *dir = opendir(g_models);
   if (!dir) {
-    printf("skipped: corpus not found\n");
+    shared_skip("the corpus");
     return;
   }
   char *names[256];
@@ -147,5 +149,5 @@ static void test_corpus_default_pipeline(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_corpus_default_pipeline)};
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return shared_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -21,6 +21,8 @@
 
 #include <cmocka.h>
 
+#include "shared_skip.h"
+
 #include "corpus_util.h"
 #include "mil/text.h"
 #include "prog_equal.h"
@@ -106,7 +108,7 @@ static void test_corpus_roundtrip(void **state) {
   (void)state;
   const char *dir = corpus_passes_dir();
   if (!dir) {
-    printf("skipped: corpus not found\n");
+    shared_skip("the corpus");
     return;
   }
   corpus_list l = {0};
@@ -190,5 +192,5 @@ int main(void) {
       cmocka_unit_test(test_corpus_util),
       cmocka_unit_test(test_corpus_roundtrip),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return shared_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

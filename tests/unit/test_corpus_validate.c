@@ -26,6 +26,8 @@
 
 #include <cmocka.h>
 
+#include "shared_skip.h"
+
 #include "corpus_util.h"
 #include "mil/ops.h"
 #include "mil/text.h"
@@ -350,7 +352,7 @@ static void test_corpus_validate(void **state) {
   (void)state;
   const char *dir = corpus_passes_dir();
   if (!dir) {
-    printf("skipped: corpus not found\n");
+    shared_skip("the corpus");
     return;
   }
   corpus_list l = {0};
@@ -386,5 +388,5 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_corpus_validate),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return shared_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

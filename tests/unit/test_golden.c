@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "shared_skip.h"
+
 #include "golden_util.h"
 
 static void test_golden_corpus(void **state) {
@@ -22,7 +24,7 @@ static void test_golden_corpus(void **state) {
   const char *root = MIL_SHARED_DIR "/corpus/passes";
   DIR *probe = opendir(root);
   if (!probe) {
-    printf("skipped: corpus not found (%s)\n", root);
+    shared_skip("the corpus");
     return;
   }
   closedir(probe);
@@ -73,5 +75,5 @@ static void test_golden_project_cases(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden_corpus), cmocka_unit_test(test_golden_project_cases)};
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return shared_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

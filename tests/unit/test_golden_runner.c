@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "shared_skip.h"
+
 #include "golden_util.h"
 #include "mil/mil.h"
 #include "mil/passes.h"
@@ -58,7 +60,7 @@ static void test_golden_runner(void **state) {
   snprintf(dir, sizeof dir, "%s/dead_code_elimination", root);
   int n = golden_list(dir, ".mil", &cases);
   if (n <= 0) {
-    printf("skipped: corpus not found\n");
+    shared_skip("the corpus");
     return;
   }
   /* Count independently the cases whose expected program text equals the
@@ -181,5 +183,5 @@ int main(void) {
       cmocka_unit_test(test_golden_runner),
       cmocka_unit_test(test_golden_pipeline_case),
   };
-  return cmocka_run_group_tests(tests, setup, NULL);
+  return shared_exit(cmocka_run_group_tests(tests, setup, NULL));
 }

@@ -22,6 +22,8 @@
 
 #include <cmocka.h>
 
+#include "shared_skip.h"
+
 #include "golden_util.h"
 #include "mil/interp.h"
 #include "mil/mil.h"
@@ -172,7 +174,7 @@ static void test_passes_numerically(void **state) {
   corpus_list l = {0};
   corpus_list_cases(root, &l);
   if (l.n == 0) {
-    printf("skipped: corpus not found\n");
+    shared_skip("the corpus");
     return;
   }
   int cases = 0, ran = 0, ct_same = 0, ct_differs = 0, ours_run = 0, ours_same = 0, broken = 0;
@@ -234,5 +236,5 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_passes_numerically),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return shared_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -230,16 +230,17 @@ static void test_verify_errors(void **state) {
   mil_program_free(p);
 
   /* a name defined again shadows the earlier one (a warning, as frontends
-   * produce this before dedup_op_and_var_names); a non-identifier op name
-   * is a warning too */
+   * produce this before dedup_op_and_var_names); an op name Core ML accepts
+   * though it is no identifier ("bad/name", like coremltools' "input.1") is
+   * not warned about */
   p = build_small(&x, &relu, &add, &c);
   mil_op *dup = mil_op_new(p, "relu", "bad/name");
   mil_op_add_input(dup, "x", x);
   mil_op_add_output(dup, "relu_0", x->type);
   mil_block_append(mil_function_body(p->functions[0]), dup);
   assert_int_equal(mil_program_verify(p, &d), MIL_OK);
-  assert_int_equal(d.n_warnings, 2);
-  assert_non_null(strstr(d.msgs[0].text, "shadows") ? d.msgs[0].text : d.msgs[1].text);
+  assert_int_equal(d.n_warnings, 1);
+  assert_non_null(strstr(d.msgs[0].text, "shadows"));
   mil_diag_clear(&d);
   /* the same var declared twice (twice an output of one op) is an error */
   mil_op *twice = mil_op_new(p, "relu", "twice");

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "shared_skip.h"
+
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -250,7 +252,7 @@ static void test_corpus(void **state) {
   snprintf(dir, sizeof dir, "%s/corpus/models", MIL_SHARED_DIR);
   DIR *dp = opendir(dir);
   if (!dp) {
-    printf("skipped: corpus not found\n");
+    shared_skip("the corpus");
     return;
   }
   int files = 0;
@@ -484,5 +486,5 @@ int main(void) {
       cmocka_unit_test(test_handbuilt_headers), cmocka_unit_test(test_corpus),
       cmocka_unit_test(test_malformed),         cmocka_unit_test(test_file_errors),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return shared_exit(cmocka_run_group_tests(tests, setup, teardown));
 }

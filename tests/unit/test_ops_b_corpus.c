@@ -5,6 +5,7 @@
  * coremltools folded ('*') must fold here to the same values. Prints
  * per-op-type counts; "skipped: corpus not found" without the corpus. */
 #include "corpus_util.h"
+#include "shared_skip.h"
 #include "ops_b_builder.h"
 
 static const char *const k_types[] = {
@@ -79,7 +80,7 @@ static void test_corpus(void **state) {
   (void)state;
   const char *dir = corpus_passes_dir();
   if (!dir) {
-    printf("skipped: corpus not found\n");
+    shared_skip("the corpus");
     return;
   }
   corpus_list l = {0};
@@ -193,7 +194,7 @@ static void test_corpus_fold(void **state) {
   (void)state;
   const char *dir = corpus_passes_dir();
   if (!dir) {
-    printf("skipped: corpus not found\n");
+    shared_skip("the corpus");
     return;
   }
   corpus_list l = {0};
@@ -233,5 +234,5 @@ int main(void) {
       cmocka_unit_test(test_corpus),
       cmocka_unit_test(test_corpus_fold),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return shared_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "shared_skip.h"
+
 #include "corpus_util.h"
 #include "ops/tensor_ops_internal.h"
 #include "ops_test_util.h"
@@ -355,7 +357,7 @@ static void test_corpus_marks(void **state) {
   (void)state;
   const char *dir = corpus_passes_dir();
   if (!dir) {
-    printf("skipped: corpus not found\n");
+    shared_skip("the corpus");
     return;
   }
   corpus_list l = {0};
@@ -390,5 +392,5 @@ int main(void) {
       cmocka_unit_test(test_quantize),          cmocka_unit_test(test_symbolic_values),
       cmocka_unit_test(test_symbolic_depth),    cmocka_unit_test(test_corpus_marks),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return shared_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -220,7 +220,7 @@ static void test_marks_and_shadowing(void **state) {
   assert_ptr_equal(b->outputs[0].var, r->outputs[0]);
   assert_int_equal(d.n_errors, 0);
   assert_int_equal(d.n_warnings, 1);
-  assert_string_equal(d.msgs[0].text, "t.mil:4:5: warning: %x is defined again (first at line 1, column 15); "
+  assert_string_equal(d.msgs[0].text, "t.mil:4:5: %x is defined again (first at line 1, column 15); "
                                       "later uses refer to this definition");
   mil_diag_clear(&d);
   mil_program_free(p);

@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "shared_skip.h"
+
 #include "golden_util.h"
 #include "mil/mil.h"
 #include "mil/passes.h"
@@ -248,7 +250,7 @@ static void test_default_matches_corpus(void **state) {
   char **files;
   int n = golden_list(MIL_SHARED_DIR "/corpus/passes/_pipeline_default", ".mil", &files);
   if (n <= 0) {
-    printf("skipped: corpus not found\n");
+    shared_skip("the corpus");
     return;
   }
   int seen_fp16 = 0, seen_fp32 = 0;
@@ -706,5 +708,5 @@ int main(void) {
       cmocka_unit_test(test_rewrite_driver),
       cmocka_unit_test(test_helpers),
   };
-  return cmocka_run_group_tests(tests, setup, NULL);
+  return shared_exit(cmocka_run_group_tests(tests, setup, NULL));
 }

@@ -13,12 +13,16 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 typedef int (*cli_cmd_fn)(int argc, char **argv);
 
-/* Prints every message of d to stderr, "mil: error: ..." / "mil: warning: ...". */
+/* Prints the messages of d to stderr, "mil: error: ..." / "mil: warning: ...":
+ * every error; each warning text once, at most 3 of one kind (same text but
+ * for names and numbers) followed by "... and N more like it". */
 void cli_print_diag(const mil_diag *d);
 /* s (a name, op type or string from a model) as it may reach a terminal:
  * itself when it is printable UTF-8, else escaped (mil_escaped) into one of
  * eight rotating static buffers, so a few may share one printf. */
 const char *cli_esc(const char *s);
+/* As cli_print_diag; warnings and notes only when `warnings` (not --quiet). */
+void cli_print_diag_ex(const mil_diag *d, bool warnings);
 /* True when argv[i] is -h or --help. */
 bool cli_is_help(const char *arg);
 /* Prints "mil: <msg>\nTry 'mil <cmd> --help'." to stderr and returns CLI_USAGE. */

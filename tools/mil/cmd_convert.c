@@ -4,10 +4,11 @@
 #include <string.h>
 
 #include "cli.h"
+#include "load.h"
 #include "mil/model.h"
 
 static void help(void) {
-  printf("usage: mil convert [--spec-version N] IN OUT\n\n"
+  printf("usage: mil convert [--spec-version N] [--inline-weights] IN OUT\n\n"
          "Read model IN (.mlpackage, .mlmodel or .mil) and write it to OUT, in the\n"
          "format OUT's extension names:\n"
          "  .mlpackage  a Core ML package (Manifest.json, model.mlmodel, weights/weight.bin)\n"
@@ -15,7 +16,9 @@ static void help(void) {
          "              its own, weights/<name>.<16 hex>.bin next to it (fresh on each\n"
          "              save), where coremltools' MLModel(spec, weights_dir=...) and\n"
          "              `mil` look for them; not inside a .mlpackage\n"
-         "  .mil        MIL text in the complete form, every const value in full\n"
+         "  .mil        MIL text in the complete form; consts that would go to\n"
+         "              weight.bin go to a weight file beside it (net.mil ->\n"
+         "              net.weight.bin), referred to as @blob(\"net.weight.bin\", offset)\n"
          "Consts with at least 10 elements of a weight-file dtype go to weight.bin,\n"
          "as coremltools does. The model description is kept where it still fits the\n"
          "program and synthesized otherwise (a .mil input has none). OUT is replaced\n"
@@ -23,12 +26,14 @@ static void help(void) {
          "at any moment leaves the old OUT or the new one, and no temporaries.\n\n"
          "options:\n"
          "  --spec-version N  write specification version N (6..10); default: keep\n"
-         "                    the input's (for .mil: the one its opset implies)\n");
+         "                    the input's (for .mil: the one its opset implies)\n"
+         "  --inline-weights  .mil output: every const value in the text, no weight file\n");
 }
 
 int cmd_convert(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
   int spec = 0;
+  bool inline_weights = false;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       help();
@@ -41,6 +46,8 @@ int cmd_convert(int argc, char **argv) {
         return cli_usage_error("convert", "--spec-version must be %d..%d, got '%s'", MIL_SPEC_VERSION_MIN,
                                MIL_SPEC_VERSION_MAX, argv[i]);
       spec = (int)v;
+    } else if (strcmp(argv[i], "--inline-weights") == 0) {
+      inline_weights = true;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return cli_usage_error("convert", "unknown option '%s'", argv[i]);
     } else if (!in) {
@@ -52,12 +59,17 @@ int cmd_convert(int argc, char **argv) {
     }
   }
   if (!in || !out) return cli_usage_error("convert", "expected IN and OUT");
+  if (!cli_output_format_ok(out, false))
+    return cli_usage_error("convert", "%s: unknown output format; choose one of .mlpackage, .mlmodel, .mil", out);
+  size_t on = strlen(out);
+  bool to_text = on > 4 && strcmp(out + on - 4, ".mil") == 0;
+  if (inline_weights && !to_text) return cli_usage_error("convert", "--inline-weights applies to .mil output only");
   mil_diag d;
   mil_diag_init(&d);
   mil_model *m = NULL;
   mil_status st = mil_model_load(in, &m, &d);
   if (st == MIL_OK && spec) st = mil_model_set_spec_version(m, spec);
-  if (st == MIL_OK) st = mil_model_save(m, out, &d);
+  if (st == MIL_OK) st = to_text ? mil_save_text(mil_model_program(m), out, inline_weights, &d) : mil_model_save(m, out, &d);
   int rc = CLI_OK;
   if (st != MIL_OK) {
     cli_print_diag(&d);

@@ -4,15 +4,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 #include "mil/model.h"
 
 static void help(void) {
-  printf("usage: mil info MODEL\n\n"
+  printf("usage: mil info [--json] MODEL\n\n"
          "Summarize MODEL (.mlpackage, .mlmodel or .mil): specification version and\n"
          "opset, each function's inputs, outputs and states (name, dtype, shape, and\n"
          "the Core ML feature type from the model description), metadata, a histogram\n"
-         "of op types, and constant bytes by dtype (how many live in weight.bin).\n");
+         "of op types, and constant bytes by dtype (how many live in weight.bin).\n"
+         "--json prints the same as one JSON object: path, specification_version,\n"
+         "target, functions (name, opset, inputs, outputs: name, dtype, shape, state,\n"
+         "feature), metadata, ops (total, by_type), weights (by_dtype, total_bytes,\n"
+         "weight_file_bytes, weight_files).\n");
 }
 
 /* "(1, 3, is0, 224)" for a tensor type; dims as MIL prints them. */
@@ -153,12 +159,136 @@ static void put_function(mil_model *m, const mil_function *f) {
   }
 }
 
+/* ---- --json ---------------------------------------------------------------- */
+
+static cJSON *json_shape(const mil_type *t) {
+  if (t->kind == MIL_TYPE_STATE && t->elem) t = t->elem;
+  if (t->kind != MIL_TYPE_TENSOR || t->rank < 0) return cJSON_CreateNull();
+  cJSON *a = cJSON_CreateArray();
+  for (int32_t i = 0; a && i < t->rank; i++) {
+    const mil_dim *dm = &t->dims[i];
+    cJSON_AddItemToArray(a, dm->size >= 0 ? cJSON_CreateNumber((double)dm->size)
+                                          : cJSON_CreateString(dm->sym ? dm->sym : "?"));
+  }
+  return a;
+}
+
+static cJSON *json_var(const mil_var *v, const mil_feature *f) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "name", v->name);
+  cJSON_AddStringToObject(o, "dtype", dtype_of(v->type));
+  cJSON_AddItemToObject(o, "shape", json_shape(v->type));
+  if (v->type->kind == MIL_TYPE_STATE) cJSON_AddTrueToObject(o, "state");
+  if (f) {
+    cJSON *fo = cJSON_AddObjectToObject(o, "feature");
+    cJSON_AddStringToObject(fo, "kind", mil_feature_kind_name(f->kind));
+    if (f->kind == MIL_FEATURE_MULTIARRAY || f->kind == MIL_FEATURE_STATE) {
+      cJSON_AddStringToObject(fo, "dtype", mil_array_dtype_name(f->array_dtype));
+      cJSON *sh = cJSON_AddArrayToObject(fo, "shape");
+      for (int32_t i = 0; i < f->shape.rank; i++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)f->shape.dims[i]));
+    }
+    if (f->is_optional) cJSON_AddTrueToObject(fo, "optional");
+  }
+  return o;
+}
+
+static int print_json(mil_model *m) {
+  mil_program *p = mil_model_program(m);
+  int spec = mil_model_spec_version(m);
+  const mil_model_desc *md = mil_model_description(m);
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "path", mil_model_path(m));
+  cJSON_AddNumberToObject(root, "specification_version", spec);
+  cJSON_AddStringToObject(root, "target", target_name(spec));
+  cJSON_AddStringToObject(root, "default_function", md->default_function_name);
+  cJSON *fns = cJSON_AddArrayToObject(root, "functions");
+  for (int32_t i = 0; i < p->n_functions; i++) {
+    const mil_function *f = p->functions[i];
+    const mil_function_desc *fd = mil_model_function_desc(m, f->name);
+    cJSON *fo = cJSON_CreateObject();
+    cJSON_AddItemToArray(fns, fo);
+    cJSON_AddStringToObject(fo, "name", f->name);
+    cJSON_AddStringToObject(fo, "opset", f->opset);
+    cJSON *ins = cJSON_AddArrayToObject(fo, "inputs"), *outs = cJSON_AddArrayToObject(fo, "outputs");
+    for (int32_t k = 0; k < f->n_inputs; k++) {
+      const mil_var *v = f->inputs[k];
+      bool state = v->type->kind == MIL_TYPE_STATE;
+      const mil_feature *ft = !fd ? NULL
+                              : state ? find_feature(fd->states, fd->n_states, v->name)
+                                      : find_feature(fd->inputs, fd->n_inputs, v->name);
+      cJSON_AddItemToArray(ins, json_var(v, ft));
+    }
+    const mil_block *b = mil_function_body(f);
+    for (int32_t k = 0; b && k < b->n_outputs; k++) {
+      const mil_var *v = b->outputs[k].var;
+      cJSON_AddItemToArray(outs, json_var(v, fd ? find_feature(fd->outputs, fd->n_outputs, v->name) : NULL));
+    }
+  }
+  cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+  if (md->short_description[0]) cJSON_AddStringToObject(meta, "shortDescription", md->short_description);
+  if (md->author[0]) cJSON_AddStringToObject(meta, "author", md->author);
+  if (md->license[0]) cJSON_AddStringToObject(meta, "license", md->license);
+  if (md->version_string[0]) cJSON_AddStringToObject(meta, "versionString", md->version_string);
+  if (md->n_user_defined) {
+    cJSON *ud = cJSON_AddObjectToObject(meta, "userDefined");
+    for (int32_t i = 0; i < md->n_user_defined; i++) cJSON_AddStringToObject(ud, md->user_keys[i], md->user_values[i]);
+  }
+  hist h;
+  memset(&h, 0, sizeof h);
+  int rc = CLI_OK;
+  if (mil_program_walk(p, visit, &h) != 0) rc = CLI_FAIL;
+  size_t *order = malloc((h.n ? h.n : 1) * sizeof *order);
+  if (!order) rc = CLI_FAIL;
+  if (rc == CLI_OK) {
+    int64_t total = 0;
+    for (size_t i = 0; i < h.n; i++) total += h.counts[i], order[i] = i;
+    qsort_r(order, h.n, sizeof *order, cmp_hist, &h);
+    cJSON *ops = cJSON_AddObjectToObject(root, "ops");
+    cJSON_AddNumberToObject(ops, "total", (double)total);
+    cJSON *bt = cJSON_AddObjectToObject(ops, "by_type");
+    for (size_t i = 0; i < h.n; i++) cJSON_AddNumberToObject(bt, h.types[order[i]], (double)h.counts[order[i]]);
+    cJSON *w = cJSON_AddObjectToObject(root, "weights");
+    cJSON *bd = cJSON_AddObjectToObject(w, "by_dtype");
+    uint64_t all = 0, all_blob = 0;
+    for (int dt = 0; dt < 128; dt++) {
+      if (!h.consts[dt]) continue;
+      cJSON *e = cJSON_AddObjectToObject(bd, mil_dtype_name((mil_dtype)dt));
+      cJSON_AddNumberToObject(e, "bytes", (double)h.bytes[dt]);
+      cJSON_AddNumberToObject(e, "consts", (double)h.consts[dt]);
+      cJSON_AddNumberToObject(e, "weight_file_bytes", (double)h.blob_bytes[dt]);
+      cJSON_AddNumberToObject(e, "weight_file_consts", (double)h.blob_consts[dt]);
+      all += h.bytes[dt];
+      all_blob += h.blob_bytes[dt];
+    }
+    cJSON_AddNumberToObject(w, "total_bytes", (double)all);
+    cJSON_AddNumberToObject(w, "weight_file_bytes", (double)all_blob);
+    cJSON_AddNumberToObject(w, "weight_files", mil_model_n_weight_files(m));
+  }
+  char *text = rc == CLI_OK ? cJSON_Print(root) : NULL;
+  if (!text) {
+    fprintf(stderr, "mil: error: out of memory\n");
+    rc = CLI_FAIL;
+  } else {
+    printf("%s\n", text);
+    if (fflush(stdout) != 0) rc = CLI_FAIL;
+  }
+  cJSON_free(text);
+  cJSON_Delete(root);
+  free(order);
+  free(h.types);
+  free(h.counts);
+  return rc;
+}
+
 int cmd_info(int argc, char **argv) {
   const char *path = NULL;
+  bool json = false;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       help();
       return CLI_OK;
+    } else if (strcmp(argv[i], "--json") == 0) {
+      json = true;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return cli_usage_error("info", "unknown option '%s'", argv[i]);
     } else if (!path) {
@@ -177,6 +307,12 @@ int cmd_info(int argc, char **argv) {
     return CLI_FAIL;
   }
   mil_program *p = mil_model_program(m);
+  if (json) {
+    int jrc = print_json(m);
+    mil_model_free(m);
+    mil_diag_clear(&d);
+    return jrc;
+  }
   int spec = mil_model_spec_version(m);
   const mil_model_desc *md = mil_model_description(m);
   printf("model: %s\n", cli_esc(mil_model_path(m)));

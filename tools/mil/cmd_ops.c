@@ -9,18 +9,18 @@
 
 static void help(void) {
   printf("usage: mil ops [OPSET] [--op TYPE]\n\n"
-         "List the ops of OPSET (iOS15, iOS16, iOS17, iOS18, or CoreML5..CoreML9;\n"
+         "List the ops of OPSET (iOS15, iOS16, iOS17, iOS18, or CoreML5..CoreML8;\n"
          "default iOS18) with their inputs: name, accepted kinds and dtypes, whether\n"
          "the input must be const or is optional, and coremltools' default.\n"
          "--op TYPE shows one op only.\n");
 }
 
+/* The targets ML Programs run on: iOS15..iOS18 (CoreML5..CoreML8); -1 otherwise. */
 static int parse_opset(const char *s) {
   int v = mil_opset_version(s);
-  if (v > 0) return v;
-  for (int k = MIL_IOS13; k <= MIL_IOS26; k++)
-    if (strcasecmp(s, mil_opset_target_name(k)) == 0) return k;
-  return -1;
+  for (int k = MIL_IOS15; v < 0 && k <= MIL_IOS18; k++)
+    if (strcasecmp(s, mil_opset_target_name(k)) == 0) v = k;
+  return v >= MIL_IOS15 && v <= MIL_IOS18 ? v : -1;
 }
 
 static void kinds_str(uint32_t k, char *buf, size_t n) {
@@ -49,17 +49,24 @@ static void dtypes_str(uint64_t m, char *buf, size_t n) {
 int cmd_ops(int argc, char **argv) {
   int version = MIL_IOS18;
   const char *only = NULL;
+  bool opset_given = false;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       help();
       return CLI_OK;
-    } else if (strcmp(argv[i], "--op") == 0 && i + 1 < argc) {
+    } else if (strcmp(argv[i], "--op") == 0) {
+      if (i + 1 >= argc) return cli_usage_error("ops", "--op needs a value");
+      if (only) return cli_usage_error("ops", "--op given twice");
       only = argv[++i];
     } else if (argv[i][0] == '-') {
       return cli_usage_error("ops", "unknown option '%s'", argv[i]);
     } else {
+      if (opset_given) return cli_usage_error("ops", "unexpected argument '%s' (one OPSET only)", argv[i]);
+      opset_given = true;
       version = parse_opset(argv[i]);
-      if (version < 0) return cli_usage_error("ops", "unknown opset '%s' (use iOS15..iOS18 or CoreML5..CoreML9)", argv[i]);
+      if (version < 0)
+        return cli_usage_error("ops", "unknown opset '%s'; choose one of iOS15, iOS16, iOS17, iOS18, CoreML5, CoreML6, "
+                               "CoreML7, CoreML8", argv[i]);
     }
   }
   size_t n = mil_op_def_count(), shown = 0;

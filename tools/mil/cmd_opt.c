@@ -25,10 +25,10 @@ static mil_status load_any(const char *path, cli_loaded *out, mil_diag *d) {
 }
 
 static void help(void) {
-  printf("usage: mil opt IN [-o OUT] [--pipeline NAME | --passes P1,P2,...] [options]\n\n"
+  printf("usage: mil opt IN -o OUT [--pipeline NAME | --passes P1,P2,...] [options]\n\n"
          "Optimize model IN (.mil, .mlmodel or .mlpackage) with a pass pipeline and write\n"
          "the result to OUT (.mil, .mlmodel, .mlpackage, or - for complete-form MIL text\n"
-         "on standard output; default -). Pass and pipeline names are coremltools';\n"
+         "on standard output; -o is required). Pass and pipeline names are coremltools';\n"
          "`mil passes` lists them.\n\n"
          "options:\n"
          "  --pipeline NAME          a predefined pipeline (default: default; case-insensitive)\n"
@@ -40,6 +40,9 @@ static void help(void) {
          "                           fp32 drops common::add_fp16_cast and common::add_int16_cast,\n"
          "                           as coremltools' converter does for fp32 precision\n"
          "                           (default fp16: the pipeline as listed)\n"
+"  --inline-weights         .mil or - output: every const value in the text (default:\n"
+         "                           weights in OUT's weight file, e.g. net.weight.bin beside\n"
+         "                           net.mil, or for -, references to the input's weight file)\n"
          "  --skip-missing           leave out passes that are not implemented (with a warning)\n"
          "                           instead of failing\n"
          "  --verify-each            verify (and validate) the program after every pass\n"
@@ -58,7 +61,7 @@ typedef struct opt_args {
   const char *in, *out, *pipeline, *passes, *print_after, *precision;
   const char **popts;
   int n_popts;
-  bool verify_each, print_all, timing, stats, quiet, skip_missing;
+  bool verify_each, print_all, timing, stats, quiet, skip_missing, inline_weights;
 } opt_args;
 
 /* Splits "PASS:KEY=VALUE" (PASS may contain "::") and sets it. */
@@ -78,7 +81,8 @@ static int apply_pass_option(mil_pipeline *pl, const char *spec, mil_diag *d) {
   *colon = 0;
   mil_status st = mil_pipeline_set_option(pl, buf, colon + 1, eq + 1, d);
   free(buf);
-  return st == MIL_OK ? CLI_OK : CLI_FAIL;
+  /* an unknown pass or key, or a value of the wrong type, is a bad option value */
+  return st == MIL_OK ? CLI_OK : st == MIL_ERR_NOMEM ? CLI_FAIL : CLI_USAGE;
 }
 
 static mil_status build_pipeline(const opt_args *a, mil_pipeline **out, mil_diag *d) {
@@ -137,59 +141,11 @@ static void print_stats(const mil_pipeline_report *rep) {
   }
 }
 
-static bool ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), m = strlen(suffix);
-  while (n > 1 && s[n - 1] == '/') n--;
-  return n >= m && strncmp(s + n - m, suffix, m) == 0;
-}
-
-/* Complete-form text to path, atomically (temporary sibling + rename). */
-static mil_status write_mil_text(const char *path, const mil_program *p, mil_diag *d) {
-  size_t n = strlen(path);
-  char *tmp = malloc(n + 16);
-  if (!tmp) return MIL_ERR_NOMEM;
-  snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    free(tmp);
-    return mil_diag_error(d, MIL_ERR_IO, "%s: cannot create a temporary file next to it", path);
-  }
-  FILE *f = fdopen(fd, "w");
-  mil_print_options po = {MIL_PRINT_COMPLETE, false};
-  mil_status st = f ? mil_print_program_file(p, &po, f) : MIL_ERR_IO;
-  if (f && fclose(f) != 0) st = MIL_ERR_IO;
-  if (!f) close(fd);
-  if (st == MIL_OK && rename(tmp, path) != 0) st = MIL_ERR_IO;
-  if (st != MIL_OK) {
-    remove(tmp);
-    mil_diag_error(d, st, "%s: writing failed", path);
-  }
-  free(tmp);
-  return st;
-}
-
-static mil_status write_output(const char *out, cli_loaded *m, mil_diag *d) {
-  if (strcmp(out, "-") == 0) {
-    mil_print_options po = {MIL_PRINT_COMPLETE, false};
-    mil_status st = mil_print_program_file(m->program, &po, stdout);
-    if (st == MIL_OK && fflush(stdout) != 0) st = MIL_ERR_IO;
-    if (st != MIL_OK) mil_diag_error(d, st, "writing to standard output failed");
-    return st;
-  }
-  /* .mil needs no model: any program prints, whatever its opset or I/O types */
-  if (ends_with(out, ".mil")) return write_mil_text(out, m->program, d);
-  if (!ends_with(out, ".mlmodel") && !ends_with(out, ".mlpackage"))
-    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: unknown output format (use .mil, .mlmodel, .mlpackage or -)",
-                          out);
-  if (m->model) return mil_model_save(m->model, out, d);
-  /* a program without a model around it: synthesize the description */
-  mil_model *nm = NULL;
-  mil_status st = mil_model_from_program(m->program, 0, &nm, d);
-  m->program = NULL; /* owned by nm now (also on failure) */
-  if (st == MIL_OK) st = mil_model_save(nm, out, d);
-  m->model = nm;
-  if (nm) m->program = mil_model_program(nm);
-  return st;
+/* True when the comma-separated list holds a non-blank item. */
+static bool has_name(const char *list) {
+  for (; *list; list++)
+    if (*list != ',' && *list != ' ') return true;
+  return false;
 }
 
 static int parse_args(int argc, char **argv, opt_args *a) {
@@ -204,17 +160,16 @@ static int parse_args(int argc, char **argv, opt_args *a) {
       return -1;
     } else if (strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0) {
       NEED_VALUE(s);
+      if (a->out) return cli_usage_error("opt", "%s given twice ('%s', then '%s')", s, a->out, argv[i + 1]);
       a->out = argv[++i];
-    } else if (strcmp(s, "--pipeline") == 0) {
-      NEED_VALUE(s);
-      a->pipeline = argv[++i];
-    } else if (strncmp(s, "--pipeline=", 11) == 0) {
-      a->pipeline = s + 11;
-    } else if (strcmp(s, "--passes") == 0) {
-      NEED_VALUE(s);
-      a->passes = argv[++i];
-    } else if (strncmp(s, "--passes=", 9) == 0) {
-      a->passes = s + 9;
+    } else if (strcmp(s, "--pipeline") == 0 || strncmp(s, "--pipeline=", 11) == 0) {
+      if (s[10] != '=') NEED_VALUE(s);
+      if (a->pipeline) return cli_usage_error("opt", "--pipeline given twice");
+      a->pipeline = s[10] == '=' ? s + 11 : argv[++i];
+    } else if (strcmp(s, "--passes") == 0 || strncmp(s, "--passes=", 9) == 0) {
+      if (s[8] != '=') NEED_VALUE(s);
+      if (a->passes) return cli_usage_error("opt", "--passes given twice");
+      a->passes = s[8] == '=' ? s + 9 : argv[++i];
     } else if (strcmp(s, "--pass-option") == 0 || strncmp(s, "--pass-option=", 14) == 0) {
       const char *v = s[13] == '=' ? s + 14 : NULL;
       if (!v) {
@@ -242,6 +197,8 @@ static int parse_args(int argc, char **argv, opt_args *a) {
       a->stats = true;
     } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
       a->quiet = true;
+    } else if (strcmp(s, "--inline-weights") == 0) {
+      a->inline_weights = true;
     } else if (strcmp(s, "--skip-missing") == 0) {
       a->skip_missing = true;
     } else if (s[0] == '-' && s[1]) {
@@ -257,12 +214,49 @@ static int parse_args(int argc, char **argv, opt_args *a) {
   if (a->passes && a->pipeline) return cli_usage_error("opt", "--pipeline and --passes exclude each other");
   if (a->precision && strcmp(a->precision, "fp16") != 0 && strcmp(a->precision, "fp32") != 0)
     return cli_usage_error("opt", "--compute-precision must be fp16 or fp32, got '%s'", a->precision);
-  if (!a->out) a->out = "-";
+  if (!a->out) return cli_usage_error("opt", "missing -o OUT (.mil, .mlmodel, .mlpackage, or - for standard output)");
+  if (!cli_output_format_ok(a->out, true))
+    return cli_usage_error("opt", "-o %s: unknown output format; choose one of .mil, .mlmodel, .mlpackage, -", a->out);
+  if (a->passes && !has_name(a->passes))
+    return cli_usage_error("opt", "--passes names no pass (give P1,P2,...; `mil passes` lists them)");
+  if (a->print_after && !has_name(a->print_after))
+    return cli_usage_error("opt", "--print-after names no pass");
   return CLI_OK;
 }
 
 
 
+
+/* Every name of --print-after must be a pass of the pipeline (with or
+ * without "common::"); otherwise a usage error listing the pipeline's passes. */
+static int check_print_after(const mil_pipeline *pl, const char *list) {
+  char *copy = strdup(list);
+  if (!copy) return CLI_FAIL;
+  int rc = CLI_OK;
+  for (char *save = NULL, *t = strtok_r(copy, ",", &save); t && rc == CLI_OK; t = strtok_r(NULL, ",", &save)) {
+    while (*t == ' ') t++;
+    char *e = t + strlen(t);
+    while (e > t && e[-1] == ' ') *--e = 0;
+    if (!*t) continue;
+    const mil_pass_def *def = mil_pass_lookup(t);
+    bool found = false;
+    for (int32_t i = 0; def && !found && i < mil_pipeline_n_passes(pl); i++)
+      found = strcmp(mil_pipeline_pass_at(pl, i), def->name) == 0;
+    if (found) continue;
+    fprintf(stderr, "mil opt: --print-after: %s '%s'; the pipeline '%s' runs:", def ? "the pipeline does not run" : "no pass",
+            t, mil_pipeline_name(pl));
+    for (int32_t i = 0; i < mil_pipeline_n_passes(pl); i++) {
+      const char *pi = mil_pipeline_pass_at(pl, i);
+      int32_t k = 0;
+      while (k < i && strcmp(mil_pipeline_pass_at(pl, k), pi) != 0) k++;
+      if (k == i) fprintf(stderr, "%s %s", i ? "," : "", pi); /* each pass once */
+    }
+    fprintf(stderr, "\nTry 'mil opt --help'.\n");
+    rc = CLI_USAGE;
+  }
+  free(copy);
+  return rc;
+}
 
 /* Removes the passes that are not implemented; returns how many distinct
  * passes were removed and warns once, listing them. */
@@ -354,7 +348,14 @@ int cmd_opt(int argc, char **argv) {
   sum.in = a.in;
   sum.out = strcmp(a.out, "-") == 0 ? "standard output" : a.out;
   rc = CLI_FAIL;
-  if (build_pipeline(&a, &pl, &d) != MIL_OK) goto out;
+  mil_status bst = build_pipeline(&a, &pl, &d);
+  if (bst != MIL_OK) {
+    /* an unknown pipeline or pass name is a bad option value (d lists the choices) */
+    if (bst == MIL_ERR_NOT_FOUND) rc = CLI_USAGE;
+    goto out;
+  }
+  if (a.print_after && (rc = check_print_after(pl, a.print_after)) != CLI_OK) goto out;
+  rc = CLI_FAIL;
   sum.pipeline = mil_pipeline_name(pl);
   if (a.precision && strcmp(a.precision, "fp32") == 0) {
     mil_pipeline_remove_pass(pl, "common::add_fp16_cast");
@@ -379,7 +380,9 @@ int cmd_opt(int argc, char **argv) {
   if (summary && opt_census_take(m.program, spec, &before)) sum.before = &before;
 
   t0 = opt_now();
+  size_t from = d.count;
   mil_status st = run_pipeline(pl, m.program, &a, &pg, &rep, &d);
+  cli_diag_locate(&d, from, a.in);
   sum.pipeline_s = opt_now() - t0 - rep.verify_seconds;
   sum.verify_s = rep.verify_seconds;
   sum.rep = &rep;
@@ -392,7 +395,7 @@ int cmd_opt(int argc, char **argv) {
   /* program text on a terminal's stdout must not share a line with the progress line */
   if (strcmp(a.out, "-") != 0) opt_progress_show(&pg, "writing %s ...", sum.out);
   t0 = opt_now();
-  mil_status wst = write_output(a.out, &m, &d);
+  mil_status wst = cli_write_output(a.out, a.in, &m, a.inline_weights, &d);
   sum.save_s = opt_now() - t0;
   opt_progress_clear(&pg);
   if (wst != MIL_OK) goto out;
@@ -400,7 +403,7 @@ int cmd_opt(int argc, char **argv) {
   rc = CLI_OK;
 out:
   opt_progress_clear(&pg);
-  if (rc != CLI_OK || (!a.quiet && d.n_warnings)) cli_print_diag(&d);
+  cli_print_diag_ex(&d, !a.quiet);
   if (summary && sum.pipeline && (sum.before || rc == CLI_OK)) {
     sum.total_s = opt_now() - t_begin;
     opt_summary_print(stderr, &sum);

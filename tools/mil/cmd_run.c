@@ -13,7 +13,8 @@
 
 static void help(void) {
   printf("usage: mil run MODEL [--input NAME=FILE.npy|FILE.pb]... [--function NAME]\n"
-         "                    [--output-dir DIR] [--output-format npy|pb] [--seed S] [--random-inputs]\n\n"
+         "               [--output-dir DIR] [--output-format npy|pb] [--seed S] [--random-inputs]\n"
+         "               [--no-write]\n\n"
          "Run MODEL (.mlpackage, .mlmodel or .mil) on the CPU reference interpreter.\n"
          "Each output is written to DIR/<output name>.npy (or .pb; DIR defaults to the\n"
          "current directory; '/' in names becomes '_', control characters and invalid\n"
@@ -60,12 +61,14 @@ int cmd_run(int argc, char **argv) {
       goto done;
     }
     bool more = i + 1 < argc;
-    if (!strcmp(a, "--input") && more) cli_parse_input_arg(argv[++i], &ins[n_ins++]);
-    else if (!strcmp(a, "--function") && more) function = argv[++i];
+    if (!strcmp(a, "--input") && more) {
+      if ((rc = cli_add_input_arg("run", argv[++i], ins, &n_ins)) != CLI_OK) goto done;
+    } else if (!strcmp(a, "--function") && more) function = argv[++i];
     else if (!strcmp(a, "--output-dir") && more) outdir = argv[++i];
     else if (!strcmp(a, "--output-format") && more) format = argv[++i];
-    else if (!strcmp(a, "--seed") && more) seed = strtoull(argv[++i], NULL, 0);
-    else if (!strcmp(a, "--no-write")) write = false;
+    else if (!strcmp(a, "--seed") && more) {
+      if ((rc = cli_parse_u64("run", a, argv[++i], &seed)) != CLI_OK) goto done;
+    } else if (!strcmp(a, "--no-write")) write = false;
     else if (!strcmp(a, "--random-inputs")) random_inputs = true;
     else if (a[0] == '-' && a[1]) {
       rc = cli_usage_error("run", "unknown or incomplete option '%s'", a);
@@ -91,6 +94,7 @@ int cmd_run(int argc, char **argv) {
   mil_interp *ip = NULL;
   cli_tensor *kept = NULL;
   mil_status st = cli_load(model, &m, &d);
+  size_t from = d.count; /* messages from here on come after loading */
   if (st == MIL_OK) {
     st = mil_interp_new(m.program, function, &ip, &d);
     if (st == MIL_OK) {
@@ -118,6 +122,7 @@ int cmd_run(int argc, char **argv) {
     free(kept);
     mil_interp_free(ip);
     cli_unload(&m);
+    cli_diag_locate(&d, from, model);
   }
   cli_print_diag(&d);
   mil_diag_clear(&d);

@@ -11,7 +11,9 @@ static void help(void) {
          "Check that MODEL (.mil, .mlmodel or .mlpackage) is well formed: it loads,\n"
          "every name is defined once per scope and before use, nested blocks only see\n"
          "what encloses them, block outputs are defined, specializations agree.\n"
-         "Prints each problem with its function, op and input; exit status 1 if any.\n");
+         "Prints each problem with its function, op and input; exit status 1 if any.\n"
+         "Warnings (what Core ML accepts but coremltools would change) are summarized:\n"
+         "at most 3 of a kind, then a count. --quiet prints errors only and no summary.\n");
 }
 
 int cmd_validate(int argc, char **argv) {
@@ -35,12 +37,14 @@ int cmd_validate(int argc, char **argv) {
   cli_loaded m;
   mil_diag d = {0};
   if (cli_load(path, &m, &d) != MIL_OK) {
-    cli_print_diag(&d);
+    cli_print_diag_ex(&d, !quiet);
     mil_diag_clear(&d);
     return CLI_FAIL;
   }
+  size_t from = d.count;
   mil_status st = cli_validate_program(m.program, &d);
-  cli_print_diag(&d);
+  cli_diag_locate(&d, from, path);
+  cli_print_diag_ex(&d, !quiet);
   if (!quiet) {
     if (st == MIL_OK)
       printf("%s: valid (%d function%s, %lld ops)\n", path, m.program->n_functions,

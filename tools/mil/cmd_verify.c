@@ -11,21 +11,29 @@
 
 static void help(void) {
   printf("usage: mil verify A B [--input NAME=FILE.npy|FILE.pb]... [--rtol R] [--atol A] [--seed S]\n"
-         "                      [--function NAME]\n\n"
+         "                      [--function NAME]\n"
+         "       mil verify MODEL --reference NAME=FILE.npy|FILE.pb... [--input NAME=FILE]... [options]\n\n"
          "Run models A and B (.mlpackage, .mlmodel or .mil) on the CPU reference\n"
-         "interpreter with the same inputs and compare their outputs. --input takes a\n"
-         ".npy file or an ONNX TensorProto .pb (either dialect). Inputs not given\n"
-         "are random within each input's dtype and shape (floats in [-1, 1), integers in\n"
-         "[0, 10), symbolic dims as 1), drawn from --seed. Outputs are matched by name,\n"
-         "or by position when the names differ. An output passes when every element has\n"
-         "|a - b| <= atol + rtol * |b| (b from model B) and both agree on NaNs.\n"
-         "For each output: max abs error, max rel error (over |b| > 0), PASS or FAIL.\n\n"
+         "interpreter with the same inputs and compare their outputs; or run MODEL and\n"
+         "compare its outputs with reference arrays (--reference, repeatable: output\n"
+         "NAME against FILE). --input and --reference take a .npy file or an ONNX\n"
+         "TensorProto .pb (either dialect). Inputs not given are random within each\n"
+         "input's dtype and shape (floats in [-1, 1), integers in [0, 10), symbolic dims\n"
+         "as 1), drawn from --seed. Outputs are matched by name, or by position when the\n"
+         "names differ. An output passes when every element has |a - b| <= atol + rtol * |b|\n"
+         "(b from model B or the reference) and both agree on NaNs.\n"
+         "For each output: max abs error, relative error (max abs error over the largest\n"
+         "|b|, so it reads right when b is near zero), PASS or FAIL.\n\n"
+         "  --reference NAME=FILE      expected value of output NAME (MODEL mode)\n"
+         "  --input NAME=FILE          value of input NAME\n"
          "  --rtol R   relative tolerance (default 1e-3; 1e-2 when either model computes\n"
          "             in fp16, as DEFAULT-optimized models do)\n"
          "  --atol A   absolute tolerance (default 1e-4; 1e-2 when either model computes\n"
          "             in fp16)\n"
          "  --seed S   seed of the random inputs (default 0)\n"
-         "Exit status: 0 all outputs pass, 1 an output fails or a model cannot run.\n");
+         "  --function NAME  function to run (default: main, or the only one)\n"
+         "Exit status: 0 all outputs pass, 1 an output fails or a model cannot run,\n"
+         "2 usage error.\n");
 }
 
 typedef struct side {
@@ -110,6 +118,9 @@ static int find_fp16(mil_op *op, void *ud) {
  * by ~1e-3 relative per op. */
 static bool computes_in_fp16(const side *s) { return mil_program_walk(s->m.program, find_fp16, NULL) != 0; }
 
+/* Compares one output pair; prints its line; returns true on PASS. The
+ * relative error is the largest |a - b| over the largest |b|: unlike the
+ * largest elementwise ratio it stays meaningful where b crosses zero. */
 static bool compare(const char *name, const mil_tensor *a, const mil_tensor *b, double rtol, double atol) {
   bool same_shape = a->rank == b->rank;
   for (int32_t i = 0; same_shape && i < a->rank; i++) same_shape = a->shape[i] == b->shape[i];
@@ -117,7 +128,7 @@ static bool compare(const char *name, const mil_tensor *a, const mil_tensor *b, 
     printf("%-24s FAIL  shapes differ\n", name);
     return false;
   }
-  double max_abs = 0, max_rel = 0;
+  double max_abs = 0, max_b = 0;
   int64_t bad = 0;
   for (int64_t i = 0; i < a->numel; i++) {
     double x = cli_tensor_get(a, i), y = cli_tensor_get(b, i);
@@ -128,13 +139,61 @@ static bool compare(const char *name, const mil_tensor *a, const mil_tensor *b, 
     double e = fabs(x - y);
     if (isinf(x) || isinf(y)) e = x == y ? 0 : INFINITY;
     if (e > max_abs) max_abs = e;
-    if (y != 0 && e / fabs(y) > max_rel) max_rel = e / fabs(y);
+    if (isfinite(y) && fabs(y) > max_b) max_b = fabs(y);
     if (!(e <= atol + rtol * fabs(y))) bad++;
   }
-  printf("%-24s %s  max abs %.3g  max rel %.3g", name, bad ? "FAIL" : "PASS", max_abs, max_rel);
+  printf("%-24s %s  max abs %.3g  rel %.3g (of max |b| %.3g)", name, bad ? "FAIL" : "PASS", max_abs,
+         max_b > 0 ? max_abs / max_b : max_abs > 0 ? INFINITY : 0.0, max_b);
   if (bad) printf("  (%lld of %lld elements outside tolerance)", (long long)bad, (long long)a->numel);
   printf("\n");
   return bad == 0;
+}
+
+/* Compares model A's outputs with --reference arrays; returns true when all pass. */
+static bool compare_references(side *A, const cli_input_arg *refs, int n_refs, double rtol, double atol, mil_diag *d) {
+  bool pass = true;
+  for (int k = 0; k < n_refs; k++) {
+    const mil_tensor *ta = refs[k].name ? mil_interp_output(A->ip, refs[k].name)
+                           : mil_interp_n_outputs(A->ip) == 1 ? mil_interp_output_at(A->ip, 0) : NULL;
+    const char *name = cli_esc(refs[k].name ? refs[k].name : mil_interp_output_name(A->ip, 0));
+    if (!ta) {
+      printf("%-24s FAIL  no such output (the model's outputs:", name ? name : "?");
+      for (int32_t i = 0; i < mil_interp_n_outputs(A->ip); i++) printf(" %s", cli_esc(mil_interp_output_name(A->ip, i)));
+      printf(")\n");
+      pass = false;
+      continue;
+    }
+    cli_tensor r;
+    if (cli_tensor_from_npy(refs[k].file, name, NULL, &r, d) != MIL_OK) {
+      printf("%-24s FAIL  cannot read the reference %s\n", name, refs[k].file);
+      pass = false;
+      continue;
+    }
+    pass &= compare(name, ta, &r.t, rtol, atol);
+    cli_tensor_free(&r);
+  }
+  return pass;
+}
+
+/* Compares the outputs of A and B, by name or else by position. */
+static bool compare_models(side *A, side *B, double rtol, double atol) {
+  int32_t na = mil_interp_n_outputs(A->ip), nb = mil_interp_n_outputs(B->ip);
+  bool by_name = true, pass = true;
+  for (int32_t i = 0; i < na; i++) by_name &= mil_interp_output(B->ip, mil_interp_output_name(A->ip, i)) != NULL;
+  if (!by_name && na != nb) {
+    printf("outputs differ: A has %d, B has %d, and their names do not match\n", na, nb);
+    return false;
+  }
+  if (!by_name) printf("(output names differ; matching outputs by position)\n");
+  for (int32_t i = 0; i < na; i++) {
+    const char *name = mil_interp_output_name(A->ip, i);
+    const mil_tensor *tb = by_name ? mil_interp_output(B->ip, name) : mil_interp_output_at(B->ip, i);
+    char label[256];
+    if (by_name) snprintf(label, sizeof label, "%s", cli_esc(name));
+    else snprintf(label, sizeof label, "%s / %s", cli_esc(name), cli_esc(mil_interp_output_name(B->ip, i)));
+    pass &= compare(label, mil_interp_output_at(A->ip, i), tb, rtol, atol);
+  }
+  return pass;
 }
 
 int cmd_verify(int argc, char **argv) {
@@ -142,9 +201,13 @@ int cmd_verify(int argc, char **argv) {
   double rtol = 1e-3, atol = 1e-4;
   bool rtol_set = false, atol_set = false;
   uint64_t seed = 0;
-  cli_input_arg *ins = calloc((size_t)argc + 1, sizeof *ins);
-  int n_ins = 0, rc = CLI_OK;
-  if (!ins) return CLI_FAIL;
+  cli_input_arg *ins = calloc((size_t)argc + 1, sizeof *ins), *refs = calloc((size_t)argc + 1, sizeof *refs);
+  int n_ins = 0, n_refs = 0, rc = CLI_OK;
+  if (!ins || !refs) {
+    free(ins);
+    free(refs);
+    return CLI_FAIL;
+  }
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
@@ -152,74 +215,65 @@ int cmd_verify(int argc, char **argv) {
       help();
       goto done;
     }
-    if (!strcmp(a, "--input") && more) cli_parse_input_arg(argv[++i], &ins[n_ins++]);
-    else if (!strcmp(a, "--rtol") && more) rtol = strtod(argv[++i], NULL), rtol_set = true;
-    else if (!strcmp(a, "--atol") && more) atol = strtod(argv[++i], NULL), atol_set = true;
-    else if (!strcmp(a, "--seed") && more) seed = strtoull(argv[++i], NULL, 0);
+    if (!strcmp(a, "--input") && more) rc = cli_add_input_arg("verify", argv[++i], ins, &n_ins);
+    else if (!strcmp(a, "--reference") && more) {
+      rc = cli_add_input_arg("verify", argv[++i], refs, &n_refs);
+    } else if (!strcmp(a, "--rtol") && more) rc = cli_parse_nonneg("verify", a, argv[++i], &rtol), rtol_set = true;
+    else if (!strcmp(a, "--atol") && more) rc = cli_parse_nonneg("verify", a, argv[++i], &atol), atol_set = true;
+    else if (!strcmp(a, "--seed") && more) rc = cli_parse_u64("verify", a, argv[++i], &seed);
     else if (!strcmp(a, "--function") && more) function = argv[++i];
-    else if (a[0] == '-' && a[1]) {
-      rc = cli_usage_error("verify", "unknown or incomplete option '%s'", a);
-      goto done;
-    } else if (!pa) pa = a;
+    else if (a[0] == '-' && a[1]) rc = cli_usage_error("verify", "unknown or incomplete option '%s'", a);
+    else if (!pa) pa = a;
     else if (!pb) pb = a;
-    else {
-      rc = cli_usage_error("verify", "unexpected argument '%s'", a);
-      goto done;
-    }
+    else rc = cli_usage_error("verify", "unexpected argument '%s'", a);
+    if (rc != CLI_OK) goto done;
   }
-  if (!pa || !pb) {
-    rc = cli_usage_error("verify", "needs two models A and B");
+  if (n_refs && pb) {
+    rc = cli_usage_error("verify", "--reference compares one model with arrays; got two models");
     goto done;
   }
-  if (!(rtol >= 0) || !(atol >= 0)) {
-    rc = cli_usage_error("verify", "--rtol and --atol must be non-negative numbers");
+  if (!pa || (!pb && !n_refs)) {
+    rc = cli_usage_error("verify", "needs two models A and B, or a MODEL and --reference NAME=FILE.npy");
     goto done;
   }
   mil_diag d;
   mil_diag_init(&d);
   side A, B;
+  memset(&B, 0, sizeof B);
   uint64_t rs = seed;
+  const char *failed = NULL, *stage = "loaded"; /* the model that could not be loaded or run */
   mil_status st = open_side(pa, function, &A, &d);
-  if (st == MIL_OK) st = open_side(pb, function, &B, &d);
-  else memset(&B, 0, sizeof B);
-  if (st == MIL_OK && (computes_in_fp16(&A) || computes_in_fp16(&B))) {
+  if (st != MIL_OK) failed = pa;
+  if (st == MIL_OK && pb && (st = open_side(pb, function, &B, &d)) != MIL_OK) failed = pb;
+  if (st == MIL_OK) stage = "given its inputs";
+  if (st == MIL_OK && (computes_in_fp16(&A) || (pb && computes_in_fp16(&B)))) {
     if (!rtol_set) rtol = 1e-2;
     if (!atol_set) atol = 1e-2;
   }
-  if (st == MIL_OK) st = cli_set_inputs(A.ip, ins, n_ins, &rs, A.kept, &d);
-  if (st == MIL_OK) st = copy_inputs(&A, &B, &d);
-  if (st == MIL_OK && (st = mil_interp_run(A.ip, NULL, &d)) != MIL_OK)
-    mil_diag_error(&d, st, "model A (%s) failed to run", pa);
-  if (st == MIL_OK && (st = mil_interp_run(B.ip, NULL, &d)) != MIL_OK)
-    mil_diag_error(&d, st, "model B (%s) failed to run", pb);
+  if (st == MIL_OK && (st = cli_set_inputs(A.ip, ins, n_ins, &rs, A.kept, &d)) != MIL_OK) failed = pa;
+  if (st == MIL_OK && pb && (st = copy_inputs(&A, &B, &d)) != MIL_OK) failed = pb;
+  if (st == MIL_OK) stage = "run";
+  if (st == MIL_OK && (st = mil_interp_run(A.ip, NULL, &d)) != MIL_OK) failed = pa;
+  if (st == MIL_OK && pb && (st = mil_interp_run(B.ip, NULL, &d)) != MIL_OK) failed = pb;
   bool pass = st == MIL_OK;
   if (st == MIL_OK) {
-    int32_t na = mil_interp_n_outputs(A.ip), nb = mil_interp_n_outputs(B.ip);
-    bool by_name = true;
-    for (int32_t i = 0; i < na; i++) by_name &= mil_interp_output(B.ip, mil_interp_output_name(A.ip, i)) != NULL;
-    if (!by_name && na != nb) {
-      printf("outputs differ: A has %d, B has %d, and their names do not match\n", na, nb);
-      pass = false;
-    } else {
-      if (!by_name) printf("(output names differ; matching outputs by position)\n");
-      for (int32_t i = 0; i < na; i++) {
-        const char *name = mil_interp_output_name(A.ip, i);
-        const mil_tensor *tb = by_name ? mil_interp_output(B.ip, name) : mil_interp_output_at(B.ip, i);
-        char label[256];
-        if (by_name) snprintf(label, sizeof label, "%s", cli_esc(name));
-        else snprintf(label, sizeof label, "%s / %s", cli_esc(name), cli_esc(mil_interp_output_name(B.ip, i)));
-        pass &= compare(label, mil_interp_output_at(A.ip, i), tb, rtol, atol);
-      }
-      printf("%s (rtol %g, atol %g)\n", pass ? "PASS" : "FAIL", rtol, atol);
-    }
+    pass = pb ? compare_models(&A, &B, rtol, atol) : compare_references(&A, refs, n_refs, rtol, atol, &d);
+    if (pb) printf("%s: %s %s %s (rtol %g, atol %g)\n", pass ? "PASS" : "FAIL", pb, pass ? "matches" : "differs from",
+                   pa, rtol, atol);
+    else printf("%s: %s %s the reference (rtol %g, atol %g)\n", pass ? "PASS" : "FAIL", pa,
+                pass ? "matches" : "differs from", rtol, atol);
   }
   side_free(&A);
   side_free(&B);
   cli_print_diag(&d);
+  if (failed) fprintf(stderr, "mil: error: model %s%s could not be %s\n", failed == pa && pb ? "A " : failed == pb ? "B " : "",
+                      failed, stage);
   mil_diag_clear(&d);
   rc = pass ? CLI_OK : CLI_FAIL;
 done:
   for (int i = 0; i < n_ins; i++) free((void *)ins[i].name);
+  for (int i = 0; i < n_refs; i++) free((void *)refs[i].name);
   free(ins);
+  free(refs);
   return rc;
 }

@@ -1,6 +1,7 @@
 /* `mil`: the libmil command-line tool. Dispatches to subcommands. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -19,6 +20,7 @@ CMD(ops)
 CMD(diff)
 CMD(run)
 CMD(verify)
+CMD(graph)
 CMD(tensor)
 #undef CMD
 
@@ -28,7 +30,7 @@ typedef struct cmd_entry {
   const char *summary;
 } cmd_entry;
 
-static cli_cmd_fn f_print, f_validate, f_convert, f_info, f_opt, f_passes, f_ops, f_diff, f_run, f_verify, f_tensor;
+static cli_cmd_fn f_print, f_validate, f_convert, f_info, f_opt, f_passes, f_ops, f_diff, f_run, f_verify, f_graph, f_tensor;
 
 static const cmd_entry k_cmds[] = {
     {"print", &f_print, "print a model as MIL text (coremltools form, or --complete)"},
@@ -41,6 +43,7 @@ static const cmd_entry k_cmds[] = {
     {"diff", &f_diff, "tell whether two programs are equivalent"},
     {"run", &f_run, "run a model on the CPU reference interpreter"},
     {"verify", &f_verify, "run two models on the same inputs and compare outputs"},
+    {"graph", &f_graph, "draw a program with Graphviz (.svg, .png, .pdf, .dot)"},
     {"tensor", &f_tensor, "describe or convert a tensor file (ONNX TensorProto .pb, .npy)"},
 };
 #define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])
@@ -56,6 +59,7 @@ static void bind_commands(void) {
   f_diff = cmd_diff;
   f_run = cmd_run;
   f_verify = cmd_verify;
+  f_graph = cmd_graph;
   f_tensor = cmd_tensor;
 }
 
@@ -71,17 +75,81 @@ static void usage(FILE *out) {
                "Exit status: 0 success, 1 invalid input or failed check, 2 usage error.\n");
 }
 
-void cli_print_diag(const mil_diag *d) {
-  for (size_t i = 0; i < d->count; i++) {
-    const char *sev = d->msgs[i].severity == MIL_SEV_ERROR     ? "error"
-                      : d->msgs[i].severity == MIL_SEV_WARNING ? "warning"
-                                                               : "note";
-    fprintf(stderr, "mil: %s: %s\n", sev, d->msgs[i].text);
+/* A message with its particulars blanked: quoted names, %vars and numbers.
+ * Messages with the same key are repeats of one finding. */
+static char *diag_key(const char *t) {
+  size_t n = strlen(t);
+  char *k = malloc(n + 1), *o = k;
+  if (!k) return NULL;
+  while (*t) {
+    if (*t == '\'') {
+      const char *e = strchr(t + 1, '\'');
+      if (e) {
+        *o++ = '\'';
+        t = e;
+      }
+      *o++ = *t++;
+    } else if (*t == '%') {
+      *o++ = *t++;
+      while (*t && *t != ' ' && *t != ',' && *t != ')' && *t != ':') t++;
+    } else if (*t >= '0' && *t <= '9') {
+      *o++ = '#';
+      while (*t >= '0' && *t <= '9') t++;
+    } else {
+      *o++ = *t++;
+    }
   }
-  size_t shown = d->count;
-  size_t total = d->n_errors + d->n_warnings;
-  if (total > shown) fprintf(stderr, "mil: (%zu more messages not shown)\n", total - shown);
+  *o = 0;
+  return k;
 }
+
+#define DIAG_SHOW_PER_KIND 3 /* warnings of one kind shown before the "and N more" line */
+
+void cli_print_diag_ex(const mil_diag *d, bool warnings) {
+  char **keys = calloc(d->count ? d->count : 1, sizeof *keys);
+  for (size_t i = 0; i < d->count; i++) {
+    const mil_diag_msg *m = &d->msgs[i];
+    bool err = m->severity == MIL_SEV_ERROR;
+    if (!err && !warnings) continue;
+    const char *sev = err ? "error" : m->severity == MIL_SEV_WARNING ? "warning" : "note";
+    if (err || !keys) {
+      fprintf(stderr, "mil: %s: %s\n", sev, m->text);
+      continue;
+    }
+    /* a warning: once per text, DIAG_SHOW_PER_KIND per kind, then a count */
+    keys[i] = diag_key(m->text);
+    size_t same_kind = 0;
+    bool repeat = false;
+    for (size_t k = 0; k < i && !repeat; k++) {
+      if (!keys[k] || d->msgs[k].severity != m->severity) continue;
+      repeat = strcmp(d->msgs[k].text, m->text) == 0;
+      if (keys[i] && strcmp(keys[k], keys[i]) == 0) same_kind++;
+    }
+    if (repeat || same_kind >= DIAG_SHOW_PER_KIND) continue;
+    fprintf(stderr, "mil: %s: %s\n", sev, m->text);
+    if (same_kind + 1 < DIAG_SHOW_PER_KIND) continue;
+    /* the last one shown of its kind: count the rest (distinct texts) */
+    size_t more = 0;
+    for (size_t k = i + 1; k < d->count; k++) {
+      if (d->msgs[k].severity != m->severity) continue;
+      char *kk = diag_key(d->msgs[k].text);
+      bool like = kk && keys[i] && strcmp(kk, keys[i]) == 0;
+      free(kk);
+      if (!like) continue;
+      bool seen = false;
+      for (size_t j = 0; j < k && !seen; j++) seen = strcmp(d->msgs[j].text, d->msgs[k].text) == 0;
+      more += !seen;
+    }
+    if (more) fprintf(stderr, "mil: %s: ... and %zu more like it\n", sev, more);
+  }
+  for (size_t i = 0; keys && i < d->count; i++) free(keys[i]);
+  free(keys);
+  size_t shown = d->count;
+  size_t total = warnings ? d->n_errors + d->n_warnings : d->n_errors;
+  if (total > shown) fprintf(stderr, "mil: (%zu more messages not stored)\n", total - shown);
+}
+
+void cli_print_diag(const mil_diag *d) { cli_print_diag_ex(d, true); }
 
 bool cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
 

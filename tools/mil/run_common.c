@@ -1,4 +1,5 @@
 /* Helpers shared by `mil run` and `mil verify`. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,6 +7,41 @@
 
 #include "cli.h"
 #include "run_common.h"
+
+int cli_add_input_arg(const char *cmd, const char *s, cli_input_arg *ins, int *n) {
+  cli_input_arg *a = &ins[*n];
+  cli_parse_input_arg(s, a);
+  for (int i = 0; i < *n; i++) {
+    bool same = a->name && ins[i].name ? strcmp(a->name, ins[i].name) == 0 : !a->name && !ins[i].name;
+    if (!same) continue;
+    int rc = a->name ? cli_usage_error(cmd, "--input %s given twice", a->name)
+                     : cli_usage_error(cmd, "--input FILE without NAME= given twice");
+    free((void *)a->name);
+    a->name = NULL;
+    return rc;
+  }
+  (*n)++;
+  return CLI_OK;
+}
+
+int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (!*s || *end || errno || s[0] == '-')
+    return cli_usage_error(cmd, "%s expects a non-negative integer, got '%s'", opt, s);
+  *out = (uint64_t)v;
+  return CLI_OK;
+}
+
+int cli_parse_nonneg(const char *cmd, const char *opt, const char *s, double *out) {
+  char *end;
+  double v = strtod(s, &end);
+  if (!*s || *end || !(v >= 0) || isinf(v))
+    return cli_usage_error(cmd, "%s expects a non-negative number, got '%s'", opt, s);
+  *out = v;
+  return CLI_OK;
+}
 
 void cli_parse_input_arg(const char *s, cli_input_arg *a) {
   const char *eq = strchr(s, '=');

@@ -19,6 +19,16 @@ typedef struct cli_input_arg {
 /* Splits "NAME=FILE" (or "FILE") into a. */
 void cli_parse_input_arg(const char *s, cli_input_arg *a);
 
+/* Parses --input argument s into ins[*n] and counts it (*n += 1). A second
+ * value for the same input name (or a second argument without NAME=) is a
+ * usage error: returns CLI_USAGE after printing it, else CLI_OK. */
+int cli_add_input_arg(const char *cmd, const char *s, cli_input_arg *ins, int *n);
+/* Option values: a non-negative integer (decimal or 0x hex) / a finite
+ * non-negative number; anything else is a usage error naming opt
+ * (returns CLI_USAGE), else CLI_OK with *out set. */
+int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out);
+int cli_parse_nonneg(const char *cmd, const char *opt, const char *s, double *out);
+
 /* A tensor owned by the caller (free with cli_tensor_free). */
 typedef struct cli_tensor {
   mil_tensor t;
