@@ -4,10 +4,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "load.h"
 #include "mil/model.h"
+#include "mil/ops.h"
 
 static void help(void) {
-  printf("usage: mil convert [--spec-version N] IN OUT\n\n"
+  printf("usage: mil convert [--target iOS15..iOS18] [--spec-version N] IN OUT\n\n"
          "Read model IN (.mlpackage, .mlmodel or .mil) and write it to OUT, in the\n"
          "format OUT's extension names:\n"
          "  .mlpackage  a Core ML package (Manifest.json, model.mlmodel, weights/weight.bin)\n"
@@ -20,13 +22,18 @@ static void help(void) {
          "program and synthesized otherwise (a .mil input has none). OUT is replaced\n"
          "atomically; on failure it is left as it was.\n\n"
          "options:\n"
+         "  --target T        retarget the program to opset T (iOS15, iOS16, iOS17,\n"
+         "                    iOS18 or iOS26) and write that specification version, as\n"
+         "                    ct.convert(minimum_deployment_target=T): every op must\n"
+         "                    exist in T with inputs T accepts. Needed to write a\n"
+         "                    CoreML3/CoreML4 program (iOS13/iOS14) as an ML Program\n"
          "  --spec-version N  write specification version N (6..10); default: keep\n"
          "                    the input's (for .mil: the one its opset implies)\n");
 }
 
 int cmd_convert(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
-  int spec = 0;
+  int spec = 0, target = 0;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       help();
@@ -39,6 +46,10 @@ int cmd_convert(int argc, char **argv) {
         return cli_usage_error("convert", "--spec-version must be %d..%d, got '%s'", MIL_SPEC_VERSION_MIN,
                                MIL_SPEC_VERSION_MAX, argv[i]);
       spec = (int)v;
+    } else if (strcmp(argv[i], "--target") == 0) {
+      if (i + 1 >= argc) return cli_usage_error("convert", "--target needs a value");
+      int rc = cli_parse_target("convert", argv[++i], &target);
+      if (rc != CLI_OK) return rc;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return cli_usage_error("convert", "unknown option '%s'", argv[i]);
     } else if (!in) {
@@ -54,6 +65,8 @@ int cmd_convert(int argc, char **argv) {
   mil_diag_init(&d);
   mil_model *m = NULL;
   mil_status st = mil_model_load(in, &m, &d);
+  if (st == MIL_OK && target) st = mil_program_retarget(mil_model_program(m), target, &d);
+  if (st == MIL_OK && target && !spec) st = mil_model_set_spec_version(m, target);
   if (st == MIL_OK && spec) st = mil_model_set_spec_version(m, spec);
   if (st == MIL_OK) st = mil_model_save(m, out, &d);
   int rc = CLI_OK;

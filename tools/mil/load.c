@@ -1,6 +1,7 @@
 /* Loading any model the CLI accepts, and the checks `mil validate` runs. */
 #include <string.h>
 
+#include "cli.h"
 #include "load.h"
 #include "mil/model.h"
 #include "mil/ops.h"
@@ -22,3 +23,13 @@ void cli_unload(cli_loaded *m) {
 }
 
 mil_status cli_validate_program(const mil_program *p, mil_diag *d) { return mil_program_validate(p, d); }
+
+int cli_parse_target(const char *cmd, const char *name, int *version) {
+  for (int v = MIL_IOS15; v <= MIL_IOS26; v++)
+    if (name && !strcmp(name, mil_opset_target_name(v))) {
+      *version = v;
+      return CLI_OK;
+    }
+  return cli_usage_error(cmd, "--target must be one of iOS15, iOS16, iOS17, iOS18, iOS26, got '%s'",
+                         name ? name : "");
+}
