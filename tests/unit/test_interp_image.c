@@ -194,6 +194,35 @@ static void test_crop_resize_ios17(void **state) {
   ifix_close(&f);
 }
 
+/* ---------- conv_quantized ---------- */
+
+/* W = W_q * quant_scale + quant_bias per output channel:
+ * channel 0: [1 2; 3 4] * 0.5 - 1 = [-0.5 0; 0.5 1];
+ * channel 1: [0 1; 0 1] * 2 + 0.5 = [0.5 2.5; 0.5 2.5];
+ * over x = 1..9 (3x3), valid: windows [1 2 4 5], [2 3 5 6], [4 5 7 8], [5 6 8 9]. */
+static void test_conv_quantized(void **state) {
+  (void)state;
+  static const char *text =
+      "main[CoreML3](%x: (1, 1, 3, 3, fp32)(Tensor)) {\n"
+      "  block0() {\n"
+      "    %w: (2, 1, 2, 2, uint8)*(Tensor) = const(val=[[[[1, 2], [3, 4]]], [[[0, 1], [0, 1]]]], name=\"w\")\n"
+      "    %s: (2,fp32)*(Tensor) = const(val=[0.5, 2.0], name=\"s\")\n"
+      "    %z: (2,fp32)*(Tensor) = const(val=[-1.0, 0.5], name=\"z\")\n"
+      "    %y: (1, 2, 2, 2, fp32)(Tensor) = conv_quantized(x=%x, weight=%w, quantization_type=\"linear\", "
+      "quant_scale=%s, quant_bias=%z, name=\"y\")\n"
+      "  } -> (%y)\n"
+      "}\n";
+  static const float x[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  static const int64_t xs[] = {1, 1, 3, 3}, ys[] = {1, 2, 2, 2};
+  static const double want[] = {6.5, 7.5, 9.5, 10.5, 20, 26, 38, 44};
+  ifix f;
+  ifix_open(&f, text);
+  ifix_set(&f, "x", MIL_DT_FP32, 4, xs, x);
+  ifix_run(&f);
+  ifix_expect(&f, 0, 4, ys, 8, want, 1e-5);
+  ifix_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_resample),
@@ -201,6 +230,7 @@ int main(void) {
       cmocka_unit_test(test_crop_resize_ios14),
       cmocka_unit_test(test_crop_resize_ios16_pad),
       cmocka_unit_test(test_crop_resize_ios17),
+      cmocka_unit_test(test_conv_quantized),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
