@@ -55,7 +55,9 @@ extern "C" {
 /* A dense tensor in libmil's in-memory layout (value.h): row-major, fp16 as
  * uint16_t bit patterns, bool one byte per element. Rank 0 is a scalar
  * (shape may then be NULL). Strings, sub-byte dtypes and complex dtypes are
- * not accepted as interpreter inputs. */
+ * not accepted as interpreter inputs. A string output (classify's class
+ * label) is a MIL_DT_STRING tensor whose data is an array of numel
+ * `const char *` (nbytes = numel * sizeof(char *)). */
 typedef struct mil_tensor {
   mil_dtype dtype;
   int32_t rank;
@@ -135,6 +137,22 @@ MIL_API mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_d
 MIL_API const mil_tensor *mil_interp_output(const mil_interp *ip, const char *name);
 MIL_API const mil_tensor *mil_interp_output_at(const mil_interp *ip, int32_t i);
 
+/* A dictionary output: what classify's second output (class label ->
+ * probability) holds. Keys are strings (key_dtype MIL_DT_STRING, str_keys)
+ * or int64 (MIL_DT_INT64, int_keys), in the order of the op's classes;
+ * values[k] belongs to key k. Owned by the interpreter, valid until the
+ * next run or mil_interp_free. */
+typedef struct mil_interp_dict {
+  mil_dtype key_dtype;
+  int64_t n;
+  const char *const *str_keys; /* n keys, or NULL */
+  const int64_t *int_keys;     /* n keys, or NULL */
+  const double *values;        /* n values */
+} mil_interp_dict;
+/* Output i of the last successful run as a dictionary, or NULL when it is
+ * not one (or there is no such output / run). mil_interp_output_at gives
+ * the same output as an fp64 tensor (n,) of its values. */
+MIL_API const mil_interp_dict *mil_interp_output_dict(const mil_interp *ip, int32_t i);
 /* A state object for ip's function: one zero-filled tensor per state input
  * (its wrapped tensor type must have a constant shape). Release with
  * mil_interp_state_free. Errors: MIL_ERR_TYPE (a state with a symbolic
