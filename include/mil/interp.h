@@ -20,8 +20,10 @@
  * Control flow (cond, while_loop), lists (make_list, list_*), states
  * (read_state, coreml_update_state: state values persist across runs in a
  * mil_interp_state the caller holds) and the random ops (deterministic, see
- * mil_interp_set_seed) are supported. docs/interpreter.md lists the ops that
- * cannot run yet and why.
+ * mil_interp_set_seed) are supported, and so is every other op of the
+ * registry (mil_interp_supports_op); docs/interpreter.md lists the inputs
+ * a kernel refuses and why. classify's outputs are a string (or int64)
+ * label and a dictionary (mil_interp_output_dict).
  *
  * Mirrors what coremltools does when it predicts with a model through Core
  * ML (coremltools/models/model.py MLModel.predict) and the op semantics of
@@ -168,7 +170,8 @@ MIL_API mil_status mil_interp_state_set(mil_interp_state *s, const char *name, c
 
 /* Whether the interpreter can execute ops of `type` for opset version
  * `opset` (ops.h MIL_IOS*): it has a kernel, or the op's value inference
- * computes it. Ops listed in docs/interpreter.md return false. */
+ * computes it; true for every op of the registry in the opsets where it
+ * exists. */
 MIL_API bool mil_interp_supports_op(const char *type, int opset);
 
 #ifdef __cplusplus

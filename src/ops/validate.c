@@ -33,7 +33,9 @@ static bool type_match(const mil_type *d, const mil_type *e) {
     for (int32_t i = 0; i < d->n_elems; i++)
       if (!type_match(d->elems[i], e->elems[i])) return false;
     return true;
-  case MIL_TYPE_DICT: return type_match(d->elem, e->elem) && type_match(d->value, e->value);
+  case MIL_TYPE_DICT: /* "(dict)", as coremltools prints any dict, reads back with unknown key and value */
+    return (!d->elem || d->elem->kind == MIL_TYPE_UNKNOWN || type_match(d->elem, e->elem)) &&
+           (!d->value || d->value->kind == MIL_TYPE_UNKNOWN || type_match(d->value, e->value));
   case MIL_TYPE_UNKNOWN: return true;
   }
   return false;

@@ -126,11 +126,95 @@ static void test_classify_int64(void **state) {
   mil_program_free(p);
 }
 
+/* ---------- complex dialect ---------- */
+
+/* Runs `body` (ops on %x, ending in outputs %re and %im) on x and checks
+ * both outputs. */
+static void run_complex(const char *xtype, const int64_t *xs, int xr, const float *x, const char *body,
+                        const char *out_type, int orank, const int64_t *os, int n, const double *want_re,
+                        const double *want_im) {
+  char text[2048];
+  snprintf(text, sizeof text,
+           "main[CoreML5](%%x: (%s)(Tensor)) {\n  block0() {\n%s"
+           "    %%re: (%s)(Tensor) = complex_real(data=%%c, name=\"re\")\n"
+           "    %%im: (%s)(Tensor) = complex_imag(data=%%c, name=\"im\")\n"
+           "  } -> (%%re, %%im)\n}\n",
+           xtype, body, out_type, out_type);
+  ifix f;
+  ifix_open(&f, text);
+  ifix_set(&f, "x", MIL_DT_FP32, xr, xs, x);
+  ifix_run(&f);
+  ifix_expect(&f, 0, orank, os, n, want_re, 1e-4);
+  ifix_expect(&f, 1, orank, os, n, want_im, 1e-4);
+  ifix_close(&f);
+}
+
+static void test_complex_fft(void **state) {
+  (void)state;
+  static const float x[] = {1, 2, 3, 4};
+  static const int64_t s4[] = {4}, s3[] = {3};
+  /* DFT of [1, 2, 3, 4]: [10, -2+2i, -2, -2-2i] */
+  run_complex("4,fp32", s4, 1, x, "    %c: (4,complex64)(Tensor) = complex_fft(data=%x, name=\"c\")\n", "4,fp32", 1,
+              s4, 4, (const double[]){10, -2, -2, -2}, (const double[]){0, 2, 0, -2});
+  run_complex("4,fp32", s4, 1, x,
+              "    %c: (4,complex64)(Tensor) = complex_fft(data=%x, norm=\"ortho\", name=\"c\")\n", "4,fp32", 1,
+              s4, 4, (const double[]){5, -1, -1, -1}, (const double[]){0, 1, 0, -1});
+  run_complex("4,fp32", s4, 1, x, "    %c: (3,complex64)(Tensor) = complex_rfft(data=%x, name=\"c\")\n", "3,fp32", 1,
+              s3, 3, (const double[]){10, -2, -2}, (const double[]){0, 2, 0});
+  /* ifft(fft(x)) = x; irfft(rfft(x)) = x */
+  run_complex("4,fp32", s4, 1, x,
+              "    %f: (4,complex64)(Tensor) = complex_fft(data=%x, name=\"f\")\n"
+              "    %c: (4,complex64)(Tensor) = complex_ifft(data=%f, name=\"c\")\n",
+              "4,fp32", 1, s4, 4, (const double[]){1, 2, 3, 4}, (const double[]){0, 0, 0, 0});
+  run_complex("4,fp32", s4, 1, x,
+              "    %f: (3,complex64)(Tensor) = complex_rfft(data=%x, name=\"f\")\n"
+              "    %r: (4,fp32)(Tensor) = complex_irfft(data=%f, name=\"r\")\n"
+              "    %z: (4,fp32)(Tensor) = mul(x=%r, y=0.0, name=\"z\")\n"
+              "    %c: (4,complex64)(Tensor) = complex(real_data=%r, imag_data=%z, name=\"c\")\n",
+              "4,fp32", 1, s4, 4, (const double[]){1, 2, 3, 4}, (const double[]){0, 0, 0, 0});
+  /* 2-D: [[1, 2], [3, 4]] -> [[10, -2], [-4, 0]] */
+  static const int64_t s22[] = {2, 2};
+  run_complex("2, 2, fp32", s22, 2, x, "    %c: (2, 2, complex64)(Tensor) = complex_fftn(data=%x, name=\"c\")\n",
+              "2, 2, fp32", 2, s22, 4, (const double[]){10, -2, -4, 0}, (const double[]){0, 0, 0, 0});
+  /* zero-padded to n = 8 (rfftn over the last axis only): X[k] = sum x[t] e^(-i pi k t / 4),
+   * X[1] = 1 - sqrt 2 - (3 + 3 sqrt 2) i, X[3] = 1 + sqrt 2 + (3 - 3 sqrt 2) i */
+  static const int64_t s5[] = {5};
+  run_complex("4,fp32", s4, 1, x,
+              "    %c: (5,complex64)(Tensor) = complex_rfftn(data=%x, shapes=[8], name=\"c\")\n", "5,fp32", 1,
+              s5, 5, (const double[]){10, 1 - 1.41421356, -2, 1 + 1.41421356, -2},
+              (const double[]){0, -3 - 3 * 1.41421356, 2, 3 - 3 * 1.41421356, 0});
+}
+
+static void test_complex_stft_abs(void **state) {
+  (void)state;
+  static const float x[] = {1, 2, 3, 4, 5, 6, 7, 8};
+  static const int64_t s8[] = {8}, s33[] = {3, 3};
+  /* frames [1 2 3 4], [3 4 5 6], [5 6 7 8]: bins [sum, -2+2i, -2] */
+  run_complex("8,fp32", s8, 1, x,
+              "    %c: (3, 3, complex64)(Tensor) = complex_stft(input=%x, n_fft=4, hop_length=2, name=\"c\")\n",
+              "3, 3, fp32", 2, s33, 9, (const double[]){10, 18, 26, -2, -2, -2, -2, -2, -2},
+              (const double[]){0, 0, 0, 2, 2, 2, 0, 0, 0});
+  static const char *text = "main[CoreML5](%x: (2,fp32)(Tensor)) {\n  block0() {\n"
+                            "    %c: (2,complex64)(Tensor) = complex(real_data=%x, imag_data=[4.0, -12.0], name=\"c\")\n"
+                            "    %a: (2,fp32)(Tensor) = complex_abs(x=%c, name=\"a\")\n"
+                            "  } -> (%a)\n}\n";
+  static const float re[] = {3, 5};
+  static const int64_t s2[] = {2};
+  ifix f;
+  ifix_open(&f, text);
+  ifix_set(&f, "x", MIL_DT_FP32, 1, s2, re);
+  ifix_run(&f);
+  ifix_expect(&f, 0, 1, s2, 2, (const double[]){5, 13}, 1e-5);
+  ifix_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_registry_op_runs),
       cmocka_unit_test(test_classify_strings),
       cmocka_unit_test(test_classify_int64),
+      cmocka_unit_test(test_complex_fft),
+      cmocka_unit_test(test_complex_stft_abs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "load.h"
 #include "run_common.h"
+#include "run_dict.h"
 
 static void help(void) {
   printf("usage: mil run MODEL [--input NAME=FILE.npy]... [--function NAME] [--output-dir DIR]\n"
@@ -16,7 +17,8 @@ static void help(void) {
          "Run MODEL (.mlpackage, .mlmodel or .mil) on the CPU reference interpreter.\n"
          "Each output is written to DIR/<output name>.npy (DIR defaults to the current\n"
          "directory; '/' in names becomes '_') and summarized on stdout: name, shape,\n"
-         "dtype, min, max and mean.\n\n"
+         "dtype, min, max and mean. A classifier's class label and probability\n"
+         "dictionary (classify) are printed and written as DIR/<name>.json.\n\n"
          "  --input NAME=FILE.npy  value of input NAME (FILE.npy alone when the function\n"
          "                         has one input); a numeric array of another dtype is\n"
          "                         converted to the input's dtype\n"
@@ -27,12 +29,12 @@ static void help(void) {
          "  --seed S               seed of --random-inputs and of random ops (default 0)\n");
 }
 
-/* DIR/NAME.npy with '/' in NAME replaced. */
-static char *out_path(const char *dir, const char *name) {
-  size_t n = strlen(dir) + strlen(name) + 8;
+/* DIR/NAME<ext> with '/' in NAME replaced. */
+static char *out_path(const char *dir, const char *name, const char *ext) {
+  size_t n = strlen(dir) + strlen(name) + strlen(ext) + 2;
   char *p = malloc(n);
   if (!p) return NULL;
-  snprintf(p, n, "%s/%s.npy", dir, name);
+  snprintf(p, n, "%s/%s%s", dir, name, ext);
   for (char *q = p + strlen(dir) + 1; *q; q++)
     if (*q == '/') *q = '_';
   return p;
@@ -92,9 +94,13 @@ int cmd_run(int argc, char **argv) {
     for (int32_t i = 0; st == MIL_OK && i < mil_interp_n_outputs(ip); i++) {
       const char *name = mil_interp_output_name(ip, i);
       const mil_tensor *t = mil_interp_output_at(ip, i);
+      char *jp = write ? out_path(outdir, name, ".json") : NULL;
+      bool special = cli_classifier_output(ip, i, jp, &st, &d); /* classify's label and dictionary: JSON */
+      free(jp);
+      if (special) continue;
       cli_print_summary(name, t);
       if (!write) continue;
-      char *p = out_path(outdir, name);
+      char *p = out_path(outdir, name, ".npy");
       st = p ? mil_npy_write(p, t->dtype, t->rank, t->shape, t->data, &d) : MIL_ERR_NOMEM;
       free(p);
     }
