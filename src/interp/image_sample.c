@@ -188,6 +188,15 @@ static double to_pixel(coord_mode m, bool align, double v, int64_t n) {
   return v;
 }
 
+/* The sampling inputs of resample / affine (align_corners defaulting to
+ * align_dflt) and x with the output buffer. */
+static mil_status sampling_begin(interp_run *r, mil_infer_ctx *c, bool align_dflt, sampler *s, coord_mode *cm,
+                                 bool *align, planes *p) {
+  if (!parse_sampler(c, s) || !parse_coords(c, cm)) return MIL_ERR_INVALID;
+  *align = op_bool(c, "align_corners", align_dflt);
+  return planes_begin(r, c, p);
+}
+
 /* ---------- resample ---------- */
 
 static mil_status k_resample(interp_run *r, mil_infer_ctx *c) {
@@ -196,10 +205,9 @@ static mil_status k_resample(interp_run *r, mil_infer_ctx *c) {
   if (!co || co->kind != MIL_VAL_TENSOR || interp_vshape(co, cs) != 4 || cs[3] != 2) return INTERP_DECLINE;
   sampler s;
   coord_mode cm;
-  if (!parse_sampler(c, &s) || !parse_coords(c, &cm)) return MIL_ERR_INVALID;
-  bool align = op_bool(c, "align_corners", false);
+  bool align;
   planes p;
-  mil_status st = planes_begin(r, c, &p);
+  mil_status st = sampling_begin(r, c, false, &s, &cm, &align, &p);
   if (st != MIL_OK) return st;
   int64_t oh = cs[1], ow = cs[2];
   if (cs[0] != p.b || p.orank != 4 || p.os[2] != oh || p.os[3] != ow)
@@ -223,10 +231,9 @@ static mil_status k_affine(interp_run *r, mil_infer_ctx *c) {
   if (!tm || tm->kind != MIL_VAL_TENSOR || interp_vshape(tm, ts) != 2 || ts[1] != 6) return INTERP_DECLINE;
   sampler s;
   coord_mode cm;
-  if (!parse_sampler(c, &s) || !parse_coords(c, &cm)) return MIL_ERR_INVALID;
-  bool align = op_bool(c, "align_corners", true);
+  bool align;
   planes p;
-  mil_status st = planes_begin(r, c, &p);
+  mil_status st = sampling_begin(r, c, true, &s, &cm, &align, &p);
   if (st != MIL_OK) return st;
   if (ts[0] != 1 && ts[0] != p.b)
     return planes_end(c, &p, interp_fail(c, MIL_ERR_INVALID, "transform_matrix has %lld rows for a batch of %lld",
