@@ -156,10 +156,12 @@ MIL_API mil_status mil_program_validate(const mil_program *p, mil_diag *d);
  * newer one (converter.py MILFrontend, program.py
  * _check_ops_version_compatibility); here every op is checked against the
  * variant the target resolves to.
- * Errors: MIL_ERR_INVALID for a version out of range; MIL_ERR_NOT_FOUND /
- * MIL_ERR_TYPE (the validator's status) when an op does not fit, with each
- * problem in d prefixed "cannot retarget to iOS15 (CoreML5): "; the
- * program is then left with its old opsets. MIL_ERR_NOMEM. */
+ * Errors: MIL_ERR_INVALID for a version out of range (or a structurally
+ * invalid program); MIL_ERR_TYPE (the validator's status) when an op does
+ * not fit, with each problem in d prefixed "cannot retarget to iOS15
+ * (CoreML5): " ("... op 'q' (quantize): op type 'quantize' needs opset
+ * CoreML7 (iOS17) or newer ..."); the program is then left with its old
+ * opsets. MIL_ERR_NOMEM. */
 MIL_API mil_status mil_program_retarget(mil_program *p, int version, mil_diag *d);
 
 /* Writes a type as coremltools prints it without the kind suffix, e.g.
