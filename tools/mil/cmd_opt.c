@@ -13,9 +13,9 @@
 #include "mil/passes.h"
 #include "opt_summary.h"
 
-/* .mil text is parsed directly: the golden corpus holds programs of opsets
- * older than ML Programs (CoreML3), which the model loader refuses; other
- * formats go through cli_load. */
+/* .mil text is parsed directly (it has no model description to keep; one is
+ * synthesized when the result is written as a model); other formats go
+ * through cli_load. */
 static mil_status load_any(const char *path, cli_loaded *out, mil_diag *d) {
   size_t n = strlen(path);
   if (n > 4 && strcmp(path + n - 4, ".mil") == 0) {
