@@ -155,6 +155,9 @@ typedef struct mil_interp_dict {
  * not one (or there is no such output / run). mil_interp_output_at gives
  * the same output as an fp64 tensor (n,) of its values. */
 MIL_API const mil_interp_dict *mil_interp_output_dict(const mil_interp *ip, int32_t i);
+/* True when output i of the last successful run is a class label (the
+ * first output of classify: a string or int64 scalar). */
+MIL_API bool mil_interp_output_is_label(const mil_interp *ip, int32_t i);
 /* A state object for ip's function: one zero-filled tensor per state input
  * (its wrapped tensor type must have a constant shape). Release with
  * mil_interp_state_free. Errors: MIL_ERR_TYPE (a state with a symbolic

@@ -20,6 +20,7 @@ typedef struct interp_slot {
   /* a dict output (classify's probabilities): its keys (dict.str_keys or
    * dict.int_keys point into keybuf); t holds the values */
   bool is_dict;
+  bool is_label; /* classify's first output */
   mil_interp_dict dict;
   void *keybuf;
 } interp_slot;
@@ -49,7 +50,7 @@ static void slot_clear(interp_slot *s) {
   free(s->buf);
   free(s->keybuf);
   s->buf = s->keybuf = NULL;
-  s->is_dict = false;
+  s->is_dict = s->is_label = false;
   memset(&s->dict, 0, sizeof s->dict);
   s->set = false;
   memset(&s->t, 0, sizeof s->t);
@@ -276,6 +277,10 @@ const mil_tensor *mil_interp_output_at(const mil_interp *ip, int32_t i) {
   return &ip->out[i].t;
 }
 
+bool mil_interp_output_is_label(const mil_interp *ip, int32_t i) {
+  return ip && ip->have_outputs && i >= 0 && i < ip->n_out && ip->out[i].is_label;
+}
+
 const mil_interp_dict *mil_interp_output_dict(const mil_interp *ip, int32_t i) {
   if (!ip || !ip->have_outputs || i < 0 || i >= ip->n_out || !ip->out[i].is_dict) return NULL;
   return &ip->out[i].dict;
@@ -498,9 +503,11 @@ static mil_status collect_outputs(mil_interp *ip, interp_run *r, mil_block *body
     const mil_var *v = body->outputs[i].var;
     const mil_value *val = v->val;
     bool str = val->kind == MIL_VAL_TENSOR && val->type && val->type->dtype == MIL_DT_STRING;
+    bool label = v->op && v->out_index == 0 && strcmp(v->op->type, "classify") == 0;
     if (val->kind == MIL_VAL_DICT || str) {
       mil_status st = str ? slot_fill_strings(&ip->out[i], val) : slot_fill_dict(&ip->out[i], val);
       if (st != MIL_OK) return mil_diag_error(r->d, MIL_ERR_NOMEM, "out of memory copying output '%s'", v->name);
+      ip->out[i].is_label = label;
       continue;
     }
     if (val->kind != MIL_VAL_TENSOR || !val->type)
@@ -510,6 +517,7 @@ static mil_status collect_outputs(mil_interp *ip, interp_run *r, mil_block *body
     int32_t rank = interp_vshape(val, shape);
     if (slot_fill(&ip->out[i], val->type->dtype, rank, shape, mil_value_data(val), val->nbytes) != MIL_OK)
       return mil_diag_error(r->d, MIL_ERR_NOMEM, "out of memory copying output '%s'", v->name);
+    ip->out[i].is_label = label;
   }
   return MIL_OK;
 }

@@ -32,4 +32,13 @@ grep -Eq '^\{"cat":0\.(2|19999)[0-9]*,"dog":0\.(7|69999)[0-9]*,"fox":0\.(1|09999
 [ -e "$tmp/out/label.npy" ] && fail "a label is not written as .npy"
 "$MIL" run "$tmp/cls.mil" --random-inputs --no-write >"$tmp/stdout" || fail "run --no-write"
 grep -q '^label: "dog"' "$tmp/stdout" || fail "--no-write label line"
+# integer classes (as MIL text shows them): the label is a JSON number
+sed -e 's/classes=\["cat", "dog", "fox"\]/classes=[10, 20, 30]/' -e 's/(string)(Scalar)/(int64)(Scalar)/' "$tmp/cls.mil" >"$tmp/int.mil"
+"$MIL" run "$tmp/int.mil" --random-inputs --output-dir "$tmp/int" >"$tmp/stdout" 2>"$tmp/err" || fail "int run: $(cat "$tmp/err")"
+grep -q '^label: 20 (int64 label)$' "$tmp/stdout" || fail "int label line: $(cat "$tmp/stdout")"
+grep -q '^probs: dict of 3 (int64 -> fp64), highest: 20 0.7, 10 0.2, 30 0.1$' "$tmp/stdout" ||
+  fail "int dict line: $(cat "$tmp/stdout")"
+[ "$(cat "$tmp/int/label.json")" = '20' ] || fail "int label.json: $(cat "$tmp/int/label.json")"
+tr -d ' \t\n' <"$tmp/int/probs.json" | grep -Eq '^\{"10":0\.(2|19999)[0-9]*,"20":0\.(7|69999)[0-9]*,"30":0\.(1|09999)[0-9]*\}$' ||
+  fail "int probs.json: $(cat "$tmp/int/probs.json")"
 echo "run_classify: ok"

@@ -117,6 +117,8 @@ static void test_classify_int64(void **state) {
   const mil_tensor *label = mil_interp_output_at(ip, 0);
   assert_int_equal(label->dtype, MIL_DT_INT64);
   assert_int_equal(((const int64_t *)label->data)[0], 40);
+  assert_true(mil_interp_output_is_label(ip, 0));
+  assert_false(mil_interp_output_is_label(ip, 1));
   const mil_interp_dict *dict = mil_interp_output_dict(ip, 1);
   assert_non_null(dict);
   assert_int_equal(dict->key_dtype, MIL_DT_INT64);

@@ -22,6 +22,8 @@ static char *to_json(const mil_tensor *t, const mil_interp_dict *dict) {
     }
   } else if (t->dtype == MIL_DT_STRING && t->numel == 1) {
     j = cJSON_CreateString(((const char *const *)t->data)[0]);
+  } else if (t->dtype == MIL_DT_INT64 && t->numel == 1) {
+    j = cJSON_CreateNumber((double)((const int64_t *)t->data)[0]);
   } else if (t->dtype == MIL_DT_STRING) {
     j = cJSON_CreateStringArray((const char *const *)t->data, (int)t->numel);
   }
@@ -79,9 +81,11 @@ bool cli_classifier_output(const mil_interp *ip, int32_t i, const char *json_pat
   *st = MIL_OK;
   const mil_tensor *t = mil_interp_output_at(ip, i);
   const mil_interp_dict *dict = mil_interp_output_dict(ip, i);
-  if (!t || (!dict && t->dtype != MIL_DT_STRING)) return false;
+  bool int_label = t && t->dtype == MIL_DT_INT64 && t->numel == 1 && mil_interp_output_is_label(ip, i);
+  if (!t || (!dict && t->dtype != MIL_DT_STRING && !int_label)) return false;
   const char *name = mil_interp_output_name(ip, i);
   if (dict) print_dict(name, dict);
+  else if (int_label) printf("%s: %lld (int64 label)\n", name, (long long)((const int64_t *)t->data)[0]);
   else if (t->numel == 1) printf("%s: \"%s\" (string label)\n", name, ((const char *const *)t->data)[0]);
   else printf("%s: %lld strings\n", name, (long long)t->numel);
   if (!json_path) return true;

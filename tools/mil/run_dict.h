@@ -7,8 +7,8 @@
 
 #include "mil/interp.h"
 
-/* True when output i of ip's last run is a label (string tensor) or a
- * dictionary: then it is printed ("name: \"dog\" (string label)" /
+/* True when output i of ip's last run is a label (string tensor, or
+ * classify's int64 label) or a dictionary: then it is printed ("name: \"dog\" (string label)" /
  * "name: dict of 3 (string -> fp64), highest: \"dog\" 0.7, ...") and, when
  * json_path is not NULL, written there as JSON (the label as a string or
  * number, the dictionary as an object whose keys are the labels), through a
