@@ -330,9 +330,12 @@ static size_t seen_slot(const void *data, size_t cap) {
 }
 
 /* What identifies a value's bytes: their address, or for a deferred value
- * its source (a value record, never the address of any value's bytes). */
+ * the value record itself (never the address of any value's bytes). Not its
+ * source: deferred values of one source with different recipes (a cast and
+ * a transposed cast, or two scalings of one conv weight) hold different
+ * bytes of the same size and dtype. */
 static const void *seen_key(const mil_value *v) {
-  return mil_value_is_deferred(v) ? (const void *)mil_value_deferred_source(v) : mil_value_data(v);
+  return mil_value_is_deferred(v) ? (const void *)v : mil_value_data(v);
 }
 
 static const struct io_seen_blob *seen_find(const io_write *w, const mil_value *v) {
