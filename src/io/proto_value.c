@@ -498,7 +498,7 @@ static Milproto__Value *blob_value(io_write *w, const mil_value *v, const char *
   if (!(pv->type = io_type_to_proto(w, &tt, where))) goto fail;
   pv->value_case = MILPROTO__VALUE__VALUE_BLOB_FILE_VALUE;
   if (!(pv->blobfilevalue = io_pb_new(&milproto__value__blob_file_value__descriptor))) goto fail;
-  if (!(pv->blobfilevalue->filename = io_model_strdup(IO_BLOB_FILE_NAME))) goto fail;
+  if (!(pv->blobfilevalue->filename = io_model_strdup(w->blob_name ? w->blob_name : IO_BLOB_FILE_NAME))) goto fail;
   pv->blobfilevalue->offset = off;
   return pv;
 fail:

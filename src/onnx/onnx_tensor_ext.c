@@ -104,7 +104,8 @@ static mil_status open_inside(const ot_src *s, const ot_ctx *c, const char *loc,
   if (lstat(path, &ls) == 0 && S_ISLNK(ls.st_mode))
     return ot_err(c, s, MIL_ERR_INVALID, "external data: %s (location \"%s\") is a symbolic link; refused as onnx's "
                   "checker does (CVE-2024-27318)", path, loc);
-  *fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  /* O_NONBLOCK: a FIFO must not block the open; fstat refuses it below */
+  *fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (*fd < 0)
     return ot_err(c, s, MIL_ERR_IO, "external data: cannot open %s (location \"%s\"): %s", path, loc, strerror(errno));
   char base_real[PATH_MAX], file_real[PATH_MAX];

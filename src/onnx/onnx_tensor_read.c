@@ -237,7 +237,7 @@ mil_status mil_onnx_tensor_read(const char *path, const mil_onnx_read_opts *opts
                                 mil_diag *d) {
   if (out) *out = NULL;
   if (!path || !out) return mil_diag_error(d, MIL_ERR_INVALID, "mil_onnx_tensor_read: NULL argument");
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block: fstat refuses it */
   if (fd < 0) return mil_diag_error(d, MIL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   struct stat sb;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {

@@ -17,9 +17,10 @@ static void help(void) {
          "                    [--output-dir DIR] [--output-format npy|pb] [--seed S] [--random-inputs]\n\n"
          "Run MODEL (.mlpackage, .mlmodel or .mil) on the CPU reference interpreter.\n"
          "Each output is written to DIR/<output name>.npy (or .pb; DIR defaults to the\n"
-         "current directory; '/' in names becomes '_') and summarized on stdout: name,\n"
-         "shape, dtype, min, max and mean. A classifier's class label and probability\n"
-         "dictionary (classify) are printed and written as DIR/<name>.json.\n\n"
+         "current directory; '/' in names becomes '_', control characters and invalid\n"
+         "UTF-8 become %%hh) and summarized on stdout: name, shape, dtype, min, max and\n"
+         "mean. A classifier's class label and probability dictionary (classify) are\n"
+         "printed and written as DIR/<name>.json.\n\n"
          "  --input NAME=FILE      value of input NAME from a .npy file or an ONNX\n"
          "                         TensorProto .pb (either dialect); FILE alone when the\n"
          "                         function has one input; a numeric array of another\n"
@@ -33,14 +34,16 @@ static void help(void) {
          "  --seed S               seed of --random-inputs and of random ops (default 0)\n");
 }
 
-/* DIR/NAME.EXT with '/' in NAME replaced. */
+/* DIR/NAME.EXT with '/' in NAME replaced by '_' and control bytes or
+ * invalid UTF-8 by %hh (mil_escape, MIL_ESCAPE_FILE_NAME). */
 static char *out_path(const char *dir, const char *name, const char *ext) {
-  size_t n = strlen(dir) + strlen(name) + 8;
+  size_t k = mil_escape(name, NULL, 0, MIL_ESCAPE_FILE_NAME);
+  size_t n = strlen(dir) + k + strlen(ext) + 3;
   char *p = malloc(n);
   if (!p) return NULL;
-  snprintf(p, n, "%s/%s.%s", dir, name, ext);
-  for (char *q = p + strlen(dir) + 1; *q; q++)
-    if (*q == '/') *q = '_';
+  size_t l = (size_t)snprintf(p, n, "%s/", dir);
+  mil_escape(name, p + l, n - l, MIL_ESCAPE_FILE_NAME);
+  snprintf(p + l + k, n - l - k, ".%s", ext);
   return p;
 }
 

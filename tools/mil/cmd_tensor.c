@@ -90,7 +90,7 @@ static mil_status load(const char *path, mil_onnx_dialect dia, unsigned flags, l
 static void print_stats(const loaded *l) {
   if (l->dtype == MIL_DT_STRING) {
     printf("values:    ");
-    for (int64_t i = 0; i < l->numel && i < 8; i++) printf("%s\"%s\"", i ? ", " : "", ((const char *const *)l->data)[i]);
+    for (int64_t i = 0; i < l->numel && i < 8; i++) printf("%s\"%s\"", i ? ", " : "", cli_esc(((const char *const *)l->data)[i]));
     printf("%s\n", l->numel > 8 ? ", ..." : "");
     return;
   }
@@ -129,7 +129,7 @@ static int describe(const char *path, mil_onnx_dialect dia, unsigned flags) {
   if (st == MIL_OK) {
     printf("file:      %s\n", path);
     if (l.pb) {
-      printf("name:      %s\n", l.pb->name[0] ? l.pb->name : "(none)");
+      printf("name:      %s\n", l.pb->name[0] ? cli_esc(l.pb->name) : "(none)");
       printf("dtype:     %s (MIL %s)\n", mil_onnx_dtype_name(l.pb->onnx_type), mil_dtype_name(l.dtype));
     } else {
       printf("format:    npy %d.%d\n", l.npy->version_major, l.npy->version_minor);

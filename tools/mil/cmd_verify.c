@@ -213,8 +213,8 @@ int cmd_verify(int argc, char **argv) {
         const char *name = mil_interp_output_name(A.ip, i);
         const mil_tensor *tb = by_name ? mil_interp_output(B.ip, name) : mil_interp_output_at(B.ip, i);
         char label[256];
-        if (by_name) snprintf(label, sizeof label, "%s", name);
-        else snprintf(label, sizeof label, "%s / %s", name, mil_interp_output_name(B.ip, i));
+        if (by_name) snprintf(label, sizeof label, "%s", cli_esc(name));
+        else snprintf(label, sizeof label, "%s / %s", cli_esc(name), cli_esc(mil_interp_output_name(B.ip, i)));
         pass &= compare(label, mil_interp_output_at(A.ip, i), tb, rtol, atol);
       }
       printf("%s (rtol %g, atol %g)\n", pass ? "PASS" : "FAIL", rtol, atol);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "mil/model.h"
 
 /* Subcommands are defined in cmd_*.c. Weak references let the table list
  * commands whose files are part of the build and skip the others. */
@@ -96,6 +97,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
 
 int main(int argc, char **argv) {
   bind_commands();
+  mil_save_cleanup_on_signals(); /* an interrupted save leaves no temporaries */
   if (argc < 2) {
     usage(stderr);
     return CLI_USAGE;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "run_common.h"
 
 void cli_parse_input_arg(const char *s, cli_input_arg *a) {
@@ -134,7 +135,7 @@ static mil_status convert_array(const char *path, const char *input, const mil_t
     if (dt == a->dtype) {
       if (a->nbytes) memcpy(out->buf, a->data, a->nbytes);
     } else {
-      fprintf(stderr, "mil: note: input '%s': converting %s from %s to %s\n", input, path,
+      fprintf(stderr, "mil: note: input '%s': converting %s from %s to %s\n", cli_esc(input), cli_esc(path),
               mil_dtype_name(a->dtype), mil_dtype_name(dt));
       mil_tensor src = {a->dtype, a->rank, a->shape, a->data, a->nbytes, a->numel};
       for (int64_t i = 0; i < a->numel; i++) put_elem(dt, out->buf, i, cli_tensor_get(&src, i));
@@ -224,7 +225,7 @@ void cli_print_summary(const char *name, const mil_tensor *t) {
     mx = v > mx ? v : mx;
     sum += v;
   }
-  printf("%s: (", name);
+  printf("%s: (", cli_esc(name));
   for (int32_t i = 0; i < t->rank; i++) printf("%s%lld", i ? ", " : "", (long long)t->shape[i]);
   printf(") %s", mil_dtype_name(t->dtype));
   if (t->numel - nan > 0)
