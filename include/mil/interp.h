@@ -20,8 +20,10 @@
  * Control flow (cond, while_loop), lists (make_list, list_*), states
  * (read_state, coreml_update_state: state values persist across runs in a
  * mil_interp_state the caller holds) and the random ops (deterministic, see
- * mil_interp_set_seed) are supported. docs/interpreter.md lists the ops that
- * cannot run yet and why.
+ * mil_interp_set_seed) are supported, and so is every other op of the
+ * registry (mil_interp_supports_op); docs/interpreter.md lists the inputs
+ * a kernel refuses and why. classify's outputs are a string (or int64)
+ * label and a dictionary (mil_interp_output_dict).
  *
  * Mirrors what coremltools does when it predicts with a model through Core
  * ML (coremltools/models/model.py MLModel.predict) and the op semantics of
@@ -55,7 +57,9 @@ extern "C" {
 /* A dense tensor in libmil's in-memory layout (value.h): row-major, fp16 as
  * uint16_t bit patterns, bool one byte per element. Rank 0 is a scalar
  * (shape may then be NULL). Strings, sub-byte dtypes and complex dtypes are
- * not accepted as interpreter inputs. */
+ * not accepted as interpreter inputs. A string output (classify's class
+ * label) is a MIL_DT_STRING tensor whose data is an array of numel
+ * `const char *` (nbytes = numel * sizeof(char *)). */
 typedef struct mil_tensor {
   mil_dtype dtype;
   int32_t rank;
@@ -135,6 +139,25 @@ MIL_API mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_d
 MIL_API const mil_tensor *mil_interp_output(const mil_interp *ip, const char *name);
 MIL_API const mil_tensor *mil_interp_output_at(const mil_interp *ip, int32_t i);
 
+/* A dictionary output: what classify's second output (class label ->
+ * probability) holds. Keys are strings (key_dtype MIL_DT_STRING, str_keys)
+ * or int64 (MIL_DT_INT64, int_keys), in the order of the op's classes;
+ * values[k] belongs to key k. Owned by the interpreter, valid until the
+ * next run or mil_interp_free. */
+typedef struct mil_interp_dict {
+  mil_dtype key_dtype;
+  int64_t n;
+  const char *const *str_keys; /* n keys, or NULL */
+  const int64_t *int_keys;     /* n keys, or NULL */
+  const double *values;        /* n values */
+} mil_interp_dict;
+/* Output i of the last successful run as a dictionary, or NULL when it is
+ * not one (or there is no such output / run). mil_interp_output_at gives
+ * the same output as an fp64 tensor (n,) of its values. */
+MIL_API const mil_interp_dict *mil_interp_output_dict(const mil_interp *ip, int32_t i);
+/* True when output i of the last successful run is a class label (the
+ * first output of classify: a string or int64 scalar). */
+MIL_API bool mil_interp_output_is_label(const mil_interp *ip, int32_t i);
 /* A state object for ip's function: one zero-filled tensor per state input
  * (its wrapped tensor type must have a constant shape). Release with
  * mil_interp_state_free. Errors: MIL_ERR_TYPE (a state with a symbolic
@@ -150,7 +173,8 @@ MIL_API mil_status mil_interp_state_set(mil_interp_state *s, const char *name, c
 
 /* Whether the interpreter can execute ops of `type` for opset version
  * `opset` (ops.h MIL_IOS*): it has a kernel, or the op's value inference
- * computes it. Ops listed in docs/interpreter.md return false. */
+ * computes it; true for every op of the registry in the opsets where it
+ * exists. */
 MIL_API bool mil_interp_supports_op(const char *type, int opset);
 
 #ifdef __cplusplus

@@ -157,9 +157,11 @@ typedef struct mil_model_desc {
  * blocking open), and every file the model names must resolve, symlinks
  * followed, inside the package (or the .mlmodel's directory); otherwise
  * MIL_ERR_IO "... resolves to ..., outside ...".
- *  .mil        complete-form MIL text (mil_parse_file); the specification
- *              version is the one the functions' opset implies (section 7);
- *              there is no description (one is synthesized on save, see
+ *  .mil        complete-form MIL text (mil_parse_file) of any opset,
+ *              CoreML3..CoreML9; the specification version is the one the
+ *              functions' opset implies (section 7; 4 for CoreML3, 5 for
+ *              CoreML4, which only .mil output can write); there is no
+ *              description (one is synthesized on save, see
  *              mil_model_from_program).
  * A trailing '/' on the path is ignored. Only ML Program models are
  * accepted: another model kind fails with "not an ML Program model (it is a
@@ -226,8 +228,14 @@ MIL_API mil_status mil_model_load_proto(const void *data, size_t len, const char
  * another kind (a file where a package goes, or a non-empty directory
  * without Manifest.json) is refused. Saving over the model's own source
  * path is allowed.
- * Errors: MIL_ERR_IO, MIL_ERR_UNSUPPORTED (unknown extension, a type the
- * protobuf cannot express, I/O dtypes Core ML cannot describe),
+ * .mlpackage and .mlmodel need every function's opset to be CoreML5 or
+ * later (an ML Program); an older one fails with "writing an ML Program
+ * model needs opset CoreML5 (iOS15) or later, but function 'main' has
+ * CoreML3 (iOS13); retarget it ..." (see mil_program_retarget). .mil takes
+ * any opset.
+ * Errors: MIL_ERR_IO, MIL_ERR_UNSUPPORTED (unknown extension, an opset
+ * older than CoreML5 in an ML Program file, a type the protobuf cannot
+ * express, I/O dtypes Core ML cannot describe),
  * MIL_ERR_INVALID (program refers to undefined vars, non-const input to a
  * constexpr op), MIL_ERR_NOMEM. */
 MIL_API mil_status mil_model_save(mil_model *m, const char *path, mil_diag *d);
@@ -247,8 +255,9 @@ MIL_API mil_status mil_model_serialize(mil_model *m, mil_blob_writer *weights, v
                                        mil_diag *d);
 
 /* Builds a model around `prog` (taking ownership of it, also on failure)
- * for specification version `spec_version` (6..10; 0 = the version the
- * program's opset implies). The description is synthesized from the
+ * for specification version `spec_version` (4..10; 0 = the version the
+ * program's opset implies; 4 and 5, CoreML3 and CoreML4 programs, can only
+ * be saved as .mil). The description is synthesized from the
  * functions' inputs and outputs the way coremltools' exporter does
  * (formats.md 1.5): multiArrayType with the shape and dtype (fp32 FLOAT32,
  * fp16 FLOAT16, int32 INT32, int8 INT8), a scalar input as shape [1], an

@@ -6,6 +6,11 @@
  * iOS18, coreml_dialect, complex_dialect_ops.py), ops/registry.py and
  * input_type.py.
  *
+ * Every opset a program can carry, CoreML3 (iOS13) .. CoreML9 (iOS26), uses
+ * coremltools' op definitions for it: the iOS15 set (registered at iOS13, as
+ * coremltools registers it) for CoreML3 and CoreML4, except the ops
+ * coremltools registers at iOS15 itself (affine, resample).
+ *
  * Opset versions are Core ML specification versions (formats.md section 7):
  * iOS13 = 4 ("CoreML3"), iOS14 = 5, iOS15 = 6 ("CoreML5"), iOS16 = 7,
  * iOS17 = 8, iOS18 = 9, iOS26 = 10. A variant registered at version v applies
@@ -140,6 +145,24 @@ MIL_API void mil_op_canonicalize_inputs(mil_op *op);
  * declared output type equals the inferred one (named symbols in declared
  * types may stand for inferred fresh symbols). Reports every problem. */
 MIL_API mil_status mil_program_validate(const mil_program *p, mil_diag *d);
+
+/* Retargets p to opset `version` (MIL_IOS13..MIL_IOS26): every function's
+ * opset and body specialization key become that opset's name ("CoreML5"
+ * for MIL_IOS15), and the program must then pass mil_program_validate, so
+ * every op must exist in the new opset and its inputs and declared outputs
+ * must fit the variant the new opset uses. Like coremltools'
+ * ct.convert(prog, minimum_deployment_target=target), which writes the
+ * program under that target's opset after checking that no op needs a
+ * newer one (converter.py MILFrontend, program.py
+ * _check_ops_version_compatibility); here every op is checked against the
+ * variant the target resolves to.
+ * Errors: MIL_ERR_INVALID for a version out of range (or a structurally
+ * invalid program); MIL_ERR_TYPE (the validator's status) when an op does
+ * not fit, with each problem in d prefixed "cannot retarget to iOS15
+ * (CoreML5): " ("... op 'q' (quantize): op type 'quantize' needs opset
+ * CoreML7 (iOS17) or newer ..."); the program is then left with its old
+ * opsets. MIL_ERR_NOMEM. */
+MIL_API mil_status mil_program_retarget(mil_program *p, int version, mil_diag *d);
 
 /* Writes a type as coremltools prints it without the kind suffix, e.g.
  * "(1, 3, is0, fp32)", "(fp32)", "List[?, (2,fp32)]"; returns buf. */

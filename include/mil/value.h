@@ -60,6 +60,14 @@ struct mil_value {
    * be dropped from memory at any time (mil_value_release_pages) and are
    * read back from the file on the next access. */
   bool file_mapped;
+  /* A scalar bool that PyMIL holds as a Python bool rather than a numpy
+   * bool: one written in MIL text (what PyMIL printed from a builder
+   * argument or a default input). Values read from a model protobuf
+   * (coremltools' milproto loader makes np.bool_) or computed by value
+   * inference are numpy ones. coremltools' const_deduplication never merges
+   * Python bools (isinstance(val, bool)) but merges numpy ones like any
+   * value when const_threshold <= 1. */
+  bool py_bool;
   struct ir_big *big; /* private: the program's large-buffer record holding the bytes, or NULL */
   /* private: for an fp32 value cast from fp16, that fp16 value; casting it
    * back to fp16 gives those very bytes, so the cast shares the value */

@@ -7,6 +7,7 @@
  * by the group's weight rows with sgemm; 1x1 convolutions with unit
  * stride and no padding use the input directly, and depthwise convolutions
  * (one input channel per group) run a direct loop.
+ * conv_quantized: the uint8 weights dequantized, then conv.
  * conv_transpose: the transposed product W^T x gives the columns, which are
  * scattered back onto the output (col2im).
  *
@@ -136,11 +137,13 @@ typedef struct conv_args {
   geom g;
 } conv_args;
 
-static mil_status read_args(mil_infer_ctx *c, bool transpose, conv_args *a) {
+/* The op's operands; w and b (when w is not NULL) replace the weight and
+ * bias inputs (conv_quantized's dequantized ones). */
+static mil_status read_args(mil_infer_ctx *c, bool transpose, conv_args *a, const mil_value *w, const mil_value *b) {
   a->x = interp_fin(c, "x");
-  a->w = interp_fin(c, "weight");
-  a->b = op_has(c, "bias") ? interp_fin(c, "bias") : NULL;
-  if (!a->x || !a->w || (op_has(c, "bias") && !a->b)) return INTERP_DECLINE;
+  a->w = w ? w : interp_fin(c, "weight");
+  a->b = w ? b : op_has(c, "bias") ? interp_fin(c, "bias") : NULL;
+  if (!a->x || !a->w || (!w && op_has(c, "bias") && !a->b)) return INTERP_DECLINE;
   int32_t orank;
   a->rank = interp_vshape(a->x, a->xs);
   if (interp_vshape(a->w, a->ws) != a->rank || a->rank < 3 || a->rank > 5 || !interp_shape(c->out[0], a->os, &orank) ||
@@ -162,9 +165,9 @@ static void add_bias(float *out, const float *bf, int64_t n, int64_t cout, int64
     }
 }
 
-static mil_status k_conv(interp_run *r, mil_infer_ctx *c) {
+static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, const mil_value *b) {
   conv_args a;
-  mil_status st = read_args(c, false, &a);
+  mil_status st = read_args(c, false, &a, w, b);
   if (st != MIL_OK) return st;
   const geom *g = &a.g;
   int64_t n = a.xs[0], cin = a.xs[1], cout = a.os[1], G = a.groups;
@@ -206,6 +209,51 @@ static mil_status k_conv(interp_run *r, mil_infer_ctx *c) {
   return MIL_OK;
 }
 
+static mil_status k_conv(interp_run *r, mil_infer_ctx *c) { return conv_run(r, c, NULL, NULL); }
+
+/* conv_quantized (iOS15 conv.py, experimental): uint8 weights dequantized
+ * as W = W_q * quant_scale + quant_bias ("linear"; scale and bias hold one
+ * value, or one per output channel), then an ordinary conv. A "lut"
+ * quantization carries no lookup table in the op (the NeuralNetwork layer
+ * kept it elsewhere), so it cannot run. The bias, of the weight's uint8
+ * domain, is added as its values. */
+static mil_status k_conv_quantized(interp_run *r, mil_infer_ctx *c) {
+  const char *qt = op_str(c, "quantization_type", "");
+  if (strcmp(qt, "linear") != 0)
+    return interp_fail(c, MIL_ERR_UNSUPPORTED,
+                       "quantization_type \"%s\" cannot run: only \"linear\" (W_q * quant_scale + quant_bias) "
+                       "defines the weights from the op's inputs",
+                       qt);
+  const mil_value *wq = op_val(c, "weight"), *sc = op_val(c, "quant_scale"), *qb = op_val(c, "quant_bias");
+  const mil_value *bias = op_has(c, "bias") ? op_val(c, "bias") : NULL;
+  if (!wq || wq->kind != MIL_VAL_TENSOR || !sc || !qb || (op_has(c, "bias") && !bias)) return INTERP_DECLINE;
+  int64_t ws[MIL_INTERP_MAX_RANK];
+  int32_t wr = interp_vshape(wq, ws);
+  int64_t cout = wr > 0 ? ws[0] : 0, per = cout > 0 ? wq->numel / cout : 0;
+  if ((sc->numel != 1 && sc->numel != cout) || (qb->numel != 1 && qb->numel != cout))
+    return interp_fail(c, MIL_ERR_INVALID,
+                       "quant_scale (%lld values) and quant_bias (%lld values) must hold 1 or C_out = %lld values",
+                       (long long)sc->numel, (long long)qb->numel, (long long)cout);
+  mil_value *w = interp_new_shape(r, MIL_DT_FP32, wr, ws, false);
+  mil_value *b = NULL;
+  if (bias) {
+    int64_t bs[MIL_INTERP_MAX_RANK];
+    int32_t br = interp_vshape(bias, bs);
+    b = interp_new_shape(r, MIL_DT_FP32, br, bs, br == 0);
+  }
+  if (!w || (bias && !b)) return interp_nomem(c);
+  float *wf = mil_value_data_mut(w);
+  for (int64_t o = 0; o < cout; o++) {
+    double s = mil_value_get_f64(sc, sc->numel == 1 ? 0 : o), z = mil_value_get_f64(qb, qb->numel == 1 ? 0 : o);
+    for (int64_t k = 0; k < per; k++) wf[o * per + k] = (float)(mil_value_get_f64(wq, o * per + k) * s + z);
+  }
+  if (b) {
+    float *bf = mil_value_data_mut(b);
+    for (int64_t k = 0; k < bias->numel; k++) bf[k] = (float)mil_value_get_f64(bias, k);
+  }
+  return conv_run(r, c, w, b);
+}
+
 /* Adds columns (C, k.., in..) back onto the output image (C, out..). */
 static void col2im(const float *col, int64_t cn, const geom *g, float *out) {
   int64_t oplane = g->out[0] * g->out[1] * g->out[2];
@@ -236,7 +284,7 @@ static void col2im(const float *col, int64_t cn, const geom *g, float *out) {
 
 static mil_status k_conv_transpose(interp_run *r, mil_infer_ctx *c) {
   conv_args a;
-  mil_status st = read_args(c, true, &a);
+  mil_status st = read_args(c, true, &a, NULL, NULL);
   if (st != MIL_OK) return st;
   const geom *g = &a.g;
   int64_t n = a.xs[0], cin = a.xs[1], cout = a.os[1], G = a.groups;
@@ -268,6 +316,7 @@ static mil_status k_conv_transpose(interp_run *r, mil_infer_ctx *c) {
 
 const interp_kernel interp_kernels_conv[] = {
     {"conv", k_conv, 0},
+    {"conv_quantized", k_conv_quantized, 0},
     {"conv_transpose", k_conv_transpose, 0},
 };
 INTERP_FAMILY_COUNT(conv);

@@ -16,7 +16,7 @@
  *                              axes with the resize_bilinear sampling modes
  *   crop                       drops crop_height / crop_width rows / columns
  *
- * crop_resize, affine and resample are not executed (docs/interpreter.md). */
+ * crop_resize, affine and resample are in image_sample.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -17,6 +17,12 @@ typedef struct interp_slot {
   int64_t shape[MIL_INTERP_MAX_RANK];
   mil_tensor t;
   void *buf;
+  /* a dict output (classify's probabilities): its keys (dict.str_keys or
+   * dict.int_keys point into keybuf); t holds the values */
+  bool is_dict;
+  bool is_label; /* classify's first output */
+  mil_interp_dict dict;
+  void *keybuf;
 } interp_slot;
 
 struct mil_interp {
@@ -42,7 +48,10 @@ static char *dupstr(const char *s) {
 
 static void slot_clear(interp_slot *s) {
   free(s->buf);
-  s->buf = NULL;
+  free(s->keybuf);
+  s->buf = s->keybuf = NULL;
+  s->is_dict = s->is_label = false;
+  memset(&s->dict, 0, sizeof s->dict);
   s->set = false;
   memset(&s->t, 0, sizeof s->t);
 }
@@ -268,6 +277,15 @@ const mil_tensor *mil_interp_output_at(const mil_interp *ip, int32_t i) {
   return &ip->out[i].t;
 }
 
+bool mil_interp_output_is_label(const mil_interp *ip, int32_t i) {
+  return ip && ip->have_outputs && i >= 0 && i < ip->n_out && ip->out[i].is_label;
+}
+
+const mil_interp_dict *mil_interp_output_dict(const mil_interp *ip, int32_t i) {
+  if (!ip || !ip->have_outputs || i < 0 || i >= ip->n_out || !ip->out[i].is_dict) return NULL;
+  return &ip->out[i].dict;
+}
+
 /* Turns a const value of the base program into a view of its own bytes,
  * so that the per-run copies (mil_program_clone) share the bytes instead of
  * copying them, and records the bytes as stable. */
@@ -414,10 +432,84 @@ static mil_status bind_inputs(mil_interp *ip, interp_run *r) {
   return MIL_OK;
 }
 
+/* n strings (get(src, k)) copied into one allocation: n pointers, then
+ * the characters. NULL when out of memory. */
+static const char **copy_strings(int64_t n, const char *(*get)(const void *, int64_t), const void *src) {
+  size_t chars = 0;
+  for (int64_t k = 0; k < n; k++) chars += strlen(get(src, k)) + 1;
+  const char **p = malloc((size_t)n * sizeof *p + chars + 1);
+  if (!p) return NULL;
+  char *at = (char *)(p + n);
+  for (int64_t k = 0; k < n; k++) {
+    size_t l = strlen(get(src, k)) + 1;
+    memcpy(at, get(src, k), l);
+    p[k] = at;
+    at += l;
+  }
+  return p;
+}
+
+static const char *tensor_str(const void *v, int64_t k) { return mil_value_get_str(v, k); }
+static const char *dict_key_str(const void *v, int64_t k) {
+  return mil_value_get_str(((const mil_value *)v)->keys[k], 0);
+}
+
+/* A string tensor output: the pointers and characters in the slot's buffer. */
+static mil_status slot_fill_strings(interp_slot *s, const mil_value *val) {
+  int64_t shape[MIL_INTERP_MAX_RANK];
+  int32_t rank = interp_vshape(val, shape);
+  const char **p = copy_strings(val->numel, tensor_str, val);
+  if (!p) return MIL_ERR_NOMEM;
+  slot_clear(s);
+  s->buf = p;
+  for (int32_t i = 0; i < rank; i++) s->shape[i] = shape[i];
+  s->t = (mil_tensor){MIL_DT_STRING, rank, s->shape, p, (size_t)val->numel * sizeof *p, val->numel};
+  s->set = true;
+  return MIL_OK;
+}
+
+/* A dict output with str or int64 keys and numeric values: the values as
+ * an fp64 tensor (n,), the keys in the slot's dict. */
+static mil_status slot_fill_dict(interp_slot *s, const mil_value *val) {
+  int64_t n = val->n;
+  const mil_value *k0 = n ? val->keys[0] : NULL;
+  mil_dtype kt = k0 && k0->kind == MIL_VAL_TENSOR && k0->type ? k0->type->dtype : MIL_DT_STRING;
+  double *vals = malloc((size_t)(n ? n : 1) * sizeof *vals);
+  void *keys = kt == MIL_DT_STRING ? (void *)copy_strings(n, dict_key_str, val)
+                                   : malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+  if (!vals || !keys) {
+    free(vals), free(keys);
+    return MIL_ERR_NOMEM;
+  }
+  for (int64_t k = 0; k < n; k++) {
+    vals[k] = mil_value_get_f64(val->items[k], 0);
+    if (kt != MIL_DT_STRING) ((int64_t *)keys)[k] = mil_value_get_i64(val->keys[k], 0);
+  }
+  slot_clear(s);
+  s->buf = vals;
+  s->keybuf = keys;
+  s->shape[0] = n;
+  s->t = (mil_tensor){MIL_DT_FP64, 1, s->shape, vals, (size_t)n * sizeof *vals, n};
+  s->is_dict = true;
+  s->dict = (mil_interp_dict){kt == MIL_DT_STRING ? MIL_DT_STRING : MIL_DT_INT64, n,
+                              kt == MIL_DT_STRING ? (const char *const *)keys : NULL,
+                              kt == MIL_DT_STRING ? NULL : (const int64_t *)keys, vals};
+  s->set = true;
+  return MIL_OK;
+}
+
 static mil_status collect_outputs(mil_interp *ip, interp_run *r, mil_block *body) {
   for (int32_t i = 0; i < ip->n_out; i++) {
     const mil_var *v = body->outputs[i].var;
     const mil_value *val = v->val;
+    bool str = val->kind == MIL_VAL_TENSOR && val->type && val->type->dtype == MIL_DT_STRING;
+    bool label = v->op && v->out_index == 0 && strcmp(v->op->type, "classify") == 0;
+    if (val->kind == MIL_VAL_DICT || str) {
+      mil_status st = str ? slot_fill_strings(&ip->out[i], val) : slot_fill_dict(&ip->out[i], val);
+      if (st != MIL_OK) return mil_diag_error(r->d, MIL_ERR_NOMEM, "out of memory copying output '%s'", v->name);
+      ip->out[i].is_label = label;
+      continue;
+    }
     if (val->kind != MIL_VAL_TENSOR || !val->type)
       return mil_diag_error(r->d, MIL_ERR_UNSUPPORTED, "function '%s': output '%s' is not a tensor", ip->fn_name,
                             v->name);
@@ -425,6 +517,7 @@ static mil_status collect_outputs(mil_interp *ip, interp_run *r, mil_block *body
     int32_t rank = interp_vshape(val, shape);
     if (slot_fill(&ip->out[i], val->type->dtype, rank, shape, mil_value_data(val), val->nbytes) != MIL_OK)
       return mil_diag_error(r->d, MIL_ERR_NOMEM, "out of memory copying output '%s'", v->name);
+    ip->out[i].is_label = label;
   }
   return MIL_OK;
 }

@@ -11,7 +11,8 @@
  *                     pool.c, normalization.c, activation.c, elementwise.c
  *                     (+ elementwise_internal.h), tensor.c, gather.c,
  *                     detection.c, image.c, control_flow.c, list.c, state.c,
- *                     random.c, recurrent.c, constexpr.c
+ *                     random.c, recurrent.c, constexpr.c, image_sample.c,
+ *                     classify.c, complex.c
  *
  * A kernel receives the op's inference context (ops/ops_internal.h): its
  * inputs are the vars' runtime values (var->val, read with op_val and

@@ -22,6 +22,7 @@
 
 #include "io/fsafe.h"
 #include "io/model_internal.h"
+#include "mil/ops.h"
 #include "mil/text.h"
 
 /* ------------------------------------------------------------------------ */
@@ -317,24 +318,43 @@ mil_status mil_model_sync_description(mil_model *m, mil_diag *d) {
   return MIL_OK;
 }
 
-/* The highest spec version the program's opsets imply (0 if none is known). */
+/* The highest spec version the program's opsets imply, CoreML3 (iOS13, 4)
+ * included (0 if none is a known opset). */
 static int spec_from_opsets(const mil_program *p) {
   int v = 0;
   for (int32_t i = 0; i < p->n_functions; i++) {
-    int f = mil_spec_version_for_opset(p->functions[i]->opset);
+    int f = mil_opset_version(p->functions[i]->opset);
     if (f > v) v = f;
   }
   return v;
+}
+
+/* Only an ML Program (.mlpackage / .mlmodel) needs CoreML5 or later: every
+ * function's opset must be one (coremltools' _OPSET; older targets are
+ * neural networks). */
+mil_status io_model_check_opsets(const mil_model *m, const char *path, mil_diag *d) {
+  for (int32_t i = 0; i < m->prog->n_functions; i++) {
+    const mil_function *f = m->prog->functions[i];
+    if (mil_spec_version_for_opset(f->opset)) continue;
+    int v = mil_opset_version(f->opset);
+    return mil_diag_error(d, MIL_ERR_UNSUPPORTED,
+                          "%s: writing an ML Program model needs opset CoreML5 (iOS15) or later, but function '%s' "
+                          "has %s%s%s%s; retarget it to iOS15..iOS18 first (`mil convert/opt --target iOS15`, "
+                          "mil_program_retarget), or write .mil text",
+                          path, f->name, f->opset, v > 0 ? " (" : "", v > 0 ? mil_opset_target_name(v) : "",
+                          v > 0 ? ")" : "");
+  }
+  return MIL_OK;
 }
 
 mil_status mil_model_from_program(mil_program *prog, int spec_version, mil_model **out, mil_diag *d) {
   *out = NULL;
   if (!prog) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_from_program: no program");
   if (spec_version == 0) spec_version = spec_from_opsets(prog);
-  if (spec_version < MIL_SPEC_VERSION_MIN || spec_version > MIL_SPEC_VERSION_MAX) {
+  if (spec_version < MIL_IOS13 || spec_version > MIL_SPEC_VERSION_MAX) {
     mil_program_free(prog);
-    return mil_diag_error(d, MIL_ERR_INVALID, "specification version %d is not an ML Program version (%d..%d)",
-                          spec_version, MIL_SPEC_VERSION_MIN, MIL_SPEC_VERSION_MAX);
+    return mil_diag_error(d, MIL_ERR_INVALID, "specification version %d is not a MIL program version (%d..%d)",
+                          spec_version, MIL_IOS13, MIL_SPEC_VERSION_MAX);
   }
   mil_model *m = calloc(1, sizeof *m);
   if (!m) {
@@ -407,7 +427,7 @@ static mil_status load_mil_text(const char *path, mil_model **out, mil_diag *d) 
   if (!spec) {
     const char *opset = p->n_functions ? p->functions[0]->opset : "(none)";
     mil_program_free(p);
-    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: opset '%s' is not an ML Program opset (CoreML5..CoreML9)", path,
+    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: opset '%s' is not a MIL opset (CoreML3..CoreML9)", path,
                           opset);
   }
   mil_model *m = calloc(1, sizeof *m);
@@ -518,7 +538,8 @@ mil_status mil_model_load(const char *path_in, mil_model **out, mil_diag *d) {
 
 mil_status mil_model_serialize(mil_model *m, mil_blob_writer *weights, void **data, size_t *len, mil_diag *d) {
   if (!m || !m->prog) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_serialize: no program");
-  mil_status st = mil_model_sync_description(m, d);
+  mil_status st = io_model_check_opsets(m, "<memory>", d);
+  if (st == MIL_OK) st = mil_model_sync_description(m, d);
   if (st != MIL_OK) return st;
   return io_model_encode(m, weights, NULL, "<memory>", data, len, d);
 }

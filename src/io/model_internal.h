@@ -242,6 +242,11 @@ IO_MODEL_HIDDEN bool io_model_path_exists(const char *p);
 IO_MODEL_HIDDEN bool io_model_path_is_dir(const char *p);
 /* The extension of the last path component ("mlpackage"), or "". */
 IO_MODEL_HIDDEN const char *io_model_extension(const char *path);
+/* MIL_OK when every function's opset is an ML Program one (CoreML5 or
+ * later); otherwise MIL_ERR_UNSUPPORTED, "<path>: writing an ML Program
+ * model needs opset CoreML5 (iOS15) or later, but function 'main' has
+ * CoreML3 (iOS13); retarget it ...". */
+IO_MODEL_HIDDEN mil_status io_model_check_opsets(const mil_model *m, const char *path, mil_diag *d);
 /* malloc'ed copy of path without trailing slashes. */
 IO_MODEL_HIDDEN char *io_model_clean_path(const char *path);
 /* malloc'ed directory part of path ("." when none). */

@@ -388,6 +388,7 @@ mil_status mil_model_save(mil_model *m, const char *path_in, mil_diag *d) {
   } else if (strcmp(ext, "mlpackage") && strcmp(ext, "mlmodel")) {
     st = mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: unknown model extension '%s%s' (expected .mlpackage, .mlmodel or "
                         ".mil)", path, ext[0] ? "." : "", ext);
+  } else if ((st = io_model_check_opsets(m, path, d)) != MIL_OK) {
   } else if ((st = mil_model_sync_description(m, d)) != MIL_OK) {
     mil_diag_error(d, st, "%s: cannot describe the model's inputs and outputs", path);
   } else {

@@ -273,6 +273,7 @@ mil_value *io_parse_tensor_value(io_lex *L, mil_program *p, const mil_type *t, c
     io_lex_error_st(L, MIL_ERR_NOMEM, at, "out of memory for the value of %%%s", var_name);
     return NULL;
   }
+  v->py_bool = t->dtype == MIL_DT_BOOL && t->rank == 0; /* see mil_value.py_bool */
   tensor_ctx c = {L, p, v, t->dtype, mil_value_data_mut(v), t, var_name, NULL, 0, false};
   int64_t idx = 0;
   bool ok = t->rank == 0 ? parse_elem(&c, idx++) : parse_dim(&c, 0, &idx);
@@ -434,6 +435,7 @@ static mil_value *lit_build(lit_ctx *c, bool scalar, const char *at) {
     io_lex_error_st(L, MIL_ERR_NOMEM, at, "out of memory");
     return NULL;
   }
+  v->py_bool = dt == MIL_DT_BOOL && rank == 0; /* see mil_value.py_bool */
   void *data = mil_value_data_mut(v);
   for (size_t i = 0; i < c->n; i++) {
     lit_elem *e = &c->e[i];

@@ -159,6 +159,12 @@ const mil_type *op_tensor(mil_infer_ctx *c, mil_dtype dt, int32_t rank, const mi
   return mil_type_tensor(c->prog, dt, rank, dims);
 }
 
+const mil_type *op_tensor_variadic(mil_infer_ctx *c, mil_dtype dt) {
+  mil_dim d = op_dim_sym(c);
+  d.variadic = true;
+  return op_tensor(c, dt, 1, &d);
+}
+
 const mil_type *op_scalar(mil_infer_ctx *c, mil_dtype dt) { return mil_type_scalar(c->prog, dt); }
 
 const mil_type *op_with_dtype(mil_infer_ctx *c, const mil_type *t, mil_dtype dt) {

@@ -105,6 +105,10 @@ OP_HIDDEN mil_dim op_dim(int64_t size);
 /* A fresh symbolic dim (coremltools' get_new_symbol). */
 OP_HIDDEN mil_dim op_dim_sym(mil_infer_ctx *c);
 OP_HIDDEN const mil_type *op_tensor(mil_infer_ctx *c, mil_dtype dt, int32_t rank, const mil_dim *dims);
+/* A tensor of unknown rank as coremltools types it: rank 1 with one fresh
+ * variadic symbol, printed "(*is7, fp32)" (program.py
+ * get_new_variadic_symbol: "*is" and the counter fresh symbols share). */
+OP_HIDDEN const mil_type *op_tensor_variadic(mil_infer_ctx *c, mil_dtype dt);
 OP_HIDDEN const mil_type *op_scalar(mil_infer_ctx *c, mil_dtype dt);
 /* Same shape as t with another dtype (scalar stays scalar). */
 OP_HIDDEN const mil_type *op_with_dtype(mil_infer_ctx *c, const mil_type *t, mil_dtype dt);

@@ -48,9 +48,7 @@ static mil_status distribution(mil_infer_ctx *c, mil_dtype dt) {
   const mil_type *s = op_type(c, "shape");
   if (s->rank != 1) return op_fail(c, "input 'shape' must be rank 1, got %s", op_tstr(c, s));
   if (s->dims[0].size < 0) {
-    mil_dim d = op_dim_sym(c);
-    d.variadic = true;
-    op_set_out(c, 0, op_tensor(c, dt, 1, &d));
+    op_set_out(c, 0, op_tensor_variadic(c, dt));
     return MIL_OK;
   }
   int64_t n = s->dims[0].size;

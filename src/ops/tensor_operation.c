@@ -95,8 +95,8 @@ static mil_status infer_fill(mil_infer_ctx *c) {
   const mil_type *st = op_type(c, "shape");
   mil_dtype dt = value_dtype(c);
   if (st->rank != 1) return op_fail(c, "input 'shape' must be rank 1, got %s", op_tstr(c, st));
-  if (st->dims[0].size < 0) {
-    op_set_out(c, 0, op_tensor(c, dt, -1, NULL));
+  if (st->dims[0].size < 0) { /* shape of unknown length: coremltools' variadic symbol */
+    op_set_out(c, 0, op_tensor_variadic(c, dt));
     return MIL_OK;
   }
   int64_t n = st->dims[0].size;

@@ -179,7 +179,7 @@ mil_status tt_infer_reshape(mil_infer_ctx *c) {
   if (x->rank > TOP_RANK) return op_fail(c, "input 'x' has rank %d, larger than supported (%d)", x->rank, TOP_RANK);
   if (st->rank != 1) return op_fail(c, "input 'shape' must be rank 1, got %s", op_tstr(c, st));
   if (st->dims[0].size < 0) {
-    op_set_out(c, 0, op_tensor(c, x->dtype, -1, NULL)); /* variable length: unknown rank */
+    op_set_out(c, 0, op_tensor_variadic(c, x->dtype)); /* variable length: unknown rank, a variadic symbol */
     return MIL_OK;
   }
   int64_t n = st->dims[0].size;

@@ -1,6 +1,7 @@
 /* The program validator: structure (mil_program_verify) plus the op
  * registry's checks on every op, and declared-vs-inferred output types. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/ops_internal.h"
@@ -32,7 +33,9 @@ static bool type_match(const mil_type *d, const mil_type *e) {
     for (int32_t i = 0; i < d->n_elems; i++)
       if (!type_match(d->elems[i], e->elems[i])) return false;
     return true;
-  case MIL_TYPE_DICT: return type_match(d->elem, e->elem) && type_match(d->value, e->value);
+  case MIL_TYPE_DICT: /* "(dict)", as coremltools prints any dict, reads back with unknown key and value */
+    return (!d->elem || d->elem->kind == MIL_TYPE_UNKNOWN || type_match(d->elem, e->elem)) &&
+           (!d->value || d->value->kind == MIL_TYPE_UNKNOWN || type_match(d->value, e->value));
   case MIL_TYPE_UNKNOWN: return true;
   }
   return false;
@@ -92,4 +95,46 @@ mil_status mil_program_validate(const mil_program *p, mil_diag *d) {
   vstate s = {d, 0};
   mil_program_walk((mil_program *)p, check_one, &s);
   return s.errors ? MIL_ERR_TYPE : MIL_OK;
+}
+
+/* Sets every function's opset (and the key of its body specialization) to
+ * `opset`; `old` (n_functions entries, or NULL) receives the previous ones. */
+static void set_opsets(mil_program *p, const char *const *opsets, const char **old) {
+  for (int32_t i = 0; i < p->n_functions; i++) {
+    mil_function *f = p->functions[i];
+    if (old) old[i] = f->opset;
+    for (int32_t k = 0; k < f->n_specs; k++)
+      if (f->specs[k].opset == f->opset) f->specs[k].opset = opsets[i];
+    f->opset = opsets[i];
+  }
+}
+
+mil_status mil_program_retarget(mil_program *p, int version, mil_diag *d) {
+  const char *name = mil_opset_name(version);
+  if (!name)
+    return mil_diag_error(d, MIL_ERR_INVALID, "retarget: %d is not an opset version (%d..%d: CoreML3..CoreML9)",
+                          version, MIL_IOS13, MIL_IOS26);
+  const char *interned = mil_program_intern(p, name, (size_t)-1);
+  const char **old = malloc((size_t)(p->n_functions ? p->n_functions : 1) * 2 * sizeof *old);
+  if (!interned || !old) {
+    free(old);
+    return mil_diag_error(d, MIL_ERR_NOMEM, "retarget: out of memory");
+  }
+  const char **now = old + p->n_functions;
+  for (int32_t i = 0; i < p->n_functions; i++) now[i] = interned;
+  set_opsets(p, now, old);
+  mil_diag sub;
+  mil_diag_init(&sub);
+  mil_status st = mil_program_validate(p, &sub);
+  if (st != MIL_OK) {
+    set_opsets(p, old, NULL);
+    for (size_t i = 0; i < sub.count; i++)
+      if (sub.msgs[i].severity == MIL_SEV_ERROR)
+        mil_diag_add(d, MIL_SEV_ERROR, "cannot retarget to %s (%s): %s", mil_opset_target_name(version), name,
+                     sub.msgs[i].text);
+    if (!sub.count) mil_diag_error(d, st, "cannot retarget to %s (%s)", mil_opset_target_name(version), name);
+  }
+  mil_diag_clear(&sub);
+  free(old);
+  return st;
 }

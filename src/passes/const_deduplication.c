@@ -25,7 +25,11 @@
  *     dtype and shape whose first 100 elements have the same bytes and whose
  *     elements are all within an absolute 6e-8 (fp16) / 1e-12 (others) of
  *     it. Only consts with at least `const_threshold` elements take part;
- *     string and bool scalars never do.
+ *     strings never do, nor scalar bools PyMIL holds as Python bools
+ *     (written in MIL text: mil_value.py_bool); a scalar bool read from a
+ *     model file or computed by value inference is numpy's np.bool_ in
+ *     coremltools and merges like any one-element value once
+ *     const_threshold <= 1 (e.g. concat's interleave in a loaded model).
  *  2. constexpr_* ops: a duplicate has the same op type and, input by input,
  *     the same dtype and either the same var (inputs without a value, or
  *     with at least const_threshold elements) or an equal value.
@@ -212,13 +216,20 @@ static void group_add(dedup *c, int32_t gi, mil_op *op) {
 
 static bool is_scalar_value(const mil_value *v) { return v->type->rank == 0; }
 
-/* coremltools' should_be_deduplicated: not a string or bool scalar, and at
+/* A value coremltools holds as a Python str or bool, which
+ * should_be_deduplicated always refuses: a string, or a scalar bool written
+ * as a Python bool (mil_value.py_bool; a numpy bool from a model file or
+ * value inference is an ordinary one-element value). */
+static bool python_scalar(const mil_value *v) {
+  mil_dtype dt = v->type->dtype;
+  return dt == MIL_DT_STRING || (dt == MIL_DT_BOOL && is_scalar_value(v) && v->py_bool);
+}
+
+/* coremltools' should_be_deduplicated: not a Python str or bool, and at
  * least `threshold` elements. */
 static bool worth_deduplicating(const dedup *c, const mil_value *v) {
   if (!v || v->kind != MIL_VAL_TENSOR || !v->type) return false;
-  mil_dtype dt = v->type->dtype;
-  if (dt == MIL_DT_STRING) return false;
-  if (dt == MIL_DT_BOOL && is_scalar_value(v)) return false;
+  if (python_scalar(v)) return false;
   return v->numel >= c->threshold;
 }
 
@@ -445,9 +456,7 @@ static arg_ref arg_of(const dedup *c, const mil_arg *a) {
   const mil_value *val = a->value ? a->value : a->use.var ? a->use.var->val : NULL;
   const mil_type *t = a->value ? a->value->type : a->use.var ? a->use.var->type : NULL;
   if (t) r.dtype = t->dtype;
-  bool by_value = val && val->kind == MIL_VAL_TENSOR && val->type &&
-                  (val->type->dtype == MIL_DT_STRING || (val->type->dtype == MIL_DT_BOOL && is_scalar_value(val)) ||
-                   val->numel < c->threshold);
+  bool by_value = val && val->kind == MIL_VAL_TENSOR && val->type && (python_scalar(val) || val->numel < c->threshold);
   if (by_value || !a->use.var) r.value = val;
   else r.var = a->use.var;
   return r;

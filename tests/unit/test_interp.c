@@ -619,18 +619,19 @@ static void test_errors(void **state) {
   assert_null(mil_interp_output(f.ip, "y")); /* no successful run yet */
   close_prog(&f);
 
-  /* an op the interpreter cannot execute names itself */
-  open_prog(&f, PROG("CoreML7", "%x: (1, 1, 2, 2, fp32)(Tensor), %c: (1, 1, 1, 2, fp32)(Tensor)",
-                     "    %y: (1, 1, 1, 1, fp32)(Tensor) = resample(x=%x, coordinates=%c, sampling_mode=\"bilinear\", "
-                     "padding_mode=\"constant\", padding_value=0.0, coordinates_mode=\"normalized_minus_one_to_one\", "
-                     "align_corners=False, name=\"y\")\n",
+  /* an op the interpreter cannot execute for these inputs names itself */
+  open_prog(&f, PROG("CoreML5", "%x: (1, 1, 2, 2, fp32)(Tensor)",
+                     "    %w: (1, 1, 1, 1, uint8)*(Tensor) = const(val=[[[[3]]]], name=\"w\")\n"
+                     "    %y: (1, 1, 2, 2, fp32)(Tensor) = conv_quantized(x=%x, weight=%w, quantization_type=\"lut\", "
+                     "quant_scale=1.0, quant_bias=0.0, name=\"y\")\n",
                      "%y"));
-  const float rx[4] = {0}, rc[2] = {0};
+  const float rx[4] = {0};
   set_f32(&f, "x", 4, SHAPE(1, 1, 2, 2), rx);
-  set_f32(&f, "c", 4, SHAPE(1, 1, 1, 2), rc);
-  expect_error(&f, mil_interp_run(f.ip, NULL, &f.d), MIL_ERR_UNSUPPORTED, "op 'y' (resample): cannot be executed");
+  expect_error(&f, mil_interp_run(f.ip, NULL, &f.d), MIL_ERR_UNSUPPORTED,
+               "op 'y' (conv_quantized): quantization_type \"lut\" cannot run");
   close_prog(&f);
-  assert_false(mil_interp_supports_op("resample", MIL_IOS17));
+  assert_true(mil_interp_supports_op("resample", MIL_IOS17));
+  assert_false(mil_interp_supports_op("resample", MIL_IOS14)); /* registered from iOS15 on */
   assert_true(mil_interp_supports_op("conv", MIL_IOS17));
   assert_true(mil_interp_supports_op("reduce_mean", MIL_IOS17)); /* through value inference */
 

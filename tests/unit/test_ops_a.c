@@ -528,6 +528,33 @@ static void test_random_symbolic_shape(void **state) {
   mil_program_free(p);
 }
 
+/* An output of unknown rank gets a named variadic symbol, as coremltools'
+ * get_new_variadic_symbol gives fill and reshape ("(*is52046,fp32)"), not
+ * an anonymous "(*?, fp32)". */
+static void test_unknown_rank_is_named(void **state) {
+  (void)state;
+  static const tcase cases[] = {
+      {"CoreML3", "%s: (k,int32)(Tensor)", T("(*a,fp32)(Tensor)") "fill(shape=%s, value=1.5, name=\"t\")\n", NULL,
+       NULL},
+      {"CoreML7", "%s: (k,int32)(Tensor), %x: (2, 3, fp16)(Tensor)",
+       T("(*a,fp16)(Tensor)") "reshape(x=%x, shape=%s, name=\"t\")\n", NULL, NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    mil_program *p = parse_case(&cases[i]);
+    const mil_type *types[16];
+    const mil_value *vals[16];
+    char err[512], buf[128];
+    assert_int_equal(infer_t(p, types, vals, err, sizeof err), MIL_OK);
+    assert_int_equal(types[0]->rank, 1);
+    assert_true(types[0]->dims[0].variadic);
+    assert_non_null(types[0]->dims[0].sym);
+    mil_type_to_string(types[0], buf, sizeof buf);
+    assert_int_equal(strncmp(buf, "(*is", 4), 0);
+    assert_null(strchr(buf, '?'));
+    mil_program_free(p);
+  }
+}
+
 /* ---- coreml_dialect ---- */
 
 static const tcase k_coreml_dialect[] = {
@@ -659,6 +686,7 @@ int main(void) {
       cmocka_unit_test(test_const_without_value),
       cmocka_unit_test(test_random),
       cmocka_unit_test(test_random_symbolic_shape),
+      cmocka_unit_test(test_unknown_rank_is_named),
       cmocka_unit_test(test_coreml_dialect),
       cmocka_unit_test(test_complex_dialect),
       cmocka_unit_test(test_classify),

@@ -6,9 +6,10 @@
 #include "cli.h"
 #include "load.h"
 #include "mil/model.h"
+#include "mil/ops.h"
 
 static void help(void) {
-  printf("usage: mil convert [--spec-version N] [--inline-weights] IN OUT\n\n"
+  printf("usage: mil convert [--target iOS15..iOS18] [--spec-version N] [--inline-weights] IN OUT\n\n"
          "Read model IN (.mlpackage, .mlmodel or .mil) and write it to OUT, in the\n"
          "format OUT's extension names:\n"
          "  .mlpackage  a Core ML package (Manifest.json, model.mlmodel, weights/weight.bin)\n"
@@ -25,6 +26,11 @@ static void help(void) {
          "atomically (a .mlmodel with its weight file as a pair): a crash or Ctrl-C\n"
          "at any moment leaves the old OUT or the new one, and no temporaries.\n\n"
          "options:\n"
+         "  --target T        retarget the program to opset T (iOS15, iOS16, iOS17,\n"
+         "                    iOS18 or iOS26) and write that specification version, as\n"
+         "                    ct.convert(minimum_deployment_target=T): every op must\n"
+         "                    exist in T with inputs T accepts. Needed to write a\n"
+         "                    CoreML3/CoreML4 program (iOS13/iOS14) as an ML Program\n"
          "  --spec-version N  write specification version N (6..10); default: keep\n"
          "                    the input's (for .mil: the one its opset implies)\n"
          "  --inline-weights  .mil output: every const value in the text, no weight file\n");
@@ -32,7 +38,7 @@ static void help(void) {
 
 int cmd_convert(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
-  int spec = 0;
+  int spec = 0, target = 0;
   bool inline_weights = false;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
@@ -48,6 +54,10 @@ int cmd_convert(int argc, char **argv) {
       spec = (int)v;
     } else if (strcmp(argv[i], "--inline-weights") == 0) {
       inline_weights = true;
+    } else if (strcmp(argv[i], "--target") == 0) {
+      if (i + 1 >= argc) return cli_usage_error("convert", "--target needs a value");
+      int rc = cli_parse_target("convert", argv[++i], &target);
+      if (rc != CLI_OK) return rc;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return cli_usage_error("convert", "unknown option '%s'", argv[i]);
     } else if (!in) {
@@ -68,6 +78,8 @@ int cmd_convert(int argc, char **argv) {
   mil_diag_init(&d);
   mil_model *m = NULL;
   mil_status st = mil_model_load(in, &m, &d);
+  if (st == MIL_OK && target) st = mil_program_retarget(mil_model_program(m), target, &d);
+  if (st == MIL_OK && target && !spec) st = mil_model_set_spec_version(m, target);
   if (st == MIL_OK && spec) st = mil_model_set_spec_version(m, spec);
   if (st == MIL_OK) st = to_text ? mil_save_text(mil_model_program(m), out, inline_weights, &d) : mil_model_save(m, out, &d);
   int rc = CLI_OK;

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "mil/model.h"
+#include "mil/ops.h"
 
 static void help(void) {
   printf("usage: mil info [--json] MODEL\n\n"
@@ -132,8 +133,8 @@ static int cmp_hist(const void *a, const void *b, void *ud) {
 }
 
 static const char *target_name(int spec) {
-  static const char *const names[] = {"iOS15", "iOS16", "iOS17", "iOS18", "iOS26"};
-  return spec >= MIL_SPEC_VERSION_MIN && spec <= MIL_SPEC_VERSION_MAX ? names[spec - MIL_SPEC_VERSION_MIN] : "?";
+  const char *name = mil_opset_target_name(spec); /* iOS13 (4) .. iOS26 (10) */
+  return name ? name : "?";
 }
 
 static void put_function(mil_model *m, const mil_function *f) {

@@ -9,12 +9,13 @@
 #include "cli.h"
 #include "load.h"
 #include "mil/model.h"
+#include "mil/ops.h"
 #include "mil/passes.h"
 #include "opt_summary.h"
 
-/* .mil text is parsed directly: the golden corpus holds programs of opsets
- * older than ML Programs (CoreML3), which the model loader refuses; other
- * formats go through cli_load. */
+/* .mil text is parsed directly (it has no model description to keep; one is
+ * synthesized when the result is written as a model); other formats go
+ * through cli_load. */
 static mil_status load_any(const char *path, cli_loaded *out, mil_diag *d) {
   size_t n = strlen(path);
   if (n > 4 && strcmp(path + n - 4, ".mil") == 0) {
@@ -40,9 +41,13 @@ static void help(void) {
          "                           fp32 drops common::add_fp16_cast and common::add_int16_cast,\n"
          "                           as coremltools' converter does for fp32 precision\n"
          "                           (default fp16: the pipeline as listed)\n"
-"  --inline-weights         .mil or - output: every const value in the text (default:\n"
+         "  --inline-weights         .mil or - output: every const value in the text (default:\n"
          "                           weights in OUT's weight file, e.g. net.weight.bin beside\n"
          "                           net.mil, or for -, references to the input's weight file)\n"
+         "  --target iOS15..iOS18    retarget the program to that opset first (also iOS26),\n"
+         "                           as ct.convert(minimum_deployment_target=...): every op\n"
+         "                           must exist there; needed to write a CoreML3/CoreML4\n"
+         "                           program as .mlpackage/.mlmodel\n"
          "  --skip-missing           leave out passes that are not implemented (with a warning)\n"
          "                           instead of failing\n"
          "  --verify-each            verify (and validate) the program after every pass\n"
@@ -61,6 +66,7 @@ typedef struct opt_args {
   const char *in, *out, *pipeline, *passes, *print_after, *precision;
   const char **popts;
   int n_popts;
+  int target; /* --target: opset version to retarget to, or 0 */
   bool verify_each, print_all, timing, stats, quiet, skip_missing, inline_weights;
 } opt_args;
 
@@ -199,6 +205,14 @@ static int parse_args(int argc, char **argv, opt_args *a) {
       a->quiet = true;
     } else if (strcmp(s, "--inline-weights") == 0) {
       a->inline_weights = true;
+    } else if (strcmp(s, "--target") == 0 || strncmp(s, "--target=", 9) == 0) {
+      const char *v = s[8] == '=' ? s + 9 : NULL;
+      if (!v) {
+        NEED_VALUE(s);
+        v = argv[++i];
+      }
+      int r = cli_parse_target("opt", v, &a->target);
+      if (r != CLI_OK) return r;
     } else if (strcmp(s, "--skip-missing") == 0) {
       a->skip_missing = true;
     } else if (s[0] == '-' && s[1]) {
@@ -376,6 +390,10 @@ int cmd_opt(int argc, char **argv) {
   sum.load_s = opt_now() - t0;
   opt_progress_clear(&pg);
   if (lst != MIL_OK) goto out;
+  /* retargeted before the pipeline: passes see the target's opset, as in
+   * ct.convert(minimum_deployment_target=...) */
+  if (a.target && mil_program_retarget(m.program, a.target, &d) != MIL_OK) goto out;
+  if (a.target && m.model && mil_model_set_spec_version(m.model, a.target) != MIL_OK) goto out;
   int spec = m.model ? mil_model_spec_version(m.model) : 0;
   if (summary && opt_census_take(m.program, spec, &before)) sum.before = &before;
 

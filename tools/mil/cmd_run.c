@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "load.h"
 #include "run_common.h"
+#include "run_dict.h"
 
 static void help(void) {
   printf("usage: mil run MODEL [--input NAME=FILE.npy|FILE.pb]... [--function NAME]\n"
@@ -19,7 +20,8 @@ static void help(void) {
          "Each output is written to DIR/<output name>.npy (or .pb; DIR defaults to the\n"
          "current directory; '/' in names becomes '_', control characters and invalid\n"
          "UTF-8 become %%hh) and summarized on stdout: name, shape, dtype, min, max and\n"
-         "mean.\n\n"
+         "mean. A classifier's class label and probability dictionary (classify) are\n"
+         "printed and written as DIR/<name>.json.\n\n"
          "  --input NAME=FILE      value of input NAME from a .npy file or an ONNX\n"
          "                         TensorProto .pb (either dialect); FILE alone when the\n"
          "                         function has one input; a numeric array of another\n"
@@ -109,6 +111,10 @@ int cmd_run(int argc, char **argv) {
     for (int32_t i = 0; st == MIL_OK && i < mil_interp_n_outputs(ip); i++) {
       const char *name = mil_interp_output_name(ip, i);
       const mil_tensor *t = mil_interp_output_at(ip, i);
+      char *jp = write ? out_path(outdir, name, "json") : NULL;
+      bool special = cli_classifier_output(ip, i, jp, &st, &d); /* classify's label and dictionary: JSON */
+      free(jp);
+      if (special) continue;
       cli_print_summary(name, t);
       if (!write) continue;
       char *p = out_path(outdir, name, format);

@@ -128,6 +128,13 @@ static bool compare(const char *name, const mil_tensor *a, const mil_tensor *b, 
     printf("%-24s FAIL  shapes differ\n", name);
     return false;
   }
+  if (a->dtype == MIL_DT_STRING || b->dtype == MIL_DT_STRING) { /* class labels compare as text */
+    int64_t diff = a->dtype != b->dtype ? a->numel : 0;
+    for (int64_t i = 0; !diff && i < a->numel; i++)
+      diff += strcmp(((const char *const *)a->data)[i], ((const char *const *)b->data)[i]) != 0;
+    printf("%-24s %s  %s\n", name, diff ? "FAIL" : "PASS", diff ? "labels differ" : "labels equal");
+    return diff == 0;
+  }
   double max_abs = 0, max_b = 0;
   int64_t bad = 0;
   for (int64_t i = 0; i < a->numel; i++) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "load.h"
 #include "mil/model.h"
 #include "mil/ops.h"
@@ -171,4 +172,14 @@ void cli_diag_locate(mil_diag *d, size_t from, const char *path) {
     d->msgs[i].text = nt;
   }
   free(src);
+}
+
+int cli_parse_target(const char *cmd, const char *name, int *version) {
+  for (int v = MIL_IOS15; v <= MIL_IOS26; v++)
+    if (name && !strcmp(name, mil_opset_target_name(v))) {
+      *version = v;
+      return CLI_OK;
+    }
+  return cli_usage_error(cmd, "--target must be one of iOS15, iOS16, iOS17, iOS18, iOS26, got '%s'",
+                         name ? name : "");
 }

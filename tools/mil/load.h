@@ -43,6 +43,11 @@ void cli_diag_locate(mil_diag *d, size_t from, const char *path);
  * .mlpackage (a trailing '/' ignored), or "-" when allow_stdout. */
 bool cli_output_format_ok(const char *path, bool allow_stdout);
 
+/* --target NAME of `mil convert` / `mil opt`: "iOS15".."iOS18" or "iOS26"
+ * (the ML Program targets, as ct.convert's minimum_deployment_target) into
+ * *version (MIL_IOS15..). A usage error (CLI_USAGE, the valid choices
+ * listed) otherwise; CLI_OK on success. */
+int cli_parse_target(const char *cmd, const char *name, int *version);
 /* Every check `mil validate` runs on a loaded program. */
 mil_status cli_validate_program(const mil_program *p, mil_diag *d);
 
