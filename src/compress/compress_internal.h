@@ -136,4 +136,13 @@ bool cw_quantize(const cw_weight *w, mil_dtype dt, mil_cmode mode, const int64_t
                  bool *oom);
 void cw_qparams_free(cw_qparams *q);
 
+/* Pruning (prune.c). Each writes the pruned weight (w's elements with the
+ * pruned ones set to 0) to val (w->n floats) and returns 1, or 0 when
+ * coremltools skips the weight (sparsity below minimum_sparsity_percentile,
+ * block_size / m more than half the channels, rank outside 2..5), or -1 on
+ * out of memory. */
+int cw_prune_threshold(const cw_weight *w, const mil_op_compress_config *cfg, float *val);
+int cw_prune_magnitude(const cw_weight *w, const mil_op_compress_config *cfg, float *val);
+int cw_prune_n_m(const cw_weight *w, const mil_op_compress_config *cfg, float *val);
+
 #endif

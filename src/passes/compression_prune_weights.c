@@ -1,0 +1,152 @@
+/* compression::prune_weights — every const weight the config selects (see
+ * src/compress/select.c) is sparsified: by threshold (|w| <= threshold,
+ * OpThresholdPrunerConfig, kept dense when the sparsity stays below
+ * minimum_sparsity_percentile), by magnitude (the target_sparsity
+ * fraction of smallest |w|, optionally in blocks of block_size along dim)
+ * or n:m (the n smallest of every m along dim), OpMagnitudePrunerConfig:
+ *
+ *   %w: (32, 64, fp16)*(Tensor) = const(val=[...], name="w")
+ *
+ * becomes, before iOS18,
+ *
+ *   %w_sparsified = constexpr_sparse_to_dense(nonzero_data=<fp16 [nnz]>,
+ *       mask=<uint8 bits, LSB first>, shape=<uint32 [32, 64]>, name="w_sparsified")
+ *
+ * and from iOS18 on constexpr_sparse_to_dense(nonzero_data, mask=<uint1
+ * [32, 64]>). Block and n:m pruning apply only to conv and linear weights
+ * (other consts are skipped unless op_name_configs names them). With
+ * fake_compression the pruned dense weight goes into a const named
+ * "<w>_fake_sparsified".
+ *
+ * Mirrors coremltools/optimize/coreml/_quantization_passes.py
+ * (prune_weights) and _config.py (OpMagnitudePrunerConfig.
+ * _check_const_op_is_valid). Joint compression (pruning weights that are
+ * already quantized or palettized) is not implemented.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compress/compress_internal.h"
+
+#define PASS "compression::prune_weights"
+
+/* _check_const_op_is_valid: structural pruning only for the weight of
+ * conv and linear. */
+static bool structural_ok(const mil_op *op) {
+  mil_var *v = op->outputs[0];
+  for (const mil_use *u = v->uses; u; u = u->next_use) {
+    if (!u->op) continue;
+    if (strcmp(u->op->type, "conv") != 0 && strcmp(u->op->type, "linear") != 0) return false;
+    if (mil_op_input_var(u->op, "weight") != v) return false;
+  }
+  return true;
+}
+
+static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const float *val) {
+  mil_program *p = c->bld.p;
+  char name[512];
+  if (c->fake) {
+    /* sparse_to_dense: pruned elements come back as +0 */
+    float *x = malloc((size_t)w->n * sizeof *x);
+    if (!x) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
+    for (int64_t i = 0; i < w->n; i++) x[i] = val[i] != 0 ? val[i] : 0.0f;
+    mil_value *v = cw_float_value(p, w->dtype, w->rank, w->shape, false, x);
+    free(x);
+    snprintf(name, sizeof name, "%s_fake_sparsified", op->name);
+    mil_var *nv = v ? pass_const_named_before(op, pass_bld_names(&c->bld), name, v) : NULL;
+    if (!nv) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
+    return cw_replace(c, op, nv);
+  }
+  int64_t nnz = 0;
+  for (int64_t i = 0; i < w->n; i++) nnz += val[i] != 0;
+  float *nz = malloc((size_t)(nnz ? nnz : 1) * sizeof *nz);
+  int32_t *bits = malloc((size_t)w->n * sizeof *bits);
+  if (!nz || !bits) {
+    free(nz), free(bits);
+    return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
+  }
+  int64_t k = 0;
+  for (int64_t i = 0; i < w->n; i++) {
+    bits[i] = val[i] != 0;
+    if (bits[i]) nz[k++] = val[i];
+  }
+  mil_value *nzv = cw_float_value(p, w->dtype, 1, &nnz, false, nz);
+  snprintf(name, sizeof name, "%s_sparsified", op->name);
+  mil_status st = MIL_OK;
+  mil_op *nop = NULL;
+  if (pass_op_opset(op) < MIL_IOS18) {
+    int64_t nbytes = (w->n + 7) / 8;
+    mil_value *mask = mil_value_new_tensor(p, MIL_DT_UINT8, 1, &nbytes, false, NULL);
+    mil_value *shape = mil_value_new_tensor(p, MIL_DT_UINT32, 1, (int64_t[]){w->rank}, false, NULL);
+    uint8_t *mb = mask ? mil_value_data_mut(mask) : NULL;
+    if (mb)
+      for (int64_t i = 0; i < w->n; i++)
+        if (bits[i]) mb[i >> 3] |= (uint8_t)(1u << (i & 7));
+    if (shape)
+      for (int32_t a = 0; a < w->rank; a++) mil_value_set_i64(shape, a, w->shape[a]);
+    if (nzv && mb && shape) {
+      pass_barg args[] = {PASS_BK("nonzero_data", nzv), PASS_BK("mask", mask), PASS_BK("shape", shape)};
+      nop = pass_bld_op(&c->bld, NULL, op, "constexpr_sparse_to_dense", name, 3, args, &st);
+    } else {
+      st = MIL_ERR_NOMEM;
+    }
+  } else {
+    mil_value *mask = cw_int_value(p, MIL_DT_UINT1, w->rank, w->shape, false, bits);
+    if (nzv && mask) {
+      pass_barg args[] = {PASS_BK("nonzero_data", nzv), PASS_BK("mask", mask)};
+      nop = pass_bld_op(&c->bld, NULL, op, "constexpr_sparse_to_dense", name, 2, args, &st);
+    } else {
+      st = MIL_ERR_NOMEM;
+    }
+  }
+  free(nz), free(bits);
+  if (!nop) {
+    if (st == MIL_ERR_NOMEM) mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
+    return -(int)(st != MIL_OK ? st : MIL_ERR_INVALID);
+  }
+  return cw_replace(c, op, nop->outputs[0]);
+}
+
+static int transform(cw_pass *c, mil_op *op) {
+  mil_status st;
+  const mil_op_compress_config *cfg = cw_const_config(c, op, &st);
+  if (!cfg) return st == MIL_OK ? 0 : -(int)st;
+  if (!cw_need_compress(c, op, cfg, NULL)) return 0;
+  bool structural = cfg->type == MIL_CFG_MAGNITUDE_PRUNER && (cfg->has_prune_block_size || cfg->has_n_m_ratio);
+  if (structural && !structural_ok(op) && !compress_config_find(c->cfg->op_name, c->cfg->n_op_name, op->name)) {
+    mil_diag_add(c->bld.d, MIL_SEV_WARNING, PASS ": op named %s not applicable for %s configuration; skipped",
+                 op->name, mil_cfg_type_name(cfg->type));
+    return 0;
+  }
+  cw_weight w;
+  if (!cw_weight_read(op->outputs[0]->val, &w)) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
+  float *val = malloc((size_t)(w.n ? w.n : 1) * sizeof *val);
+  int r = -1;
+  if (val) {
+    if (cfg->type == MIL_CFG_THRESHOLD_PRUNER) r = cw_prune_threshold(&w, cfg, val);
+    else if (cfg->has_target_sparsity) r = cw_prune_magnitude(&w, cfg, val);
+    else r = cw_prune_n_m(&w, cfg, val);
+  }
+  if (r < 0) r = -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
+  else if (r == 0)
+    mil_diag_add(c->bld.d, MIL_SEV_WARNING, PASS ": op named %s not applicable for %s configuration; skipped",
+                 op->name, mil_cfg_type_name(cfg->type));
+  else r = emit(c, op, &w, val);
+  free(val);
+  cw_weight_free(&w);
+  return r;
+}
+
+static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
+  static const mil_cfg_type types[] = {MIL_CFG_MAGNITUDE_PRUNER, MIL_CFG_THRESHOLD_PRUNER};
+  cw_pass c;
+  mil_status st = cw_pass_init(&c, p, o, d, PASS, MIL_CFG_THRESHOLD_PRUNER, 2, types);
+  if (st == MIL_OK && c.joint)
+    st = mil_diag_error(d, MIL_ERR_UNSUPPORTED, PASS ": joint_compression is not implemented for pruning");
+  if (st == MIL_OK) st = cw_pass_run(&c, NULL, transform, stats);
+  cw_pass_free(&c);
+  return st;
+}
+
+const mil_pass_def pass_def_compression_prune_weights = {PASS, "sparsify const weights", cw_options, CW_N_OPTIONS,
+                                                         run, NULL};
