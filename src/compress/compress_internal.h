@@ -145,4 +145,30 @@ int cw_prune_threshold(const cw_weight *w, const mil_op_compress_config *cfg, fl
 int cw_prune_magnitude(const cw_weight *w, const mil_op_compress_config *cfg, float *val);
 int cw_prune_n_m(const cw_weight *w, const mil_op_compress_config *cfg, float *val);
 
+/* Palettization (palettize.c): LUTs per group of group_size channels along
+ * ch_axis (0 = one group), of 2^nbits entries of cluster_dim values, and
+ * an index per element (per vector of cluster_dim along ch_axis). */
+typedef struct cw_lut {
+  int nbits;
+  int64_t groups;
+  int cd;
+  float *lut;   /* groups x 2^nbits x cd, at the weight's precision */
+  uint8_t *idx; /* n / cd indices in the weight's layout, ch_axis divided by cd */
+  int32_t idx_rank, lut_rank;
+  int64_t idx_shape[MIL_CFG_MAX_RANK];
+  int64_t lut_shape[MIL_CFG_MAX_RANK + 2]; /* iOS18 lut shape: [1.., groups at ch_axis, .., 2^nbits, cd] */
+  int32_t vector_axis;
+} cw_lut;
+/* 1 done, 0 skipped as coremltools skips (group size does not divide the
+ * channels, more than 256 unique values, ...), -1 out of memory. */
+int cw_palettize(const cw_weight *w, const mil_op_compress_config *cfg, int32_t ch_axis, int64_t group_size,
+                 cw_lut *out);
+void cw_lut_free(cw_lut *l);
+/* Optimal 1-D k-means of n sorted distinct values x with weights wt into
+ * k clusters (kmeans1d.c); cluster ids ascending with the values. */
+bool cw_kmeans1d(const double *x, const double *wt, size_t n, size_t k, uint32_t *clusters, double *centroids);
+/* scikit-learn's KMeans(k, k-means++, tol=1e-2, n_init=1, random_state=0)
+ * on n points of d floats (kmeans.c). false on out of memory or n < k. */
+bool cw_kmeans_sklearn(const float *pts, int64_t n, int d, int k, float *centers_out, int32_t *labels);
+
 #endif
