@@ -4,8 +4,9 @@
  * _get_kmeans_lookup_table_and_weight), written out: numpy's legacy
  * RandomState(0) (MT19937, init_genrand), the greedy k-means++ seeding of
  * sklearn.cluster._kmeans._kmeans_plusplus (first center by
- * choice(n, p=uniform), then 2 + log(k) candidates per center drawn from
- * the cumulative potential), and Lloyd iterations until the labels stop
+ * randint, then 2 + log(k) candidates per center drawn from
+ * the cumulative potential; the first center by randint(n) as the
+ * scikit-learn releases coremltools' recorded tests used), and Lloyd iterations until the labels stop
  * changing or the squared center shift falls below tol * mean variance,
  * with a final assignment to the last centers. Computed in double on the
  * mean-centered data; the result may differ from scikit-learn's float32
@@ -113,18 +114,18 @@ bool cw_kmeans_sklearn(const float *pts, int64_t n, int d, int k, float *centers
     double tol = var / d * 1e-2;
     mt rng;
     mt_seed(&rng, 0);
-    /* first center: choice(n, p=ones/n) */
-    double u = mt_double(&rng), acc = 0;
-    int64_t first = n - 1;
-    for (int64_t i = 0; i < n; i++) {
-      acc += 1.0 / (double)n;
-      cum[i] = acc;
+    /* first center: random_state.randint(n) (masked rejection sampling of
+     * 32-bit draws, as numpy's legacy bounded integers) */
+    uint64_t rng_max = (uint64_t)(n - 1), mask = rng_max;
+    for (int sh = 1; sh < 64; sh <<= 1) mask |= mask >> sh;
+    int64_t first = 0;
+    if (rng_max > 0) {
+      uint64_t v;
+      do v = mt_next(&rng) & mask;
+      while (v > rng_max);
+      first = (int64_t)v;
     }
-    for (int64_t i = 0; i < n; i++)
-      if (cum[i] / cum[n - 1] > u) {
-        first = i;
-        break;
-      }
+    double acc;
     memcpy(C, X + first * d, (size_t)d * sizeof *C);
     double pot = 0;
     for (int64_t i = 0; i < n; i++) pot += closest[i] = dist2(X + i * d, C, d);
