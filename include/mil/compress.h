@@ -151,6 +151,10 @@ MIL_API mil_status mil_compress_config_from_yaml(const char *text, size_t len, c
 MIL_API mil_status mil_compress_config_load(const char *path, mil_cfg_type default_type, mil_compress_config **out,
                                             mil_diag *d);
 MIL_API void mil_compress_config_free(mil_compress_config *c);
+/* The config back in from_dict's dictionary form, as compact JSON with
+ * every option of every op config spelled out (what the passes' `config`
+ * option takes). malloc'ed; NULL on out of memory. */
+MIL_API char *mil_compress_config_to_json(const mil_compress_config *c);
 
 /* Whether every config of c (global, per type, per name; Nones aside) is
  * of one of the `n` types (coremltools' _check_config_type). On failure

@@ -531,3 +531,77 @@ const mil_op_compress_config *mil_compress_config_for_op(const mil_compress_conf
   const mil_op_compress_config *r = e ? &e->cfg : &c->global;
   return r->type == MIL_CFG_NONE ? NULL : r;
 }
+
+/* ---------- back to the dictionary form ---------- */
+
+static cJSON *op_config_json(const mil_op_compress_config *c) {
+  if (c->type == MIL_CFG_NONE) return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  static const char *const modes[] = {"linear_symmetric", "linear", "kmeans", "uniform", "unique", "custom"};
+  static const char *const grans[] = {"", "per_tensor", "per_grouped_channel", "per_channel", "per_block"};
+  cJSON_AddStringToObject(o, "config_type", mil_cfg_type_name(c->type));
+  switch (c->type) {
+  case MIL_CFG_LINEAR_QUANTIZER:
+    cJSON_AddStringToObject(o, "mode", modes[c->mode]);
+    cJSON_AddStringToObject(o, "dtype", mil_dtype_name(c->dtype));
+    cJSON_AddStringToObject(o, "granularity", grans[c->granularity]);
+    if (c->n_block_sizes) {
+      cJSON *a = cJSON_AddArrayToObject(o, "block_size");
+      for (int32_t i = 0; a && i < c->n_block_sizes; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)c->block_sizes[i]));
+    } else {
+      cJSON_AddNumberToObject(o, "block_size", (double)c->block_size);
+    }
+    break;
+  case MIL_CFG_PALETTIZER:
+    cJSON_AddStringToObject(o, "mode", modes[c->mode]);
+    if (c->nbits) cJSON_AddNumberToObject(o, "nbits", c->nbits);
+    cJSON_AddStringToObject(o, "granularity", grans[c->granularity]);
+    cJSON_AddNumberToObject(o, "group_size", (double)c->group_size);
+    if (c->has_channel_axis) cJSON_AddNumberToObject(o, "channel_axis", (double)c->channel_axis);
+    cJSON_AddNumberToObject(o, "cluster_dim", (double)c->cluster_dim);
+    cJSON_AddBoolToObject(o, "enable_per_channel_scale", c->enable_per_channel_scale);
+    cJSON_AddNumberToObject(o, "num_kmeans_workers", (double)c->num_kmeans_workers);
+    break;
+  case MIL_CFG_THRESHOLD_PRUNER:
+    cJSON_AddNumberToObject(o, "threshold", c->threshold);
+    cJSON_AddNumberToObject(o, "minimum_sparsity_percentile", c->minimum_sparsity_percentile);
+    break;
+  case MIL_CFG_MAGNITUDE_PRUNER:
+    if (c->has_target_sparsity) cJSON_AddNumberToObject(o, "target_sparsity", c->target_sparsity);
+    if (c->has_prune_block_size) cJSON_AddNumberToObject(o, "block_size", (double)c->prune_block_size);
+    if (c->has_n_m_ratio) {
+      cJSON *a = cJSON_AddArrayToObject(o, "n_m_ratio");
+      if (a) {
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)c->n_m_ratio[0]));
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)c->n_m_ratio[1]));
+      }
+    }
+    if (c->has_dim) cJSON_AddNumberToObject(o, "dim", (double)c->dim);
+    break;
+  default: break;
+  }
+  if (c->has_weight_threshold) cJSON_AddNumberToObject(o, "weight_threshold", (double)c->weight_threshold);
+  else cJSON_AddNullToObject(o, "weight_threshold");
+  return o;
+}
+
+char *mil_compress_config_to_json(const mil_compress_config *c) {
+  cJSON *root = cJSON_CreateObject();
+  if (!root) return NULL;
+  mil_cfg_type t = c->global.type;
+  for (int32_t i = 0; t == MIL_CFG_NONE && i < c->n_op_type; i++) t = c->op_type[i].cfg.type;
+  for (int32_t i = 0; t == MIL_CFG_NONE && i < c->n_op_name; i++) t = c->op_name[i].cfg.type;
+  cJSON_AddStringToObject(root, "config_type", mil_cfg_type_name(t == MIL_CFG_NONE ? MIL_CFG_LINEAR_QUANTIZER : t));
+  if (c->global.type != MIL_CFG_NONE) cJSON_AddItemToObject(root, "global_config", op_config_json(&c->global));
+  for (int k = 0; k < 2; k++) {
+    int32_t n = k ? c->n_op_name : c->n_op_type;
+    const mil_compress_entry *e = k ? c->op_name : c->op_type;
+    if (!n) continue;
+    cJSON *m = cJSON_AddObjectToObject(root, k ? "op_name_configs" : "op_type_configs");
+    for (int32_t i = 0; m && i < n; i++) cJSON_AddItemToObject(m, e[i].key, op_config_json(&e[i].cfg));
+  }
+  char *s = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  return s;
+}

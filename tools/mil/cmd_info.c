@@ -8,11 +8,14 @@
 #include "mil/model.h"
 
 static void help(void) {
-  printf("usage: mil info MODEL\n\n"
+  printf("usage: mil info MODEL [--weights [--weight-threshold N]]\n\n"
          "Summarize MODEL (.mlpackage, .mlmodel or .mil): specification version and\n"
          "opset, each function's inputs, outputs and states (name, dtype, shape, and\n"
          "the Core ML feature type from the model description), metadata, a histogram\n"
-         "of op types, and constant bytes by dtype (how many live in weight.bin).\n");
+         "of op types, and constant bytes by dtype (how many live in weight.bin).\n\n"
+         "--weights lists instead every const weight of at least N elements (default\n"
+         "2048) as coremltools' get_weights_metadata reports it: name, shape, dtype,\n"
+         "size, sparsity, unique values and the ops it feeds.\n");
 }
 
 /* "(1, 3, is0, 224)" for a tensor type; dims as MIL prints them. */
@@ -155,10 +158,18 @@ static void put_function(mil_model *m, const mil_function *f) {
 
 int cmd_info(int argc, char **argv) {
   const char *path = NULL;
+  bool weights = false;
+  long long thr = 2048;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       help();
       return CLI_OK;
+    } else if (strcmp(argv[i], "--weights") == 0) {
+      weights = true;
+    } else if (strcmp(argv[i], "--weight-threshold") == 0) {
+      char *end = NULL;
+      if (i + 1 >= argc || (thr = strtoll(argv[++i], &end, 10)) < 0 || *end)
+        return cli_usage_error("info", "--weight-threshold needs a non-negative integer");
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return cli_usage_error("info", "unknown option '%s'", argv[i]);
     } else if (!path) {
@@ -177,6 +188,12 @@ int cmd_info(int argc, char **argv) {
     return CLI_FAIL;
   }
   mil_program *p = mil_model_program(m);
+  if (weights) {
+    int wrc = cli_print_weights(p, thr);
+    mil_model_free(m);
+    mil_diag_clear(&d);
+    return wrc;
+  }
   int spec = mil_model_spec_version(m);
   const mil_model_desc *md = mil_model_description(m);
   printf("model: %s\n", mil_model_path(m));

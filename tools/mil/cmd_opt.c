@@ -15,7 +15,7 @@
 /* .mil text is parsed directly: the golden corpus holds programs of opsets
  * older than ML Programs (CoreML3), which the model loader refuses; other
  * formats go through cli_load. */
-static mil_status load_any(const char *path, cli_loaded *out, mil_diag *d) {
+mil_status cli_load_any(const char *path, cli_loaded *out, mil_diag *d) {
   size_t n = strlen(path);
   if (n > 4 && strcmp(path + n - 4, ".mil") == 0) {
     memset(out, 0, sizeof *out);
@@ -168,7 +168,7 @@ static mil_status write_mil_text(const char *path, const mil_program *p, mil_dia
   return st;
 }
 
-static mil_status write_output(const char *out, cli_loaded *m, mil_diag *d) {
+mil_status cli_write_output(const char *out, cli_loaded *m, mil_diag *d) {
   if (strcmp(out, "-") == 0) {
     mil_print_options po = {MIL_PRINT_COMPLETE, false};
     mil_status st = mil_print_program_file(m->program, &po, stdout);
@@ -371,7 +371,7 @@ int cmd_opt(int argc, char **argv) {
 
   opt_progress_show(&pg, "loading %s ...", a.in);
   double t0 = opt_now();
-  mil_status lst = load_any(a.in, &m, &d);
+  mil_status lst = cli_load_any(a.in, &m, &d);
   sum.load_s = opt_now() - t0;
   opt_progress_clear(&pg);
   if (lst != MIL_OK) goto out;
@@ -392,7 +392,7 @@ int cmd_opt(int argc, char **argv) {
   /* program text on a terminal's stdout must not share a line with the progress line */
   if (strcmp(a.out, "-") != 0) opt_progress_show(&pg, "writing %s ...", sum.out);
   t0 = opt_now();
-  mil_status wst = write_output(a.out, &m, &d);
+  mil_status wst = cli_write_output(a.out, &m, &d);
   sum.save_s = opt_now() - t0;
   opt_progress_clear(&pg);
   if (wst != MIL_OK) goto out;
