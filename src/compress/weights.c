@@ -29,6 +29,8 @@ bool cw_weight_read(const mil_value *v, cw_weight *out) {
   default:
     for (int64_t i = 0; i < out->n; i++) out->w[i] = (float)mil_value_get_f64(v, i);
   }
+  /* a weight read from the weight file is replaced: its pages need not stay resident */
+  mil_value_release_pages(v);
   return true;
 }
 
@@ -59,6 +61,9 @@ mil_value *cw_int_value(mil_program *p, mil_dtype dt, int32_t rank, const int64_
   int bits = mil_dtype_bits(dt);
   if (dt == MIL_DT_INT8 || dt == MIL_DT_UINT8) {
     for (int64_t i = 0; i < v->numel; i++) dst[i] = (uint8_t)x[i];
+  } else if (bits == 4) {
+    for (int64_t i = 0; i + 1 < v->numel; i += 2) dst[i >> 1] = (uint8_t)((x[i] & 15) | ((x[i + 1] & 15) << 4));
+    if (v->numel & 1) dst[v->numel >> 1] = (uint8_t)(x[v->numel - 1] & 15);
   } else if (mil_dtype_is_subbyte(dt)) {
     uint32_t mask = (1u << bits) - 1;
     for (int64_t i = 0; i < v->numel; i++) mil_bits_set(dst, i, bits, (uint32_t)x[i] & mask);

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "cli.h"
 #include "load.h"
@@ -229,6 +232,12 @@ static int64_t const_bytes(mil_program *p);
 
 int cmd_compress(int argc, char **argv) {
   double t0 = opt_now();
+#ifdef __GLIBC__
+  /* the per-weight work buffers (tens of MB each) are reused from the heap
+   * instead of being mapped, zeroed and unmapped for every weight */
+  mallopt(M_MMAP_THRESHOLD, 512 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+#endif
   cargs a;
   memset(&a, 0, sizeof a);
   int rc = parse_args(argc, argv, &a);
