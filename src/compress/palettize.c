@@ -6,8 +6,10 @@
  * vectors of cluster_dim elements along the channel axis) get a LUT of
  * 2^nbits entries (k-means, uniform, unique) and an index per element. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compress/compress_internal.h"
 
@@ -156,6 +158,44 @@ static int group_lut(const cw_weight *w, const mil_op_compress_config *cfg, int 
   }
 }
 
+/* The groups to palettize, shared by the worker threads. */
+typedef struct pal_job {
+  const cw_weight *w;
+  const mil_op_compress_config *cfg;
+  int nbits;
+  const float *s; /* swapped weight */
+  int64_t gel, group_size, rest;
+  int cd;
+  int64_t gpts, P;
+  float *lut;
+  int32_t *sidx;
+  int64_t G, next;
+  int result; /* 1, or the first 0 / -1 */
+  pthread_mutex_t mu;
+} pal_job;
+
+static void *pal_worker(void *arg) {
+  pal_job *j = arg;
+  float *pts = malloc((size_t)(j->gel ? j->gel : 1) * sizeof *pts);
+  int32_t *lab = malloc((size_t)(j->gpts ? j->gpts : 1) * sizeof *lab);
+  for (;;) {
+    pthread_mutex_lock(&j->mu);
+    int64_t g = j->result > 0 && pts && lab ? j->next++ : j->G;
+    if (!pts || !lab) j->result = -1;
+    pthread_mutex_unlock(&j->mu);
+    if (g >= j->G) break;
+    if (j->cd > 1) vectorize(j->s + g * j->gel, j->group_size, j->rest, j->cd, pts);
+    else memcpy(pts, j->s + g * j->gel, (size_t)j->gel * sizeof *pts);
+    int r = group_lut(j->w, j->cfg, j->nbits, pts, j->gpts, j->cd, j->lut + g * j->P * j->cd, lab);
+    if (r > 0) memcpy(j->sidx + g * j->gpts, lab, (size_t)j->gpts * sizeof *lab);
+    pthread_mutex_lock(&j->mu);
+    if (r <= 0 && j->result > 0) j->result = r;
+    pthread_mutex_unlock(&j->mu);
+  }
+  free(pts), free(lab);
+  return NULL;
+}
+
 int cw_palettize(const cw_weight *w, const mil_op_compress_config *cfg, int32_t ch_axis, int64_t group_size,
                  cw_lut *out) {
   memset(out, 0, sizeof *out);
@@ -194,15 +234,22 @@ int cw_palettize(const cw_weight *w, const mil_op_compress_config *cfg, int32_t 
     out->idx = malloc((size_t)(w->n / cd ? w->n / cd : 1) * sizeof *out->idx);
     if (!out->lut || !out->idx) r = -1;
   }
-  int32_t *lab = r > 0 ? malloc((size_t)(gpts ? gpts : 1) * sizeof *lab) : NULL;
-  if (r > 0 && !lab) r = -1;
   int32_t *sidx = r > 0 ? malloc((size_t)(w->n / cd ? w->n / cd : 1) * sizeof *sidx) : NULL;
   if (r > 0 && !sidx) r = -1;
-  for (int64_t g = 0; g < G && r > 0; g++) {
-    if (cd > 1) vectorize(s + g * gel, group_size, rest, cd, pts);
-    else memcpy(pts, s + g * gel, (size_t)gel * sizeof *pts);
-    r = group_lut(w, cfg, nbits, pts, gpts, cd, out->lut + g * P * cd, lab);
-    if (r > 0) memcpy(sidx + g * gpts, lab, (size_t)gpts * sizeof *lab);
+  if (r > 0) {
+    /* groups are independent (each k-means starts from random_state 0):
+     * they are spread over worker threads, which gives the same result */
+    pal_job job = {w, cfg, nbits, s, gel, group_size, rest, cd, gpts, P, out->lut, sidx, G, 0, 1, PTHREAD_MUTEX_INITIALIZER};
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nt = G > 1 && gel >= 4096 ? (int)(ncpu < 1 ? 1 : ncpu > 8 ? 8 : ncpu) : 1;
+    if (nt > G) nt = (int)G;
+    pthread_t th[8];
+    int started = 0;
+    for (int t = 1; t < nt; t++)
+      if (pthread_create(&th[t], NULL, pal_worker, &job) == 0) started++;
+    pal_worker(&job);
+    for (int t = 1; t <= started; t++) pthread_join(th[t], NULL);
+    r = job.result;
   }
   if (r > 0) {
     /* indices: swapped layout [chn / cd, ...] back to the weight's layout */
@@ -236,7 +283,7 @@ int cw_palettize(const cw_weight *w, const mil_op_compress_config *cfg, int32_t 
     out->lut_shape[rank + 1] = cd;
     out->vector_axis = ch_axis;
   }
-  free(s), free(pts), free(lab), free(sidx);
+  free(s), free(pts), free(sidx);
   if (r <= 0) cw_lut_free(out);
   return r;
 }
