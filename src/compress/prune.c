@@ -10,28 +10,49 @@
 
 #include "compress/compress_internal.h"
 
-static int cmp_float(const void *a, const void *b) {
-  float x = *(const float *)a, y = *(const float *)b;
-  return x < y ? -1 : x > y ? 1 : 0;
+/* The k-th smallest (0-based) of n non-negative floats, by their bit
+ * patterns (ordered like the values for non-negative floats): a histogram
+ * of the high 16 bits, then of the low 16 bits inside the chosen bucket.
+ * Two passes, no copy. */
+static float kth_smallest(const float *x, int64_t n, int64_t k, uint32_t *hist) {
+  memset(hist, 0, 65536 * sizeof *hist);
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t b;
+    memcpy(&b, &x[i], 4);
+    hist[b >> 16]++;
+  }
+  uint32_t hi = 0;
+  int64_t below = 0;
+  while (below + hist[hi] <= k) below += hist[hi++];
+  memset(hist, 0, 65536 * sizeof *hist);
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t b;
+    memcpy(&b, &x[i], 4);
+    if (b >> 16 == hi) hist[b & 0xffff]++;
+  }
+  uint32_t lo = 0;
+  while (below + hist[lo] <= k) below += hist[lo++];
+  uint32_t bits = hi << 16 | lo;
+  float r;
+  memcpy(&r, &bits, 4);
+  return r;
 }
 
-/* np.percentile(x, q) (method "linear"), q in [0, 100]. */
+/* np.percentile(x, q) (method "linear") of non-negative x, q in [0, 100]:
+ * the two order statistics around (n - 1) * q / 100, interpolated. */
 static double percentile(const float *x, int64_t n, double q, bool *oom) {
-  float *s = malloc((size_t)n * sizeof *s);
-  if (!s) {
+  uint32_t *hist = malloc(65536 * sizeof *hist);
+  if (!hist) {
     *oom = true;
     return 0;
   }
-  memcpy(s, x, (size_t)n * sizeof *s);
-  qsort(s, (size_t)n, sizeof *s, cmp_float);
   double vi = (double)(n - 1) * (q / 100.0);
   double lo = floor(vi);
   int64_t i0 = (int64_t)lo, i1 = i0 + 1 < n ? i0 + 1 : n - 1;
   double g = vi - lo;
-  double a = s[i0], b = s[i1], diff = b - a;
-  double r = g >= 0.5 ? b - diff * (1 - g) : a + diff * g;
-  free(s);
-  return r;
+  double a = kth_smallest(x, n, i0, hist), b = i1 == i0 ? a : kth_smallest(x, n, i1, hist), diff = b - a;
+  free(hist);
+  return g >= 0.5 ? b - diff * (1 - g) : a + diff * g;
 }
 
 /* Zeroes the elements whose magnitude is at most the q-th percentile of
