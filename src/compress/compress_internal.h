@@ -116,6 +116,22 @@ mil_value *cw_int_value(mil_program *p, mil_dtype dt, int32_t rank, const int64_
 /* Replaces every use of op's output after op by new_var and removes op
  * (replace_uses_of_var_after_op + remove_ops). */
 int cw_replace(cw_pass *c, mil_op *op, mil_var *new_var);
+/* fake_compression: replaces op by a const "<op name><suffix>" holding x
+ * (w's shape, w's dtype). 1, or -(status). */
+int cw_replace_with_const(cw_pass *c, mil_op *op, const char *suffix, const cw_weight *w, const float *x);
+/* Advances the row-major multi-index idx over shape (rank axes). */
+static inline void cw_next_index(int64_t *idx, const int64_t *shape, int32_t rank) {
+  for (int32_t a = rank - 1; a >= 0; a--) {
+    if (++idx[a] < shape[a]) return;
+    idx[a] = 0;
+  }
+}
+
+/* A whole compression pass: options read (cw_pass_init), every selected
+ * const transformed by fn (cw_pass_run), freed. */
+mil_status cw_pass_main(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d,
+                        const char *pass, mil_cfg_type default_type, int n_types, const mil_cfg_type *types,
+                        cw_transform_fn fn);
 
 /* ---------- arithmetic ---------- */
 

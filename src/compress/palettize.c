@@ -38,10 +38,7 @@ static float *swap_front(const cw_weight *w, int32_t ax, int64_t *sh) {
       off += idx[a] * stride[src];
     }
     s[i] = w->w[off];
-    for (int32_t a = w->rank - 1; a >= 0; a--) {
-      if (++idx[a] < sh[a]) break;
-      idx[a] = 0;
-    }
+    cw_next_index(idx, sh, w->rank);
   }
   return s;
 }
@@ -268,10 +265,7 @@ int cw_palettize(const cw_weight *w, const mil_op_compress_config *cfg, int32_t 
         off += idx[a] * stride[dst];
       }
       out->idx[off] = (uint8_t)sidx[i];
-      for (int32_t a = rank - 1; a >= 0; a--) {
-        if (++idx[a] < ish[a]) break;
-        idx[a] = 0;
-      }
+      cw_next_index(idx, ish, rank);
     }
     out->nbits = nbits;
     out->groups = G;

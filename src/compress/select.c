@@ -294,3 +294,15 @@ mil_status cw_pass_run(cw_pass *c, bool (*valid)(cw_pass *, const mil_op *), cw_
   if (stats) stats->changes += c->n_done;
   return st;
 }
+
+mil_status cw_pass_main(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d,
+                        const char *pass, mil_cfg_type default_type, int n_types, const mil_cfg_type *types,
+                        cw_transform_fn fn) {
+  cw_pass c;
+  mil_status st = cw_pass_init(&c, p, o, d, pass, default_type, n_types, types);
+  if (st == MIL_OK && c.joint)
+    st = mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: joint_compression is not implemented", pass);
+  if (st == MIL_OK) st = cw_pass_run(&c, NULL, fn, stats);
+  cw_pass_free(&c);
+  return st;
+}

@@ -1,4 +1,5 @@
 /* Weights as float arrays and the values the compression passes build. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,4 +78,13 @@ int cw_replace(cw_pass *c, mil_op *op, mil_var *new_var) {
   pass_replace_uses_after(op, op->outputs[0], new_var);
   mil_status st = pass_remove_ops(&op, 1, c->bld.d);
   return st == MIL_OK ? 1 : -(int)st;
+}
+
+int cw_replace_with_const(cw_pass *c, mil_op *op, const char *suffix, const cw_weight *w, const float *x) {
+  char name[512];
+  snprintf(name, sizeof name, "%s%s", op->name, suffix);
+  mil_value *v = cw_float_value(c->bld.p, w->dtype, w->rank, w->shape, false, x);
+  mil_var *nv = v ? pass_const_named_before(op, pass_bld_names(&c->bld), name, v) : NULL;
+  if (!nv) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, "%s: out of memory", c->bld.pass);
+  return cw_replace(c, op, nv);
 }

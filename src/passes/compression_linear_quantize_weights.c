@@ -62,17 +62,11 @@ static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const cw_qparams *qp
         b = b * qp->scale_shape[a] + (qp->scale_shape[a] > 1 ? idx[a] / (w->shape[a] / qp->scale_shape[a]) : 0);
       float q = (float)qp->q[i] - (qp->zp ? (float)qp->zp[b] : 0.0f);
       x[i] = cw_r(w, q * qp->scale[b]);
-      for (int32_t a = w->rank - 1; a >= 0; a--) {
-        if (++idx[a] < w->shape[a]) break;
-        idx[a] = 0;
-      }
+      cw_next_index(idx, w->shape, w->rank);
     }
-    mil_value *v = cw_float_value(p, fdt, w->rank, w->shape, false, x);
+    int r = cw_replace_with_const(c, op, "_fake_quantized", w, x);
     free(x);
-    snprintf(name, sizeof name, "%s_fake_quantized", op->name);
-    mil_var *nv = v ? pass_const_named_before(op, pass_bld_names(&c->bld), name, v) : NULL;
-    if (!nv) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
-    return cw_replace(c, op, nv);
+    return r;
   }
   snprintf(name, sizeof name, "%s_quantized", op->name);
   mil_op *nop;
@@ -186,11 +180,7 @@ done:
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   static const mil_cfg_type types[] = {MIL_CFG_LINEAR_QUANTIZER};
-  cw_pass c;
-  mil_status st = cw_pass_init(&c, p, o, d, PASS, MIL_CFG_LINEAR_QUANTIZER, 1, types);
-  if (st == MIL_OK) st = cw_pass_run(&c, NULL, transform, stats);
-  cw_pass_free(&c);
-  return st;
+  return cw_pass_main(p, o, stats, d, PASS, MIL_CFG_LINEAR_QUANTIZER, 1, types, transform);
 }
 
 const mil_pass_def pass_def_compression_linear_quantize_weights = {

@@ -73,17 +73,11 @@ static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const cw_lut *l, con
         v = cw_r(w, v * pcs[so]);
       }
       x[i] = v;
-      for (int32_t a = rank - 1; a >= 0; a--) {
-        if (++idx[a] < w->shape[a]) break;
-        idx[a] = 0;
-      }
+      cw_next_index(idx, w->shape, rank);
     }
-    mil_value *v = cw_float_value(p, fdt, w->rank, w->shape, false, x);
+    int r = cw_replace_with_const(c, op, "_fake_palettized", w, x);
     free(x);
-    snprintf(name, sizeof name, "%s_fake_palettized", op->name);
-    mil_var *nv = v ? pass_const_named_before(op, pass_bld_names(&c->bld), name, v) : NULL;
-    if (!nv) return -(int)oom(c);
-    return cw_replace(c, op, nv);
+    return r;
   }
   snprintf(name, sizeof name, "%s_palettized", op->name);
   mil_status st = MIL_OK;
@@ -222,13 +216,7 @@ done:
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   static const mil_cfg_type types[] = {MIL_CFG_PALETTIZER};
-  cw_pass c;
-  mil_status st = cw_pass_init(&c, p, o, d, PASS, MIL_CFG_PALETTIZER, 1, types);
-  if (st == MIL_OK && c.joint)
-    st = mil_diag_error(d, MIL_ERR_UNSUPPORTED, PASS ": joint_compression is not implemented for palettization");
-  if (st == MIL_OK) st = cw_pass_run(&c, NULL, transform, stats);
-  cw_pass_free(&c);
-  return st;
+  return cw_pass_main(p, o, stats, d, PASS, MIL_CFG_PALETTIZER, 1, types, transform);
 }
 
 const mil_pass_def pass_def_compression_palettize_weights = {

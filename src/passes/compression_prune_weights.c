@@ -50,12 +50,9 @@ static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const float *val) {
     float *x = malloc((size_t)w->n * sizeof *x);
     if (!x) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
     for (int64_t i = 0; i < w->n; i++) x[i] = val[i] != 0 ? val[i] : 0.0f;
-    mil_value *v = cw_float_value(p, w->dtype, w->rank, w->shape, false, x);
+    int r = cw_replace_with_const(c, op, "_fake_sparsified", w, x);
     free(x);
-    snprintf(name, sizeof name, "%s_fake_sparsified", op->name);
-    mil_var *nv = v ? pass_const_named_before(op, pass_bld_names(&c->bld), name, v) : NULL;
-    if (!nv) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
-    return cw_replace(c, op, nv);
+    return r;
   }
   int64_t nnz = 0;
   for (int64_t i = 0; i < w->n; i++) nnz += val[i] != 0;
@@ -139,13 +136,7 @@ static int transform(cw_pass *c, mil_op *op) {
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   static const mil_cfg_type types[] = {MIL_CFG_MAGNITUDE_PRUNER, MIL_CFG_THRESHOLD_PRUNER};
-  cw_pass c;
-  mil_status st = cw_pass_init(&c, p, o, d, PASS, MIL_CFG_THRESHOLD_PRUNER, 2, types);
-  if (st == MIL_OK && c.joint)
-    st = mil_diag_error(d, MIL_ERR_UNSUPPORTED, PASS ": joint_compression is not implemented for pruning");
-  if (st == MIL_OK) st = cw_pass_run(&c, NULL, transform, stats);
-  cw_pass_free(&c);
-  return st;
+  return cw_pass_main(p, o, stats, d, PASS, MIL_CFG_THRESHOLD_PRUNER, 2, types, transform);
 }
 
 const mil_pass_def pass_def_compression_prune_weights = {PASS, "sparsify const weights", cw_options, CW_N_OPTIONS,
