@@ -72,7 +72,7 @@ const mil_op_compress_config *cw_const_config(cw_pass *c, const mil_op *op, mil_
 /* need_compress_const: no constexpr consumer (joint rules per pass through
  * child_ok), rank > 1 unless the first consumer is a constexpr, more than
  * weight_threshold elements. */
-bool cw_need_compress(cw_pass *c, const mil_op *op, const mil_op_compress_config *cfg,
+bool cw_need_compress(cw_pass *c, const mil_op *op, const mil_op_compress_config *cfg, const mil_value *v,
                       bool (*child_ok)(cw_pass *, const mil_op *));
 
 /* select_input_output_channel_axis: -1 when the consumers disagree. */
@@ -131,7 +131,22 @@ static inline void cw_next_index(int64_t *idx, const int64_t *shape, int32_t ran
  * const transformed by fn (cw_pass_run), freed. */
 mil_status cw_pass_main(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d,
                         const char *pass, mil_cfg_type default_type, int n_types, const mil_cfg_type *types,
-                        cw_transform_fn fn);
+                        bool (*valid)(cw_pass *, const mil_op *), cw_transform_fn fn);
+
+/* ---------- joint compression (joint.c) ---------- */
+
+/* _get_weight_to_compress_size: with joint compression, the element count
+ * at the end of the chain of constexpr consumers; else op's own. */
+int64_t cw_weight_size(const cw_pass *c, const mil_op *op);
+/* The only consumer of op's output when it is one op, else NULL. */
+mil_op *cw_only_child(const mil_op *op);
+/* The elements of src (any numeric dtype, sub-byte too) where mask (same
+ * element count) is non-zero, as a rank-1 value of src's dtype. */
+mil_value *cw_masked(mil_program *p, const mil_value *src, const mil_value *mask);
+/* w (the nonzero data of a sparse weight) spread over mask's shape (zeros
+ * elsewhere): sparse_to_dense. Replaces w's array and shape. false on out
+ * of memory or a count mismatch. */
+bool cw_weight_densify(cw_weight *w, const mil_value *mask);
 
 /* ---------- arithmetic ---------- */
 

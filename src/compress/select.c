@@ -128,7 +128,7 @@ const mil_op_compress_config *cw_const_config(cw_pass *c, const mil_op *op, mil_
   return NULL;
 }
 
-bool cw_need_compress(cw_pass *c, const mil_op *op, const mil_op_compress_config *cfg,
+bool cw_need_compress(cw_pass *c, const mil_op *op, const mil_op_compress_config *cfg, const mil_value *v,
                       bool (*child_ok)(cw_pass *, const mil_op *)) {
   mil_op *kids[MAX_CHILDREN];
   int32_t n = children_in_order(op->outputs[0], kids);
@@ -138,8 +138,7 @@ bool cw_need_compress(cw_pass *c, const mil_op *op, const mil_op_compress_config
   if (!cfg->has_weight_threshold) return false;
   const mil_type *t = op->outputs[0]->type;
   if (!(n > 0 && is_constexpr(kids[0])) && (!t || t->rank <= 1)) return false;
-  const mil_value *v = op->outputs[0]->val;
-  return cw_is_weight_value(v) && v->numel > cfg->weight_threshold;
+  return cw_is_weight_value(v) && cw_weight_size(c, op) > cfg->weight_threshold;
 }
 
 static bool input_flag(const mil_op *op, const char *name) {
@@ -297,12 +296,10 @@ mil_status cw_pass_run(cw_pass *c, bool (*valid)(cw_pass *, const mil_op *), cw_
 
 mil_status cw_pass_main(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d,
                         const char *pass, mil_cfg_type default_type, int n_types, const mil_cfg_type *types,
-                        cw_transform_fn fn) {
+                        bool (*valid)(cw_pass *, const mil_op *), cw_transform_fn fn) {
   cw_pass c;
   mil_status st = cw_pass_init(&c, p, o, d, pass, default_type, n_types, types);
-  if (st == MIL_OK && c.joint)
-    st = mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: joint_compression is not implemented", pass);
-  if (st == MIL_OK) st = cw_pass_run(&c, NULL, fn, stats);
+  if (st == MIL_OK) st = cw_pass_run(&c, valid, fn, stats);
   cw_pass_free(&c);
   return st;
 }

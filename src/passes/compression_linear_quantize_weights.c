@@ -24,6 +24,12 @@
  * Mirrors coremltools/optimize/coreml/_quantization_passes.py
  * (linear_quantize_weights) and optimize/_utils.py (compute_qparams_by_dtype,
  * ios18_quant_params_to_ios16, dequantize_by_scale_and_zp).
+ *
+ * joint_compression (iOS18): a const that is the LUT of a lut op (per-tensor
+ * quantization only) is quantized like any weight (the size compared with
+ * weight_threshold is the final dense weight's); the nonzero data of a
+ * constexpr_sparse_to_dense is quantized as the dense weight and becomes a
+ * constexpr_sparse_blockwise_shift_scale feeding the sparse op.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -44,6 +50,28 @@ static bool joint_child_ok(cw_pass *c, const mil_op *op) {
       mil_op_input_var(k[0], "lut") == v)
     return true;
   return strcmp(k[0]->type, "constexpr_sparse_to_dense") == 0 && mil_op_input_var(k[0], "nonzero_data") == v;
+}
+
+/* Joint: the quantized nonzero data of a sparse weight, in
+ * constexpr_sparse_blockwise_shift_scale before the sparse op. */
+static int emit_sparse(cw_pass *c, mil_op *op, mil_op *child, const cw_weight *w, const cw_qparams *qp,
+                       mil_dtype qdt) {
+  mil_program *p = c->bld.p;
+  mil_var *mask = mil_op_input_var(child, "mask");
+  mil_value *data = cw_int_value(p, qdt, w->rank, w->shape, false, qp->q);
+  mil_value *nz = data && mask && mask->val ? cw_masked(p, data, mask->val) : NULL;
+  mil_value *scale = cw_float_value(p, w->dtype, w->rank, qp->scale_shape, false, qp->scale);
+  mil_value *off = qp->zp ? cw_int_value(p, qdt, w->rank, qp->scale_shape, false, qp->zp) : NULL;
+  if (!nz || !scale || (qp->zp && !off)) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
+  char name[512];
+  snprintf(name, sizeof name, "%s_quantized", op->name);
+  mil_status st = MIL_OK;
+  pass_barg args[] = {PASS_BV("data_mask", mask), PASS_BK("nonzero_data", nz), PASS_BK("scale", scale),
+                      PASS_BK("offset", off)};
+  mil_op *nop = pass_bld_op(&c->bld, NULL, child, "constexpr_sparse_blockwise_shift_scale", name, off ? 4 : 3, args,
+                            &st);
+  if (!nop) return -(int)(st != MIL_OK ? st : MIL_ERR_INVALID);
+  return cw_replace(c, op, nop->outputs[1]);
 }
 
 static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const cw_qparams *qp, mil_dtype qdt) {
@@ -113,7 +141,7 @@ static int transform(cw_pass *c, mil_op *op) {
   mil_status st;
   const mil_op_compress_config *cfg = cw_const_config(c, op, &st);
   if (!cfg) return st == MIL_OK ? 0 : -(int)st;
-  if (!cw_need_compress(c, op, cfg, joint_child_ok)) return 0;
+  if (!cw_need_compress(c, op, cfg, op->outputs[0]->val, joint_child_ok)) return 0;
   if (pass_op_opset(op) < MIL_IOS18) {
     const char *what = cfg->granularity == MIL_GRAN_PER_BLOCK                          ? "per_block"
                        : cfg->dtype == MIL_DT_INT4 || cfg->dtype == MIL_DT_UINT4 ? "4-bit"
@@ -146,14 +174,25 @@ static int transform(cw_pass *c, mil_op *op) {
                              mil_dtype_name(w.dtype));
     goto done;
   }
+  mil_op *sparse = NULL;
   if (c->joint) {
     mil_op *k[1];
-    if (cw_children(op->outputs[0], k, 1) >= 1 &&
-        (strcmp(k[0]->type, "constexpr_sparse_to_dense") == 0 || strncmp(k[0]->type, "constexpr_lut_to_", 17) == 0)) {
-      r = -(int)mil_diag_error(c->bld.d, MIL_ERR_UNSUPPORTED,
-                               PASS ": joint compression of already compressed weights is not implemented (const %s)",
-                               op->name);
-      goto done;
+    if (cw_children(op->outputs[0], k, 1) >= 1) {
+      if (strcmp(k[0]->type, "constexpr_sparse_to_dense") == 0) {
+        /* the nonzero data is quantized as the dense weight it stands for */
+        mil_var *m = mil_op_input_var(k[0], "mask");
+        if (!m || !m->val || !cw_weight_densify(&w, m->val)) {
+          r = -(int)mil_diag_error(c->bld.d, MIL_ERR_INVALID, PASS ": cannot restore the dense weight of %s", op->name);
+          goto done;
+        }
+        sparse = k[0];
+      } else if (strncmp(k[0]->type, "constexpr_lut_to_", 17) == 0 && cfg->granularity != MIL_GRAN_PER_TENSOR) {
+        r = -(int)mil_diag_error(c->bld.d, MIL_ERR_UNSUPPORTED,
+                                 PASS ": joint compression of a palettization's LUT needs per_tensor quantization "
+                                      "(the LUT's axes are not the weight's) (const %s)",
+                                 op->name);
+        goto done;
+      }
     }
   }
   int64_t bs[MIL_CFG_MAX_RANK];
@@ -171,7 +210,7 @@ static int transform(cw_pass *c, mil_op *op) {
     else mil_diag_add(c->bld.d, MIL_SEV_WARNING, PASS ": block sizes do not divide the shape of %s; skipped", op->name);
     goto done;
   }
-  r = emit(c, op, &w, &qp, cfg->dtype);
+  r = sparse && !c->fake ? emit_sparse(c, op, sparse, &w, &qp, cfg->dtype) : emit(c, op, &w, &qp, cfg->dtype);
   cw_qparams_free(&qp);
 done:
   cw_weight_free(&w);
@@ -180,7 +219,7 @@ done:
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   static const mil_cfg_type types[] = {MIL_CFG_LINEAR_QUANTIZER};
-  return cw_pass_main(p, o, stats, d, PASS, MIL_CFG_LINEAR_QUANTIZER, 1, types, transform);
+  return cw_pass_main(p, o, stats, d, PASS, MIL_CFG_LINEAR_QUANTIZER, 1, types, NULL, transform);
 }
 
 const mil_pass_def pass_def_compression_linear_quantize_weights = {

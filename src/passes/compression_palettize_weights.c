@@ -26,7 +26,13 @@
  * (palettize_weights), optimize/_utils.py (infer_block_sizes,
  * is_cluster_dim_valid, ios18_lut_params_to_ios16,
  * pack_elements_into_bits) and frontend/_utils.py
- * (_construct_constexpr_lut_op). Joint compression is not implemented.
+ * (_construct_constexpr_lut_op).
+ *
+ * joint_compression (iOS18): the data of a constexpr_blockwise_shift_scale
+ * (an int8 weight, palettized with an int8 LUT) and the nonzero data of a
+ * constexpr_sparse_to_dense (palettized as the dense weight; becomes
+ * constexpr_lut_to_sparse on the sparse op's mask, the sparse op made anew
+ * on its outputs) may be palettized further.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -48,10 +54,20 @@ static bool cluster_dim_ok(const mil_op *op, int64_t cd, int32_t ch) {
   return true;
 }
 
+/* iOS18 joint compression: the nonzero data of a sparse op, or the data of
+ * a quantization op, may be palettized further. */
+static bool joint_child_ok(cw_pass *c, const mil_op *op) {
+  if (!c->joint || pass_op_opset(op) < MIL_IOS18) return false;
+  mil_op *k = cw_only_child(op);
+  mil_var *v = op->outputs[0];
+  return k && ((strcmp(k->type, "constexpr_sparse_to_dense") == 0 && mil_op_input_var(k, "nonzero_data") == v) ||
+               (strcmp(k->type, "constexpr_blockwise_shift_scale") == 0 && mil_op_input_var(k, "data") == v));
+}
+
 static mil_status oom(cw_pass *c) { return mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory"); }
 
 static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const cw_lut *l, const float *pcs,
-                const int64_t *pcs_shape) {
+                const int64_t *pcs_shape, mil_op *sparse) {
   mil_program *p = c->bld.p;
   mil_dtype fdt = w->dtype;
   char name[512];
@@ -107,6 +123,23 @@ static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const cw_lut *l, con
     mil_value *lut = cw_float_value(p, fdt, l->lut_rank, l->lut_shape, false, l->lut);
     mil_value *va = l->cd > 1 ? pass_bld_i32(p, l->vector_axis) : NULL;
     if (!ind || !lut || (l->cd > 1 && !va)) return -(int)oom(c);
+    if (sparse) {
+      /* joint: constexpr_lut_to_sparse on the sparse op's mask, and the
+       * sparse op made again on its outputs (coremltools re-creates it) */
+      mil_var *mask = mil_op_input_var(sparse, "mask");
+      mil_value *nz = mask && mask->val ? cw_masked(p, ind, mask->val) : NULL;
+      if (!nz) return -(int)oom(c);
+      pass_barg a1[] = {PASS_BV("indices_mask", mask), PASS_BK("indices_nonzero_data", nz), PASS_BK("lut", lut),
+                        PASS_BK("vector_axis", va)};
+      mil_op *ls = pass_bld_op(&c->bld, NULL, sparse, "constexpr_lut_to_sparse", name, va ? 4 : 3, a1, &st);
+      if (!ls) return -(int)(st != MIL_OK ? st : MIL_ERR_INVALID);
+      pass_barg a2[] = {PASS_BV("nonzero_data", ls->outputs[1]), PASS_BV("mask", ls->outputs[0])};
+      mil_op *sd = pass_bld_op(&c->bld, NULL, sparse, "constexpr_sparse_to_dense", sparse->name, 2, a2, &st);
+      if (!sd) return -(int)(st != MIL_OK ? st : MIL_ERR_INVALID);
+      pass_replace_uses_after(sparse, sparse->outputs[0], sd->outputs[0]);
+      if ((st = pass_remove_ops(&sparse, 1, c->bld.d)) != MIL_OK) return -(int)st;
+      return cw_replace(c, op, ls->outputs[1]);
+    }
     pass_barg args[] = {PASS_BK("indices", ind), PASS_BK("lut", lut), PASS_BK("vector_axis", va)};
     nop = pass_bld_op(&c->bld, NULL, op, "constexpr_lut_to_dense", name, va ? 3 : 2, args, &st);
   }
@@ -131,7 +164,7 @@ static int transform(cw_pass *c, mil_op *op) {
   mil_status st;
   const mil_op_compress_config *cfg = cw_const_config(c, op, &st);
   if (!cfg) return st == MIL_OK ? 0 : -(int)st;
-  if (!cw_need_compress(c, op, cfg, NULL)) return 0;
+  if (!cw_need_compress(c, op, cfg, op->outputs[0]->val, joint_child_ok)) return 0;
   if (pass_op_opset(op) < MIL_IOS18 && (cfg->granularity == MIL_GRAN_PER_GROUPED_CHANNEL || cfg->cluster_dim > 1))
     return -(int)mil_diag_error(c->bld.d, MIL_ERR_INVALID,
                                 PASS ": the %s palettization is supported since iOS18; re-convert the model with "
@@ -142,6 +175,21 @@ static int transform(cw_pass *c, mil_op *op) {
   if (!cw_weight_read(op->outputs[0]->val, &w)) return -(int)oom(c);
   int r = 0;
   float *pcs = NULL;
+  mil_op *sparse = NULL;
+  if (c->joint) {
+    mil_op *k = cw_only_child(op);
+    if (k && strcmp(k->type, "constexpr_sparse_to_dense") == 0) {
+      /* palettized as the dense weight the nonzero data stands for */
+      mil_var *m = mil_op_input_var(k, "mask");
+      if (cfg->cluster_dim > 1 || !m || !m->val || !cw_weight_densify(&w, m->val)) {
+        r = -(int)mil_diag_error(c->bld.d, MIL_ERR_UNSUPPORTED,
+                                 PASS ": joint palettization of the sparse weight %s (vector LUTs are not supported)",
+                                 op->name);
+        goto done;
+      }
+      sparse = k;
+    }
+  }
   int64_t pcs_shape[MIL_CFG_MAX_RANK];
   int64_t bs[MIL_CFG_MAX_RANK];
   int32_t ch;
@@ -205,7 +253,7 @@ static int transform(cw_pass *c, mil_op *op) {
   else if (pr == 0)
     mil_diag_add(c->bld.d, MIL_SEV_WARNING, PASS ": cannot perform palettization on %s; skipped", op->name);
   else {
-    r = emit(c, op, &w, &l, pcs, pcs_shape);
+    r = emit(c, op, &w, &l, pcs, pcs_shape, c->fake ? NULL : sparse);
     cw_lut_free(&l);
   }
 done:
@@ -216,7 +264,7 @@ done:
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   static const mil_cfg_type types[] = {MIL_CFG_PALETTIZER};
-  return cw_pass_main(p, o, stats, d, PASS, MIL_CFG_PALETTIZER, 1, types, transform);
+  return cw_pass_main(p, o, stats, d, PASS, MIL_CFG_PALETTIZER, 1, types, NULL, transform);
 }
 
 const mil_pass_def pass_def_compression_palettize_weights = {

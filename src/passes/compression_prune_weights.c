@@ -20,8 +20,13 @@
  *
  * Mirrors coremltools/optimize/coreml/_quantization_passes.py
  * (prune_weights) and _config.py (OpMagnitudePrunerConfig.
- * _check_const_op_is_valid). Joint compression (pruning weights that are
- * already quantized or palettized) is not implemented.
+ * _check_const_op_is_valid).
+ *
+ * joint_compression (iOS18): constexpr_blockwise_shift_scale and
+ * constexpr_lut_to_dense ops are pruned on their decompressed weight: the
+ * quantized data / palette indices where the mask is set go into
+ * constexpr_sparse_blockwise_shift_scale / constexpr_lut_to_sparse (same
+ * scale, offset, LUT) followed by constexpr_sparse_to_dense.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +45,60 @@ static bool structural_ok(const mil_op *op) {
     if (mil_op_input_var(u->op, "weight") != v) return false;
   }
   return true;
+}
+
+/* The weight an op holds: a const's value, or (joint compression) the
+ * decompressed value of a quantization / palettization op. */
+static const mil_value *val_of(cw_pass *c, const mil_op *op) {
+  if (mil_op_is_const(op)) return op->outputs[0]->val;
+  return mil_op_materialize((mil_op *)op, 0, c->bld.d);
+}
+
+/* prune_weights.is_valid_op: consts, or with joint compression the ops
+ * whose decompressed weight may be pruned further. */
+static bool valid(cw_pass *c, const mil_op *op) {
+  if (!c->joint) return cw_is_weight_const(op);
+  if (pass_op_opset(op) < MIL_IOS18) return false;
+  if (strcmp(op->type, "constexpr_blockwise_shift_scale") != 0 && strcmp(op->type, "constexpr_lut_to_dense") != 0)
+    return false;
+  mil_diag d = {0};
+  const mil_value *v = mil_op_materialize((mil_op *)op, 0, &d);
+  mil_diag_clear(&d);
+  return cw_is_weight_value(v);
+}
+
+/* Joint: the quantized data (or palette indices) where the mask is set, in
+ * the sparse form of the op, and a constexpr_sparse_to_dense on its
+ * outputs (_create_constexpr_var with joint_compression). */
+static int emit_joint(cw_pass *c, mil_op *op, const cw_weight *w, const int32_t *bits) {
+  mil_program *p = c->bld.p;
+  mil_value *mask = cw_int_value(p, MIL_DT_UINT1, w->rank, w->shape, false, bits);
+  bool q = strcmp(op->type, "constexpr_blockwise_shift_scale") == 0;
+  mil_var *src = mil_op_input_var(op, q ? "data" : "indices");
+  if (!q && mil_op_input_var(op, "vector_axis"))
+    return -(int)mil_diag_error(c->bld.d, MIL_ERR_UNSUPPORTED,
+                                PASS ": joint pruning of vector-palettized %s is not supported", op->name);
+  mil_value *nz = mask && src && src->val ? cw_masked(p, src->val, mask) : NULL;
+  if (!nz) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
+  mil_status st = MIL_OK;
+  mil_op *sp;
+  if (q) {
+    mil_var *off = mil_op_input_var(op, "offset");
+    pass_barg a[] = {PASS_BK("data_mask", mask), PASS_BK("nonzero_data", nz), PASS_BV("scale", mil_op_input_var(op, "scale")),
+                     PASS_BV("offset", off)};
+    sp = pass_bld_op(&c->bld, NULL, op, "constexpr_sparse_blockwise_shift_scale", NULL, off ? 4 : 3, a, &st);
+  } else {
+    pass_barg a[] = {PASS_BK("indices_mask", mask), PASS_BK("indices_nonzero_data", nz),
+                     PASS_BV("lut", mil_op_input_var(op, "lut"))};
+    sp = pass_bld_op(&c->bld, NULL, op, "constexpr_lut_to_sparse", NULL, 3, a, &st);
+  }
+  if (!sp) return -(int)(st != MIL_OK ? st : MIL_ERR_INVALID);
+  char name[512];
+  snprintf(name, sizeof name, "%s_sparsified", op->name);
+  pass_barg a2[] = {PASS_BV("nonzero_data", sp->outputs[1]), PASS_BV("mask", sp->outputs[0])};
+  mil_op *nop = pass_bld_op(&c->bld, NULL, op, "constexpr_sparse_to_dense", name, 2, a2, &st);
+  if (!nop) return -(int)(st != MIL_OK ? st : MIL_ERR_INVALID);
+  return cw_replace(c, op, nop->outputs[0]);
 }
 
 static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const float *val) {
@@ -66,6 +125,12 @@ static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const float *val) {
   for (int64_t i = 0; i < w->n; i++) {
     bits[i] = val[i] != 0;
     if (bits[i]) nz[k++] = val[i];
+  }
+  if (!mil_op_is_const(op)) {
+    free(nz);
+    int r = emit_joint(c, op, w, bits);
+    free(bits);
+    return r;
   }
   mil_value *nzv = cw_float_value(p, w->dtype, 1, &nnz, false, nz);
   snprintf(name, sizeof name, "%s_sparsified", op->name);
@@ -108,7 +173,7 @@ static int transform(cw_pass *c, mil_op *op) {
   mil_status st;
   const mil_op_compress_config *cfg = cw_const_config(c, op, &st);
   if (!cfg) return st == MIL_OK ? 0 : -(int)st;
-  if (!cw_need_compress(c, op, cfg, NULL)) return 0;
+  if (!cw_need_compress(c, op, cfg, val_of(c, op), NULL)) return 0;
   bool structural = cfg->type == MIL_CFG_MAGNITUDE_PRUNER && (cfg->has_prune_block_size || cfg->has_n_m_ratio);
   if (structural && !structural_ok(op) && !compress_config_find(c->cfg->op_name, c->cfg->n_op_name, op->name)) {
     mil_diag_add(c->bld.d, MIL_SEV_WARNING, PASS ": op named %s not applicable for %s configuration; skipped",
@@ -116,7 +181,8 @@ static int transform(cw_pass *c, mil_op *op) {
     return 0;
   }
   cw_weight w;
-  if (!cw_weight_read(op->outputs[0]->val, &w)) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
+  const mil_value *v = val_of(c, op);
+  if (!v || !cw_weight_read(v, &w)) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
   float *val = malloc((size_t)(w.n ? w.n : 1) * sizeof *val);
   int r = -1;
   if (val) {
@@ -136,7 +202,7 @@ static int transform(cw_pass *c, mil_op *op) {
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   static const mil_cfg_type types[] = {MIL_CFG_MAGNITUDE_PRUNER, MIL_CFG_THRESHOLD_PRUNER};
-  return cw_pass_main(p, o, stats, d, PASS, MIL_CFG_THRESHOLD_PRUNER, 2, types, transform);
+  return cw_pass_main(p, o, stats, d, PASS, MIL_CFG_THRESHOLD_PRUNER, 2, types, valid, transform);
 }
 
 const mil_pass_def pass_def_compression_prune_weights = {PASS, "sparsify const weights", cw_options, CW_N_OPTIONS,

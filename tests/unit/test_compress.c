@@ -157,18 +157,24 @@ static const char *k_shared = "main[CoreML8](%x: (1, 8, fp32)(Tensor)) {\n"
                               "  } -> (%a, %b)\n"
                               "}\n";
 
-static mil_status run_pass(mil_program *p, const char *pass, const char *config, bool fake, char *err, size_t n) {
+static mil_status run_pass_joint(mil_program *p, const char *pass, const char *config, bool fake, bool joint,
+                                 char *err, size_t n) {
   mil_diag d = {0};
   const mil_pass_def *def = mil_pass_find(pass);
   assert_non_null(def);
   mil_pass_options *o = mil_pass_options_new(def);
   mil_status st = config ? mil_pass_options_set(o, "config", config, &d) : MIL_OK;
   if (st == MIL_OK && fake) st = mil_pass_options_set(o, "fake_compression", "true", &d);
+  if (st == MIL_OK && joint) st = mil_pass_options_set(o, "joint_compression", "true", &d);
   if (st == MIL_OK) st = mil_pass_run(def, p, o, NULL, &d);
   snprintf(err, n, "%s", mil_diag_first_error(&d) ? mil_diag_first_error(&d) : "");
   mil_pass_options_free(o);
   mil_diag_clear(&d);
   return st;
+}
+
+static mil_status run_pass(mil_program *p, const char *pass, const char *config, bool fake, char *err, size_t n) {
+  return run_pass_joint(p, pass, config, fake, false, err, n);
 }
 
 static void test_lookup_and_conflict(void **state) {
@@ -303,6 +309,78 @@ static void test_decode_equals_fake(void **state) {
       }
 }
 
+/* Joint compression (iOS18): the decoded weight of the joint result is
+ * the second compression applied to the decoded first one (pruned
+ * positions staying 0). */
+static void test_joint(void **state) {
+  (void)state;
+  static const char *const Q = "compression::linear_quantize_weights", *const P = "compression::palettize_weights",
+                           *const S = "compression::prune_weights", *const D = "compression::WeightDecompressor";
+  static const char *const qcfg = "{\"global_config\": {\"weight_threshold\": 0}}";
+  static const char *const pcfg = "{\"global_config\": {\"weight_threshold\": 0, \"nbits\": 2, \"mode\": \"uniform\"}}";
+  static const char *const scfg = "{\"config_type\": \"OpMagnitudePrunerConfig\", \"global_config\": "
+                                  "{\"weight_threshold\": 0, \"target_sparsity\": 0.5}}";
+  static const struct {
+    const char *first, *first_cfg, *second, *second_cfg, *op;
+  } k[] = {
+      {Q, qcfg, S, scfg, "constexpr_sparse_blockwise_shift_scale"},
+      {S, scfg, P, pcfg, "constexpr_lut_to_sparse"},
+      {S, scfg, Q, qcfg, "constexpr_sparse_blockwise_shift_scale"},
+      {P, "{\"global_config\": {\"weight_threshold\": 0, \"nbits\": 4}}", Q, "{\"global_config\": {\"weight_threshold\": 0, \"granularity\": \"per_tensor\"}}",
+       "constexpr_blockwise_shift_scale"},
+  };
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    char *text = weight_program("CoreML8", "fp32");
+    mil_program *joint = parse(text), *ref = parse(text);
+    free(text);
+    char err[600];
+    /* joint: first, then second with joint_compression */
+    assert_int_equal(run_pass(joint, k[i].first, k[i].first_cfg, false, err, sizeof err), MIL_OK);
+    if (run_pass_joint(joint, k[i].second, k[i].second_cfg, false, true, err, sizeof err) != MIL_OK)
+      fail_msg("joint %s after %s: %s", k[i].second, k[i].first, err);
+    if (mil_program_count_op_type(joint, k[i].op) != 1) fail_msg("joint %s after %s: no %s", k[i].second, k[i].first, k[i].op);
+    /* reference: first, decompressed, then second as a fake compression */
+    assert_int_equal(run_pass(ref, k[i].first, k[i].first_cfg, false, err, sizeof err), MIL_OK);
+    assert_int_equal(run_pass(ref, D, NULL, false, err, sizeof err), MIL_OK);
+    const mil_value *pruned = weight_of_linear(ref);
+    assert_int_equal(run_pass(ref, k[i].second, k[i].second_cfg, true, err, sizeof err), MIL_OK);
+    const mil_value *a = weight_of_linear(joint), *b = weight_of_linear(ref);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(a->numel, b->numel);
+    for (int64_t e = 0; e < a->numel; e++) {
+      double want = mil_value_get_f64(b, e);
+      if (k[i].first == S && mil_value_get_f64(pruned, e) == 0) want = 0;
+      if (mil_value_get_f64(a, e) != want)
+        fail_msg("joint %s after %s: element %lld decodes to %g, want %g", k[i].second, k[i].first, (long long)e,
+                 mil_value_get_f64(a, e), want);
+    }
+    mil_program_free(joint);
+    mil_program_free(ref);
+  }
+  /* a LUT of fewer than 10 entries is no weight (should_use_weight_file) */
+  {
+    char *t2 = weight_program("CoreML8", "fp32");
+    mil_program *p2 = parse(t2);
+    free(t2);
+    char e2[600];
+    assert_int_equal(run_pass(p2, P, pcfg, false, e2, sizeof e2), MIL_OK);
+    assert_int_equal(run_pass_joint(p2, Q, "{\"global_config\": {\"weight_threshold\": 0, \"granularity\": \"per_tensor\"}}",
+                                    false, true, e2, sizeof e2),
+                     MIL_OK);
+    assert_int_equal(mil_program_count_op_type(p2, "constexpr_blockwise_shift_scale"), 0);
+    mil_program_free(p2);
+  }
+  /* before iOS18 joint compression is refused */
+  char *text = weight_program("CoreML6", "fp32");
+  mil_program *p = parse(text);
+  free(text);
+  char err[600];
+  assert_int_equal(run_pass_joint(p, Q, qcfg, false, true, err, sizeof err), MIL_ERR_INVALID);
+  assert_non_null(strstr(err, "iOS18"));
+  mil_program_free(p);
+}
+
 /* ---------- arithmetic by hand ---------- */
 
 static void test_quantize_values(void **state) {
@@ -410,7 +488,7 @@ int main(void) {
       cmocka_unit_test(test_config_yaml),        cmocka_unit_test(test_lookup_and_conflict),
       cmocka_unit_test(test_decode_equals_fake), cmocka_unit_test(test_quantize_values),
       cmocka_unit_test(test_prune_percentile),   cmocka_unit_test(test_kmeans1d_optimal),
-      cmocka_unit_test(test_weights_metadata),
+      cmocka_unit_test(test_weights_metadata),   cmocka_unit_test(test_joint),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
