@@ -70,9 +70,8 @@ static bool valid(cw_pass *c, const mil_op *op) {
 /* Joint: the quantized data (or palette indices) where the mask is set, in
  * the sparse form of the op, and a constexpr_sparse_to_dense on its
  * outputs (_create_constexpr_var with joint_compression). */
-static int emit_joint(cw_pass *c, mil_op *op, const cw_weight *w, const int32_t *bits) {
+static int emit_joint(cw_pass *c, mil_op *op, mil_value *mask) {
   mil_program *p = c->bld.p;
-  mil_value *mask = cw_int_value(p, MIL_DT_UINT1, w->rank, w->shape, false, bits);
   bool q = strcmp(op->type, "constexpr_blockwise_shift_scale") == 0;
   mil_var *src = mil_op_input_var(op, q ? "data" : "indices");
   if (!q && mil_op_input_var(op, "vector_axis"))
@@ -113,55 +112,49 @@ static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const float *val) {
     free(x);
     return r;
   }
-  int64_t nnz = 0;
-  for (int64_t i = 0; i < w->n; i++) nnz += val[i] != 0;
-  float *nz = malloc((size_t)(nnz ? nnz : 1) * sizeof *nz);
-  int32_t *bits = malloc((size_t)w->n * sizeof *bits);
-  if (!nz || !bits) {
-    free(nz), free(bits);
+  /* the mask: packbits (LSB first) before iOS18, uint1 in the weight's
+   * shape after; both are the same bit stream */
+  bool ios16 = pass_op_opset(op) < MIL_IOS18 && mil_op_is_const(op);
+  int64_t nbytes = (w->n + 7) / 8;
+  mil_value *mask = ios16 ? mil_value_new_tensor(p, MIL_DT_UINT8, 1, &nbytes, false, NULL)
+                          : mil_value_new_tensor(p, MIL_DT_UINT1, w->rank, w->shape, false, NULL);
+  uint8_t *mb = mask ? mil_value_data_mut(mask) : NULL;
+  float *nz = malloc((size_t)(w->n ? w->n : 1) * sizeof *nz);
+  if (!mb || !nz) {
+    free(nz);
     return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
   }
-  int64_t k = 0;
-  for (int64_t i = 0; i < w->n; i++) {
-    bits[i] = val[i] != 0;
-    if (bits[i]) nz[k++] = val[i];
-  }
+  int64_t nnz = 0;
+  for (int64_t i = 0; i < w->n; i++)
+    if (val[i] != 0) {
+      mb[i >> 3] |= (uint8_t)(1u << (i & 7));
+      nz[nnz++] = val[i];
+    }
   if (!mil_op_is_const(op)) {
     free(nz);
-    int r = emit_joint(c, op, w, bits);
-    free(bits);
-    return r;
+    return emit_joint(c, op, mask);
   }
   mil_value *nzv = cw_float_value(p, w->dtype, 1, &nnz, false, nz);
+  free(nz);
   snprintf(name, sizeof name, "%s_sparsified", op->name);
   mil_status st = MIL_OK;
   mil_op *nop = NULL;
-  if (pass_op_opset(op) < MIL_IOS18) {
-    int64_t nbytes = (w->n + 7) / 8;
-    mil_value *mask = mil_value_new_tensor(p, MIL_DT_UINT8, 1, &nbytes, false, NULL);
+  if (ios16) {
     mil_value *shape = mil_value_new_tensor(p, MIL_DT_UINT32, 1, (int64_t[]){w->rank}, false, NULL);
-    uint8_t *mb = mask ? mil_value_data_mut(mask) : NULL;
-    if (mb)
-      for (int64_t i = 0; i < w->n; i++)
-        if (bits[i]) mb[i >> 3] |= (uint8_t)(1u << (i & 7));
     if (shape)
       for (int32_t a = 0; a < w->rank; a++) mil_value_set_i64(shape, a, w->shape[a]);
-    if (nzv && mb && shape) {
+    if (nzv && shape) {
       pass_barg args[] = {PASS_BK("nonzero_data", nzv), PASS_BK("mask", mask), PASS_BK("shape", shape)};
       nop = pass_bld_op(&c->bld, NULL, op, "constexpr_sparse_to_dense", name, 3, args, &st);
     } else {
       st = MIL_ERR_NOMEM;
     }
+  } else if (nzv) {
+    pass_barg args[] = {PASS_BK("nonzero_data", nzv), PASS_BK("mask", mask)};
+    nop = pass_bld_op(&c->bld, NULL, op, "constexpr_sparse_to_dense", name, 2, args, &st);
   } else {
-    mil_value *mask = cw_int_value(p, MIL_DT_UINT1, w->rank, w->shape, false, bits);
-    if (nzv && mask) {
-      pass_barg args[] = {PASS_BK("nonzero_data", nzv), PASS_BK("mask", mask)};
-      nop = pass_bld_op(&c->bld, NULL, op, "constexpr_sparse_to_dense", name, 2, args, &st);
-    } else {
-      st = MIL_ERR_NOMEM;
-    }
+    st = MIL_ERR_NOMEM;
   }
-  free(nz), free(bits);
   if (!nop) {
     if (st == MIL_ERR_NOMEM) mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
     return -(int)(st != MIL_OK ? st : MIL_ERR_INVALID);
