@@ -66,8 +66,10 @@ static bool prune_by_map(const cw_weight *w, float *val, const float *mag, doubl
   bool oom = false;
   double t = percentile(mag, w->n, q, &oom);
   if (oom) return false;
-  for (int64_t i = 0; i < w->n; i++)
-    if ((double)mag[i] <= t) val[i] = 0.0f;
+  /* mag <= t in double is mag <= the largest float not above t */
+  float tf = (float)t;
+  if ((double)tf > t) tf = nextafterf(tf, -INFINITY);
+  for (int64_t i = 0; i < w->n; i++) val[i] = mag[i] <= tf ? 0.0f : val[i];
   return true;
 }
 

@@ -125,11 +125,12 @@ static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const float *val) {
     return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
   }
   int64_t nnz = 0;
-  for (int64_t i = 0; i < w->n; i++)
-    if (val[i] != 0) {
-      mb[i >> 3] |= (uint8_t)(1u << (i & 7));
-      nz[nnz++] = val[i];
-    }
+  for (int64_t i = 0; i < w->n; i++) { /* branch-free: the mask is as likely set as not */
+    bool set = val[i] != 0;
+    mb[i >> 3] |= (uint8_t)(set << (i & 7));
+    nz[nnz] = val[i];
+    nnz += set;
+  }
   if (!mil_op_is_const(op)) {
     free(nz);
     return emit_joint(c, op, mask);
