@@ -4,8 +4,8 @@ BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKEOPT ?=
 DEPS      = cmake gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libcjson-dev \
-            libcmocka-dev libopenblas-dev clang libonnx-dev libonnx-testdata nettle-dev python3-numpy python3-pytest python3-venv python3-pip python3-setuptools \
-            graphviz libgraphviz-dev
+            libcmocka-dev libopenblas-dev clang libonnx-dev libonnx-testdata nettle-dev libyaml-dev \
+            python3-numpy python3-pytest python3-venv python3-pip python3-setuptools graphviz libgraphviz-dev
 
 .PHONY: all deps configure build demo test test-asan build-release fuzz bench install clean python
 

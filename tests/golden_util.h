@@ -29,6 +29,7 @@
 #include "mil/passes.h"
 
 #include "corpus_util.h"
+#include "golden_kmeans.h"
 
 typedef struct golden_case {
   corpus_case cc;      /* the file, split by tests/corpus_util.h */
@@ -235,6 +236,11 @@ static inline void golden_case_run(const golden_case *c, golden_outcome *o) {
     snprintf(o->msg, sizeof o->msg, "running: %s", dm);
     goto out;
   }
+  /* palettization through scikit-learn's k-means: the rule of golden_kmeans.h */
+  char kwhy[300] = "";
+  if (c->pass && strcmp(c->pass, "compression::palettize_weights") == 0 && c->options &&
+      !strstr(c->options, "\"mode\": \"uniform\"") && !strstr(c->options, "\"mode\": \"unique\""))
+    golden_kmeans_snap(in, ex, kwhy, sizeof kwhy);
   mil_equiv_options eo = {0};
   eo.name_a = "result";
   eo.name_b = "expected";
@@ -242,7 +248,7 @@ static inline void golden_case_run(const golden_case *c, golden_outcome *o) {
   mil_program_compare(in, ex, &eo, &r, NULL);
   o->equivalent = r.equivalent;
   o->identical = r.identical;
-  snprintf(o->msg, sizeof o->msg, "%s", r.equivalent ? r.identical_diff : r.diff);
+  snprintf(o->msg, sizeof o->msg, "%s%s%s", kwhy, kwhy[0] ? "; " : "", r.equivalent ? r.identical_diff : r.diff);
 out:
   mil_pipeline_free(pl);
   mil_program_free(in);

@@ -105,7 +105,8 @@ static mil_status infer_sparse16(mil_infer_ctx *c) {
   const mil_value *mask = op_in_value(c, "mask");
   if (mask) {
     int64_t bits = 0;
-    for (int64_t i = 0; i < (int64_t)mask->nbytes * 8; i++) bits += mil_bits_get(mil_value_data(mask), i, 1);
+    const uint8_t *mb = mil_value_data(mask);
+    for (size_t i = 0; mb && i < mask->nbytes; i++) bits += __builtin_popcount(mb[i]);
     if (bits != nz->dims[0].size)
       return op_fail(c,
                      "Number of set bits in mask needs to be equal to number of elements in parameter nonzero_data "

@@ -55,6 +55,13 @@ static const mil_pass_option_def o_insert_qdq[] = {
 };
 static const mil_pass_option_def o_compression_config[] = {
     {"config", MIL_POPT_JSON, NULL, false, false, 0, 0, "compression config (global / per type / per op)"},
+    {"joint_compression", MIL_POPT_BOOL, "false", false, false, 0, 0,
+     "compress weights that are already compressed (iOS18)"},
+    {"fake_compression", MIL_POPT_BOOL, "false", false, false, 0, 0,
+     "store the decompressed values in a const instead of a constexpr op"},
+};
+static const mil_pass_option_def o_weight_decompressor[] = {
+    {"op_selector", MIL_POPT_SELECTOR, NULL, false, false, 0, 0, "only constexpr ops it accepts (C API only)"},
 };
 
 static const mil_pass_def k_catalog[] = {
@@ -145,9 +152,13 @@ static const mil_pass_def k_catalog[] = {
     /* compression:: */
     P("compression", insert_suffix_quantize_dequantize_pair,
       "add quantize -> dequantize after activation patterns for activation quantization", OPTS(o_insert_qdq)),
+    P("compression", linear_quantize_weights, "linearly quantize const weights (int8/uint8/int4/uint4)",
+      OPTS(o_compression_config)),
     P("compression", palettize_weights, "palettize const weights (lookup-table compression)",
       OPTS(o_compression_config)),
     P("compression", prune_weights, "sparsify const weights", OPTS(o_compression_config)),
+    P("compression", WeightDecompressor, "replace every constexpr op by a const of its decompressed value",
+      OPTS(o_weight_decompressor)),
     /* frontend and backend passes named by coremltools' other pipelines */
     P("torch", torch_upsample_to_core_upsample, "map Torch upsample ops to core upsample ops", NO_OPTS),
     P("torch", torch_tensor_assign_to_core, "map Torch tensor assignment to scatter", NO_OPTS),

@@ -28,4 +28,8 @@ bool cli_is_help(const char *arg);
 /* Prints "mil: <msg>\nTry 'mil <cmd> --help'." to stderr and returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* `mil info --weights`: prints get_weights_metadata's report of p's const
+ * weights of at least weight_threshold elements (cmd_compress.c). */
+int cli_print_weights(mil_program *p, long long weight_threshold);
+
 #endif

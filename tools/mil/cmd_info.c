@@ -11,7 +11,7 @@
 #include "mil/ops.h"
 
 static void help(void) {
-  printf("usage: mil info [--json] MODEL\n\n"
+  printf("usage: mil info [--json] MODEL [--weights [--weight-threshold N]]\n\n"
          "Summarize MODEL (.mlpackage, .mlmodel or .mil): specification version and\n"
          "opset, each function's inputs, outputs and states (name, dtype, shape, and\n"
          "the Core ML feature type from the model description), metadata, a histogram\n"
@@ -19,7 +19,10 @@ static void help(void) {
          "--json prints the same as one JSON object: path, specification_version,\n"
          "target, functions (name, opset, inputs, outputs: name, dtype, shape, state,\n"
          "feature), metadata, ops (total, by_type), weights (by_dtype, total_bytes,\n"
-         "weight_file_bytes, weight_files).\n");
+         "weight_file_bytes, weight_files).\n\n"
+         "--weights lists instead every const weight of at least N elements (default\n"
+         "2048) as coremltools' get_weights_metadata reports it: name, shape, dtype,\n"
+         "size, sparsity, unique values and the ops it feeds.\n");
 }
 
 /* "(1, 3, is0, 224)" for a tensor type; dims as MIL prints them. */
@@ -284,12 +287,20 @@ static int print_json(mil_model *m) {
 int cmd_info(int argc, char **argv) {
   const char *path = NULL;
   bool json = false;
+  bool weights = false;
+  long long thr = 2048;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       help();
       return CLI_OK;
     } else if (strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (strcmp(argv[i], "--weights") == 0) {
+      weights = true;
+    } else if (strcmp(argv[i], "--weight-threshold") == 0) {
+      char *end = NULL;
+      if (i + 1 >= argc || (thr = strtoll(argv[++i], &end, 10)) < 0 || *end)
+        return cli_usage_error("info", "--weight-threshold needs a non-negative integer");
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return cli_usage_error("info", "unknown option '%s'", argv[i]);
     } else if (!path) {
@@ -313,6 +324,12 @@ int cmd_info(int argc, char **argv) {
     mil_model_free(m);
     mil_diag_clear(&d);
     return jrc;
+  }
+  if (weights) {
+    int wrc = cli_print_weights(p, thr);
+    mil_model_free(m);
+    mil_diag_clear(&d);
+    return wrc;
   }
   int spec = mil_model_spec_version(m);
   const mil_model_desc *md = mil_model_description(m);

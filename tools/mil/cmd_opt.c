@@ -16,7 +16,7 @@
 /* .mil text is parsed directly (it has no model description to keep; one is
  * synthesized when the result is written as a model); other formats go
  * through cli_load. */
-static mil_status load_any(const char *path, cli_loaded *out, mil_diag *d) {
+mil_status cli_load_any(const char *path, cli_loaded *out, mil_diag *d) {
   size_t n = strlen(path);
   if (n > 4 && strcmp(path + n - 4, ".mil") == 0) {
     memset(out, 0, sizeof *out);
@@ -386,7 +386,7 @@ int cmd_opt(int argc, char **argv) {
 
   opt_progress_show(&pg, "loading %s ...", a.in);
   double t0 = opt_now();
-  mil_status lst = load_any(a.in, &m, &d);
+  mil_status lst = cli_load_any(a.in, &m, &d);
   sum.load_s = opt_now() - t0;
   opt_progress_clear(&pg);
   if (lst != MIL_OK) goto out;

@@ -51,4 +51,8 @@ int cli_parse_target(const char *cmd, const char *name, int *version);
 /* Every check `mil validate` runs on a loaded program. */
 mil_status cli_validate_program(const mil_program *p, mil_diag *d);
 
+/* cli_load, except that .mil text is parsed directly (no model description
+ * to keep; one is synthesized when the result is written as a model). */
+mil_status cli_load_any(const char *path, cli_loaded *out, mil_diag *d);
+
 #endif

@@ -22,6 +22,7 @@ CMD(run)
 CMD(verify)
 CMD(graph)
 CMD(tensor)
+CMD(compress)
 #undef CMD
 
 typedef struct cmd_entry {
@@ -30,7 +31,8 @@ typedef struct cmd_entry {
   const char *summary;
 } cmd_entry;
 
-static cli_cmd_fn f_print, f_validate, f_convert, f_info, f_opt, f_passes, f_ops, f_diff, f_run, f_verify, f_graph, f_tensor;
+static cli_cmd_fn f_print, f_validate, f_convert, f_info, f_opt, f_passes, f_ops, f_diff, f_run, f_verify, f_graph, f_tensor,
+    f_compress;
 
 static const cmd_entry k_cmds[] = {
     {"print", &f_print, "print a model as MIL text (coremltools form, or --complete)"},
@@ -45,6 +47,7 @@ static const cmd_entry k_cmds[] = {
     {"verify", &f_verify, "run two models on the same inputs and compare outputs"},
     {"graph", &f_graph, "draw a program with Graphviz (.svg, .png, .pdf, .dot)"},
     {"tensor", &f_tensor, "describe or convert a tensor file (ONNX TensorProto .pb, .npy)"},
+    {"compress", &f_compress, "quantize, palettize, prune or decompress the weights of a model"},
 };
 #define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])
 
@@ -61,6 +64,7 @@ static void bind_commands(void) {
   f_verify = cmd_verify;
   f_graph = cmd_graph;
   f_tensor = cmd_tensor;
+  f_compress = cmd_compress;
 }
 
 static void usage(FILE *out) {
