@@ -1,13 +1,20 @@
-/* mil convert IN OUT: rewrite a model in the format OUT's extension names. */
+/* mil convert IN OUT: rewrite a model in the format OUT's extension names;
+ * an ONNX model (.onnx) is imported (mil/onnx.h) and optimized with the
+ * pipeline ct.convert runs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "mil/model.h"
+#include "mil/onnx.h"
+#include "mil/ops.h"
 
 static void help(void) {
-  printf("usage: mil convert [--spec-version N] IN OUT\n\n"
+  printf("usage: mil convert [--spec-version N] IN OUT\n"
+         "       mil convert MODEL.onnx OUT [--target iOS15|iOS16|iOS17|iOS18] [--precision fp16|fp32]\n"
+         "                   [--pipeline NAME] [--input-shape NAME=D1,D2,...]...\n"
+         "       mil convert --list-ops\n\n"
          "Read model IN (.mlpackage, .mlmodel or .mil) and write it to OUT, in the\n"
          "format OUT's extension names:\n"
          "  .mlpackage  a Core ML package (Manifest.json, model.mlmodel, weights/weight.bin)\n"
@@ -21,48 +28,150 @@ static void help(void) {
          "atomically; on failure it is left as it was.\n\n"
          "options:\n"
          "  --spec-version N  write specification version N (6..10); default: keep\n"
-         "                    the input's (for .mil: the one its opset implies)\n");
+         "                    the input's (for .mil: the one its opset implies)\n\n"
+         "ONNX models (IN ending in .onnx) are imported: initializers become consts,\n"
+         "graph inputs and outputs the function's I/O (int64 and double as int32 and\n"
+         "fp32), each node the MIL ops coremltools' frontends emit; then the pass\n"
+         "pipeline runs as ct.convert runs it. Options for ONNX input:\n"
+         "  --target T        minimum deployment target iOS15 (default) .. iOS18\n"
+         "  --precision P     fp16 (default: the pipeline with add_fp16_cast) or fp32\n"
+         "  --pipeline NAME   the pass pipeline (default: default; empty: none)\n"
+         "  --input-shape NAME=D1,D2,...\n"
+         "                    fix the shape of input NAME (repeatable); dims the model\n"
+         "                    leaves symbolic (dim_param) stay symbolic otherwise\n"
+         "  --list-ops        print the ONNX ops libmil converts (op x opset range)\n");
 }
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int list_ops(void) {
+  printf("%-28s %-10s %-8s %-16s %s\n", "op_type", "domain", "opsets", "family", "MIL ops");
+  for (size_t i = 0; i < mil_onnx_op_count(); i++) {
+    const mil_onnx_op_info *o = mil_onnx_op_at(i);
+    char range[32];
+    snprintf(range, sizeof range, "%d-%d", o->since, o->until);
+    printf("%-28s %-10s %-8s %-16s %s\n", o->op_type, o->domain[0] ? o->domain : "ai.onnx", range, o->family, o->mil_ops);
+  }
+  return CLI_OK;
+}
+
+/* "NAME=1,3,224,224" -> shape entry; false on a malformed spec. */
+static bool parse_shape(const char *spec, mil_onnx_input_shape *out, int64_t *dims) {
+  const char *eq = strrchr(spec, '=');
+  if (!eq || eq == spec || !eq[1]) return false;
+  char *name = strndup(spec, (size_t)(eq - spec));
+  if (!name) return false;
+  int32_t r = 0;
+  const char *p = eq + 1;
+  while (*p && r < 32) {
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || v < 0 || (*end && *end != ',')) {
+      free(name);
+      return false;
+    }
+    dims[r++] = v;
+    p = *end ? end + 1 : end;
+  }
+  out->name = name;
+  out->rank = r;
+  out->dims = dims;
+  return true;
+}
+
+static int target_version(const char *t) {
+  static const char *const names[] = {"iOS15", "iOS16", "iOS17", "iOS18"};
+  for (int i = 0; i < 4; i++)
+    if (strcmp(t, names[i]) == 0) return MIL_IOS15 + i;
+  return 0;
+}
+
+typedef struct onnx_args {
+  mil_onnx_options o;
+  mil_onnx_input_shape shapes[64];
+  int64_t dims[64][32];
+} onnx_args;
 
 int cmd_convert(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
   int spec = 0;
+  onnx_args *oa = calloc(1, sizeof *oa);
+  if (!oa) return CLI_FAIL;
+  bool onnx_opts = false;
+  int rc = CLI_OK;
+#define USAGE(...)                                 \
+  do {                                             \
+    rc = cli_usage_error("convert", __VA_ARGS__); \
+    goto done;                                     \
+  } while (0)
   for (int i = 1; i < argc; i++) {
+    const char *s = argv[i];
     if (cli_is_help(argv[i])) {
       help();
-      return CLI_OK;
+      goto done;
+    } else if (strcmp(s, "--list-ops") == 0) {
+      rc = list_ops();
+      goto done;
+    } else if (strcmp(s, "--target") == 0 || strcmp(s, "--precision") == 0 || strcmp(s, "--pipeline") == 0 ||
+               strcmp(s, "--input-shape") == 0) {
+      if (i + 1 >= argc) USAGE("%s needs a value", s);
+      const char *v = argv[++i];
+      onnx_opts = true;
+      if (s[2] == 't') {
+        if (!(oa->o.target = target_version(v))) USAGE("--target must be iOS15, iOS16, iOS17 or iOS18, got '%s'", v);
+      } else if (s[3] == 'r') {
+        if (strcmp(v, "fp16") && strcmp(v, "fp32")) USAGE("--precision must be fp16 or fp32, got '%s'", v);
+        oa->o.fp32 = strcmp(v, "fp32") == 0;
+      } else if (s[3] == 'i') {
+        oa->o.pipeline = v;
+      } else {
+        int32_t k = oa->o.n_input_shapes;
+        if (k >= 64 || !parse_shape(v, &oa->shapes[k], oa->dims[k]))
+          USAGE("--input-shape expects NAME=D1,D2,... with dims >= 0, got '%s'", v);
+        oa->o.n_input_shapes = k + 1;
+      }
     } else if (strcmp(argv[i], "--spec-version") == 0) {
-      if (i + 1 >= argc) return cli_usage_error("convert", "--spec-version needs a value");
+      if (i + 1 >= argc) USAGE("--spec-version needs a value");
       char *end;
       long v = strtol(argv[++i], &end, 10);
       if (*end || v < MIL_SPEC_VERSION_MIN || v > MIL_SPEC_VERSION_MAX)
-        return cli_usage_error("convert", "--spec-version must be %d..%d, got '%s'", MIL_SPEC_VERSION_MIN,
-                               MIL_SPEC_VERSION_MAX, argv[i]);
+        USAGE("--spec-version must be %d..%d, got '%s'", MIL_SPEC_VERSION_MIN, MIL_SPEC_VERSION_MAX, argv[i]);
       spec = (int)v;
     } else if (argv[i][0] == '-' && argv[i][1]) {
-      return cli_usage_error("convert", "unknown option '%s'", argv[i]);
+      USAGE("unknown option '%s'", argv[i]);
     } else if (!in) {
       in = argv[i];
     } else if (!out) {
       out = argv[i];
     } else {
-      return cli_usage_error("convert", "unexpected argument '%s'", argv[i]);
+      USAGE("unexpected argument '%s'", argv[i]);
     }
   }
-  if (!in || !out) return cli_usage_error("convert", "expected IN and OUT");
+  if (!in || !out) USAGE("expected IN and OUT");
+  bool onnx = ends_with(in, ".onnx");
+  if (onnx_opts && !onnx) USAGE("--target, --precision, --pipeline and --input-shape apply to .onnx input only");
+  oa->o.input_shapes = oa->shapes;
   mil_diag d;
   mil_diag_init(&d);
   mil_model *m = NULL;
-  mil_status st = mil_model_load(in, &m, &d);
+  mil_status st = onnx ? mil_onnx_import(in, &oa->o, &m, &d) : mil_model_load(in, &m, &d);
   if (st == MIL_OK && spec) st = mil_model_set_spec_version(m, spec);
   if (st == MIL_OK) st = mil_model_save(m, out, &d);
-  int rc = CLI_OK;
   if (st != MIL_OK) {
     cli_print_diag(&d);
     if (d.n_errors == 0) fprintf(stderr, "mil: error: convert failed: %s\n", mil_status_str(st));
     rc = CLI_FAIL;
   }
+  else if (d.n_warnings)
+    cli_print_diag(&d);
   mil_model_free(m);
   mil_diag_clear(&d);
+done:
+  for (int32_t k = 0; k < oa->o.n_input_shapes; k++) free((char *)oa->shapes[k].name);
+  free(oa);
   return rc;
+#undef USAGE
 }

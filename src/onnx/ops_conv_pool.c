@@ -1,0 +1,152 @@
+/* ONNX convolution and pooling: Conv, ConvTranspose, MaxPool, AveragePool,
+ * LpPool (p = 2), GlobalAveragePool, GlobalMaxPool. ONNX pads
+ * [x1_begin, x2_begin, ..., x1_end, x2_end, ...] become MIL's
+ * [x1_begin, x1_end, x2_begin, x2_end, ...] with pad_type "custom";
+ * auto_pad SAME_UPPER / SAME_LOWER / VALID become "same" / "same_lower" /
+ * "valid" (coremltools' torch frontend: _convolution, max_pool2d,
+ * avg_pool2d, adaptive pooling as reduce_mean / reduce_max). */
+#include <string.h>
+
+#include "onnx/import_internal.h"
+
+typedef struct conv_geom {
+  int32_t sp;                          /* spatial rank */
+  int64_t strides[8], dil[8], pad[16], kernel[8];
+  const char *pad_type;
+} conv_geom;
+
+/* Reads kernel_shape, strides, dilations, pads, auto_pad for `sp` spatial
+ * dims. */
+static mil_status geom(onnx_ctx *c, onnx_node *n, int32_t sp, conv_geom *g) {
+  if (sp < 1 || sp > 8) return ONNX_UNSUP(c, "%d spatial dims", (int)sp);
+  g->sp = sp;
+  const int64_t *a;
+  int32_t k;
+  for (int32_t i = 0; i < sp; i++) g->strides[i] = 1, g->dil[i] = 1, g->kernel[i] = 0;
+  for (int32_t i = 0; i < 2 * sp; i++) g->pad[i] = 0;
+  if ((k = onnx_attr_ints(n, "strides", &a)) == sp)
+    for (int32_t i = 0; i < sp; i++) g->strides[i] = a[i];
+  if ((k = onnx_attr_ints(n, "dilations", &a)) == sp)
+    for (int32_t i = 0; i < sp; i++) g->dil[i] = a[i];
+  if ((k = onnx_attr_ints(n, "kernel_shape", &a)) == sp)
+    for (int32_t i = 0; i < sp; i++) g->kernel[i] = a[i];
+  if ((k = onnx_attr_ints(n, "pads", &a)) == 2 * sp)
+    for (int32_t i = 0; i < sp; i++) g->pad[2 * i] = a[i], g->pad[2 * i + 1] = a[i + sp];
+  const char *ap = onnx_attr_s(c, n, "auto_pad", "NOTSET");
+  g->pad_type = strcmp(ap, "SAME_UPPER") == 0  ? "same"
+                : strcmp(ap, "SAME_LOWER") == 0 ? "same_lower"
+                : strcmp(ap, "VALID") == 0      ? "valid"
+                                                : "custom";
+  if (strcmp(g->pad_type, "custom") != 0)
+    for (int32_t i = 0; i < 2 * sp; i++) g->pad[i] = 0;
+  return MIL_OK;
+}
+
+static mil_status conv_conv(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0), *w = onnx_req(c, n, 1), *b = onnx_in(n, 2);
+  if (!x || !w) return MIL_ERR_INVALID;
+  int32_t rank = onnx_rank(x);
+  conv_geom g;
+  mil_status st = geom(c, n, rank - 2, &g);
+  if (st != MIL_OK) return st;
+  int64_t groups = onnx_attr_i(n, "group", 1);
+  bool bias_const = b && b->val;
+  pass_barg args[9];
+  int32_t na = 0;
+  args[na++] = A("x", x);
+  args[na++] = A("weight", w);
+  if (bias_const) args[na++] = A("bias", b);
+  args[na++] = K("strides", onnx_i32s(c, g.sp, g.strides));
+  args[na++] = K("pad_type", onnx_str(c, g.pad_type));
+  args[na++] = K("pad", onnx_i32s(c, 2 * g.sp, g.pad));
+  args[na++] = K("dilations", onnx_i32s(c, g.sp, g.dil));
+  args[na++] = K("groups", onnx_i32(c, groups));
+  mil_var *r = onnx_op(c, "conv", na, args);
+  if (r && b && !bias_const) {
+    /* a computed bias: add it along the channel axis */
+    int64_t axes[8];
+    for (int32_t i = 0; i < g.sp; i++) axes[i] = i + 1;
+    mil_var *bb = ONNX_OP(c, "expand_dims", A("x", b), K("axes", onnx_i32s(c, g.sp, axes)));
+    r = ONNX_OP(c, "add", A("x", r), A("y", bb));
+  }
+  return onnx_set_out(c, n, 0, r);
+}
+
+static mil_status conv_conv_transpose(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0), *w = onnx_req(c, n, 1), *b = onnx_in(n, 2);
+  if (!x || !w) return MIL_ERR_INVALID;
+  if (!w->val) return ONNX_UNSUP(c, "a weight not known at conversion time");
+  int32_t rank = onnx_rank(x);
+  conv_geom g;
+  mil_status st = geom(c, n, rank - 2, &g);
+  if (st != MIL_OK) return st;
+  const int64_t *op, *os;
+  int32_t nop = onnx_attr_ints(n, "output_padding", &op), nos = onnx_attr_ints(n, "output_shape", &os);
+  bool out_pad = false;
+  for (int32_t i = 0; i < nop; i++) out_pad |= op[i] != 0;
+  if (out_pad || nos > 0) return ONNX_UNSUP(c, "output_padding / output_shape");
+  pass_barg args[9];
+  int32_t na = 0;
+  args[na++] = A("x", x);
+  args[na++] = A("weight", w);
+  if (b && b->val) args[na++] = A("bias", b);
+  args[na++] = K("strides", onnx_i32s(c, g.sp, g.strides));
+  args[na++] = K("pad_type", onnx_str(c, strcmp(g.pad_type, "same_lower") == 0 ? "same" : g.pad_type));
+  args[na++] = K("pad", onnx_i32s(c, 2 * g.sp, g.pad));
+  args[na++] = K("dilations", onnx_i32s(c, g.sp, g.dil));
+  args[na++] = K("groups", onnx_i32(c, onnx_attr_i(n, "group", 1)));
+  mil_var *r = onnx_op(c, "conv_transpose", na, args);
+  if (r && b && !b->val) {
+    int64_t axes[8];
+    for (int32_t i = 0; i < g.sp; i++) axes[i] = i + 1;
+    r = ONNX_OP(c, "add", A("x", r), A("y", ONNX_OP(c, "expand_dims", A("x", b), K("axes", onnx_i32s(c, g.sp, axes)))));
+  }
+  return onnx_set_out(c, n, 0, r);
+}
+
+static mil_status conv_pool(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0);
+  if (!x) return MIL_ERR_INVALID;
+  conv_geom g;
+  mil_status st = geom(c, n, onnx_rank(x) - 2, &g);
+  if (st != MIL_OK) return st;
+  for (int32_t i = 0; i < g.sp; i++)
+    if (g.dil[i] != 1) return ONNX_UNSUP(c, "dilated pooling");
+  if (onnx_out_used(n, 1)) return ONNX_UNSUP(c, "the Indices output of MaxPool");
+  const char *type = n->entry->mil_ops;
+  bool ceil = onnx_attr_i(n, "ceil_mode", 0) != 0;
+  pass_barg args[7];
+  int32_t na = 0;
+  args[na++] = A("x", x);
+  args[na++] = K("kernel_sizes", onnx_i32s(c, g.sp, g.kernel));
+  args[na++] = K("strides", onnx_i32s(c, g.sp, g.strides));
+  args[na++] = K("pad_type", onnx_str(c, g.pad_type));
+  args[na++] = K("pad", onnx_i32s(c, 2 * g.sp, g.pad));
+  args[na++] = K("ceil_mode", onnx_bool(c, ceil));
+  if (strcmp(type, "avg_pool") == 0)
+    args[na++] = K("exclude_padding_from_average", onnx_bool(c, onnx_attr_i(n, "count_include_pad", 0) == 0));
+  if (strcmp(type, "l2_pool") == 0 && onnx_attr_i(n, "p", 2) != 2) return ONNX_UNSUP(c, "LpPool with p != 2");
+  return onnx_set_out(c, n, 0, onnx_op(c, type, na, args));
+}
+
+static mil_status conv_global_pool(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0);
+  if (!x) return MIL_ERR_INVALID;
+  int32_t rank = onnx_rank(x);
+  if (rank < 3) return onnx_fail(c, MIL_ERR_INVALID, "input must have rank >= 3");
+  int64_t axes[16];
+  for (int32_t i = 2; i < rank; i++) axes[i - 2] = i;
+  return onnx_set_out(c, n, 0, ONNX_OP(c, n->entry->mil_ops, A("x", x), K("axes", onnx_i32s(c, rank - 2, axes)),
+                                       K("keep_dims", onnx_bool(c, true))));
+}
+
+const onnx_op_entry onnx_ops_conv_pool[] = {
+    {"Conv", "", 1, 0, conv_conv, "conv"},
+    {"ConvTranspose", "", 1, 0, conv_conv_transpose, "conv_transpose"},
+    {"MaxPool", "", 1, 0, conv_pool, "max_pool"},
+    {"AveragePool", "", 1, 0, conv_pool, "avg_pool"},
+    {"LpPool", "", 1, 0, conv_pool, "l2_pool"},
+    {"GlobalAveragePool", "", 1, 0, conv_global_pool, "reduce_mean"},
+    {"GlobalMaxPool", "", 1, 0, conv_global_pool, "reduce_max"},
+    {NULL, NULL, 0, 0, NULL, NULL},
+};

@@ -1,0 +1,342 @@
+/* ONNX layout ops: Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Concat,
+ * Split, Slice, Expand, Tile, Pad, DepthToSpace, SpaceToDepth, with the
+ * attribute-to-input moves of Slice 10, Split 13/18, Squeeze/Unsqueeze 13
+ * and Pad 11/18. MIL ops as coremltools' torch frontend emits them
+ * (reshape, transpose, squeeze, expand_dims, concat, split,
+ * slice_by_index, tile, pad, depth_to_space, space_to_depth). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/import_internal.h"
+
+/* An int list given by attribute `attr` (before opset `since_input`) or by
+ * input `idx` (from then on, which must be known). Returns the count, -1
+ * when absent, -2 when the input is not known at conversion time. */
+static int32_t ints_arg(onnx_ctx *c, onnx_node *n, const char *attr, int since_input, int32_t idx, int64_t **out) {
+  if (n->opset < since_input) {
+    const int64_t *a;
+    int32_t k = onnx_attr_ints(n, attr, &a);
+    *out = (int64_t *)a;
+    return k;
+  }
+  mil_var *v = onnx_in(n, idx);
+  if (!v) return -1;
+  int32_t k;
+  if (!onnx_val_ints(c, v, out, &k)) return -2;
+  return k;
+}
+
+static mil_status conv_reshape(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0);
+  if (!x) return MIL_ERR_INVALID;
+  mil_var *shape;
+  if (n->opset < 5) {
+    const int64_t *s;
+    int32_t k = onnx_attr_ints(n, "shape", &s);
+    shape = onnx_const(c, onnx_i32s(c, k < 0 ? 0 : k, s));
+  } else if (!(shape = onnx_req(c, n, 1))) return MIL_ERR_INVALID;
+  if (onnx_attr_i(n, "allowzero", 0)) {
+    int64_t *s;
+    int32_t k;
+    if (!onnx_val_ints(c, shape, &s, &k)) return ONNX_UNSUP(c, "allowzero=1 with a shape not known at conversion");
+    for (int32_t i = 0; i < k; i++)
+      if (s[i] == 0) return ONNX_UNSUP(c, "allowzero=1 with a 0 in the shape (an empty tensor)");
+  }
+  return onnx_set_out(c, n, 0, ONNX_OP(c, "reshape", A("x", x), A("shape", onnx_cast(c, shape, MIL_DT_INT32))));
+}
+
+static mil_status conv_flatten(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0);
+  if (!x) return MIL_ERR_INVALID;
+  int32_t rank = onnx_rank(x);
+  int64_t axis = onnx_attr_i(n, "axis", 1);
+  if (rank < 0) return ONNX_UNSUP(c, "input of unknown rank");
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank) return onnx_fail(c, MIL_ERR_INVALID, "axis out of range for rank %d", (int)rank);
+  const mil_type *t = x->type;
+  int64_t a = 1, b = 1;
+  bool known = true;
+  for (int32_t i = 0; i < rank; i++) {
+    if (t->dims[i].size < 0) known = false;
+    else if (i < axis) a *= t->dims[i].size;
+    else b *= t->dims[i].size;
+  }
+  mil_var *r;
+  if (known || axis == 0) {
+    int64_t s[2] = {axis == 0 ? 1 : a, known ? b : -1};
+    r = ONNX_OP(c, "reshape", A("x", x), K("shape", onnx_i32s(c, 2, s)));
+  } else {
+    bool tail_known = true;
+    for (int32_t i = (int32_t)axis; i < rank; i++) tail_known &= t->dims[i].size >= 0;
+    if (!tail_known) return ONNX_UNSUP(c, "flatten with symbolic dims on both sides of axis");
+    int64_t s[2] = {-1, b};
+    r = ONNX_OP(c, "reshape", A("x", x), K("shape", onnx_i32s(c, 2, s)));
+  }
+  return onnx_set_out(c, n, 0, r);
+}
+
+static mil_status conv_transpose(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0);
+  if (!x) return MIL_ERR_INVALID;
+  int32_t rank = onnx_rank(x);
+  if (rank < 0) return ONNX_UNSUP(c, "input of unknown rank");
+  const int64_t *p;
+  int32_t k = onnx_attr_ints(n, "perm", &p);
+  int64_t perm[MIL_INTERP_MAX_RANK_ONNX];
+  if (rank > MIL_INTERP_MAX_RANK_ONNX) return ONNX_UNSUP(c, "rank %d", (int)rank);
+  for (int32_t i = 0; i < rank; i++) perm[i] = k >= 0 ? p[i] : rank - 1 - i;
+  if (k >= 0 && k != rank) return onnx_fail(c, MIL_ERR_INVALID, "perm has %d entries for rank %d", (int)k, (int)rank);
+  return onnx_set_out(c, n, 0, ONNX_OP(c, "transpose", A("x", x), K("perm", onnx_i32s(c, rank, perm))));
+}
+
+static mil_status conv_squeeze(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0);
+  if (!x) return MIL_ERR_INVALID;
+  int64_t *axes;
+  int32_t k = ints_arg(c, n, "axes", 13, 1, &axes);
+  if (k == -2) return ONNX_UNSUP(c, "axes not known at conversion time");
+  mil_var *r;
+  if (onnx_rank(x) == 0) r = ONNX_OP(c, "identity", A("x", x));
+  else if (k < 0) r = ONNX_OP(c, "squeeze", A("x", x));
+  else r = ONNX_OP(c, "squeeze", A("x", x), K("axes", onnx_i32s(c, k, axes)));
+  return onnx_set_out(c, n, 0, r);
+}
+
+static mil_status conv_unsqueeze(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0);
+  if (!x) return MIL_ERR_INVALID;
+  int64_t *axes;
+  int32_t k = ints_arg(c, n, "axes", 13, 1, &axes);
+  if (k == -2) return ONNX_UNSUP(c, "axes not known at conversion time");
+  if (k < 0) return onnx_fail(c, MIL_ERR_INVALID, "axes are required");
+  /* ONNX axes refer to the output rank; sorted ascending, expand_dims
+   * inserts them in that order */
+  int32_t out_rank = onnx_rank(x) + k;
+  int64_t *s = mil_program_alloc(c->p, (size_t)(k ? k : 1) * sizeof *s);
+  if (!s) return MIL_ERR_NOMEM;
+  for (int32_t i = 0; i < k; i++) s[i] = axes[i] < 0 ? axes[i] + out_rank : axes[i];
+  for (int32_t i = 1; i < k; i++)
+    for (int32_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
+      int64_t t = s[j];
+      s[j] = s[j - 1];
+      s[j - 1] = t;
+    }
+  return onnx_set_out(c, n, 0, ONNX_OP(c, "expand_dims", A("x", x), K("axes", onnx_i32s(c, k, s))));
+}
+
+static mil_status conv_concat(onnx_ctx *c, onnx_node *n) {
+  mil_var **vs = mil_program_alloc(c->p, (size_t)(n->n_in ? n->n_in : 1) * sizeof *vs);
+  if (!vs) return MIL_ERR_NOMEM;
+  int32_t k = 0;
+  for (int32_t i = 0; i < n->n_in; i++) {
+    mil_var *v = onnx_in(n, i);
+    /* empty inputs (a 0-length dim) add nothing */
+    if (v && !(v->type && mil_type_numel(v->type) == 0 && n->n_in > 1)) vs[k++] = v;
+  }
+  if (!k) return onnx_fail(c, MIL_ERR_INVALID, "no inputs");
+  int64_t axis = onnx_attr_i(n, "axis", 0);
+  if (axis < 0) axis += onnx_rank(vs[0]);
+  mil_var *r = k == 1 ? ONNX_OP(c, "identity", A("x", vs[0]))
+                      : ONNX_OP(c, "concat", AT("values", vs, k), K("axis", onnx_i32(c, axis)),
+                                K("interleave", onnx_bool(c, false)));
+  return onnx_set_out(c, n, 0, r);
+}
+
+static mil_status conv_split(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0);
+  if (!x) return MIL_ERR_INVALID;
+  int32_t rank = onnx_rank(x);
+  int64_t axis = onnx_attr_i(n, "axis", 0);
+  if (!onnx_axis(&axis, rank)) return onnx_fail(c, MIL_ERR_INVALID, "axis out of range");
+  int64_t *sizes;
+  int32_t k = ints_arg(c, n, "split", 13, 1, &sizes);
+  if (k == -2) return ONNX_UNSUP(c, "split sizes not known at conversion time");
+  mil_op *op;
+  if (k >= 0) {
+    op = onnx_op_full(c, "split", 3,
+                      (pass_barg[]){A("x", x), K("split_sizes", onnx_i32s(c, k, sizes)), K("axis", onnx_i32(c, axis))});
+  } else {
+    int64_t dim = x->type->dims[axis].size;
+    int32_t parts = n->n_out;
+    if (dim >= 0 && dim % parts != 0) {
+      /* opset 18: the last chunk is smaller */
+      int64_t chunk = (dim + parts - 1) / parts;
+      int64_t *ss = mil_program_alloc(c->p, (size_t)parts * sizeof *ss);
+      if (!ss) return MIL_ERR_NOMEM;
+      for (int32_t i = 0; i < parts; i++) ss[i] = i < parts - 1 ? chunk : dim - chunk * (parts - 1);
+      op = onnx_op_full(c, "split", 3,
+                        (pass_barg[]){A("x", x), K("split_sizes", onnx_i32s(c, parts, ss)), K("axis", onnx_i32(c, axis))});
+    } else
+      op = onnx_op_full(c, "split", 3,
+                        (pass_barg[]){A("x", x), K("num_splits", onnx_i32(c, parts)), K("axis", onnx_i32(c, axis))});
+  }
+  if (!op) return MIL_ERR_TYPE;
+  for (int32_t i = 0; i < n->n_out && i < op->n_outputs; i++) {
+    mil_status st = onnx_set_out(c, n, i, op->outputs[i]);
+    if (st != MIL_OK) return st;
+  }
+  return MIL_OK;
+}
+
+/* Slice: starts/ends/axes/steps as attributes before opset 10, inputs
+ * from 10. Known values become one slice_by_index with begin/end masks;
+ * unknown starts/ends are gathered into full begin/end vectors. */
+static mil_status conv_slice(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0);
+  if (!x) return MIL_ERR_INVALID;
+  int32_t rank = onnx_rank(x);
+  if (rank < 0 || rank > MIL_INTERP_MAX_RANK_ONNX) return ONNX_UNSUP(c, "input of unknown or large rank");
+  int64_t *st, *en, *ax = NULL, *sp = NULL;
+  int32_t ns = ints_arg(c, n, "starts", 10, 1, &st), ne = ints_arg(c, n, "ends", 10, 2, &en);
+  int32_t na = ints_arg(c, n, "axes", 10, 3, &ax), np = n->opset >= 10 ? ints_arg(c, n, "steps", 10, 4, &sp) : -1;
+  if (ns == -2 || ne == -2 || na == -2 || np == -2) return ONNX_UNSUP(c, "starts/ends/axes/steps not known at conversion time");
+  if (ns < 0 || ne != ns) return onnx_fail(c, MIL_ERR_INVALID, "starts and ends must have the same length");
+  int64_t b[MIL_INTERP_MAX_RANK_ONNX], e[MIL_INTERP_MAX_RANK_ONNX], s[MIL_INTERP_MAX_RANK_ONNX];
+  int64_t bm[MIL_INTERP_MAX_RANK_ONNX], em[MIL_INTERP_MAX_RANK_ONNX];
+  for (int32_t i = 0; i < rank; i++) b[i] = 0, e[i] = 0, s[i] = 1, bm[i] = 1, em[i] = 1;
+  for (int32_t i = 0; i < ns; i++) {
+    int64_t a = na >= 0 ? ax[i] : i;
+    if (!onnx_axis(&a, rank)) return onnx_fail(c, MIL_ERR_INVALID, "axis %lld out of range", (long long)a);
+    int64_t step = np >= 0 ? sp[i] : 1;
+    if (step == 0) return onnx_fail(c, MIL_ERR_INVALID, "step 0");
+    int64_t dim = x->type->dims[a].size;
+    int64_t bb = st[i], ee = en[i];
+    /* clamp as ONNX does when the dim is known */
+    if (dim >= 0) {
+      if (bb < 0) bb += dim;
+      if (ee < 0 && ee > INT32_MIN) ee += dim;
+      if (step > 0) {
+        bb = bb < 0 ? 0 : bb > dim ? dim : bb;
+        ee = ee < 0 ? 0 : ee > dim ? dim : ee;
+      } else {
+        bb = bb < 0 ? -1 : bb > dim - 1 ? dim - 1 : bb;
+        ee = ee < -1 ? -1 : ee > dim - 1 ? dim - 1 : ee;
+      }
+      b[a] = bb;
+      e[a] = ee;
+      bm[a] = 0;
+      em[a] = 0;
+      if (step < 0 && ee == -1) em[a] = 1, e[a] = 0; /* down to the first element */
+    } else {
+      b[a] = bb;
+      e[a] = ee;
+      bm[a] = 0;
+      em[a] = (step > 0 && ee >= INT32_MAX) || (step < 0 && ee <= INT32_MIN);
+      if (em[a]) e[a] = 0;
+    }
+    s[a] = step;
+  }
+  mil_value *bmv = mil_value_new_tensor(c->p, MIL_DT_BOOL, 1, (int64_t[]){rank}, false, NULL);
+  mil_value *emv = mil_value_new_tensor(c->p, MIL_DT_BOOL, 1, (int64_t[]){rank}, false, NULL);
+  if (!bmv || !emv) return MIL_ERR_NOMEM;
+  for (int32_t i = 0; i < rank; i++) {
+    mil_value_set_i64(bmv, i, bm[i]);
+    mil_value_set_i64(emv, i, em[i]);
+  }
+  mil_var *r = ONNX_OP(c, "slice_by_index", A("x", x), K("begin", onnx_i32s(c, rank, b)), K("end", onnx_i32s(c, rank, e)),
+                       K("stride", onnx_i32s(c, rank, s)), K("begin_mask", bmv), K("end_mask", emv));
+  return onnx_set_out(c, n, 0, r);
+}
+
+/* Expand: numpy broadcasting of x against shape: x * ones(shape), or
+ * tile when the shape is known (coremltools' torch expand uses tile). */
+static mil_status conv_expand(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0), *shape = onnx_req(c, n, 1);
+  if (!x || !shape) return MIL_ERR_INVALID;
+  mil_dtype dt = onnx_dtype(x);
+  mil_var *ones = ONNX_OP(c, "fill", A("shape", onnx_cast(c, shape, MIL_DT_INT32)),
+                          K("value", onnx_fscalar(c, dt == MIL_DT_BOOL ? MIL_DT_INT32 : dt, dt == MIL_DT_BOOL ? 0 : 0)));
+  mil_var *r;
+  if (dt == MIL_DT_BOOL) {
+    mil_var *xi = onnx_cast(c, x, MIL_DT_INT32);
+    r = onnx_cast(c, ONNX_OP(c, "add", A("x", xi), A("y", ones)), MIL_DT_BOOL);
+  } else r = ONNX_OP(c, "add", A("x", x), A("y", ones));
+  return onnx_set_out(c, n, 0, r);
+}
+
+static mil_status conv_tile(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0), *reps = onnx_req(c, n, 1);
+  if (!x || !reps) return MIL_ERR_INVALID;
+  return onnx_set_out(c, n, 0, ONNX_OP(c, "tile", A("x", x), A("reps", onnx_cast(c, reps, MIL_DT_INT32))));
+}
+
+/* Pad: pads attribute (opset < 11, with `value`), inputs pads /
+ * constant_value / axes (11, 18). ONNX order [x1_begin, x2_begin, ...,
+ * x1_end, ...] becomes MIL's [x1_begin, x1_end, ...] over the last dims. */
+static mil_status conv_pad(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0);
+  if (!x) return MIL_ERR_INVALID;
+  int32_t rank = onnx_rank(x);
+  int64_t *pads;
+  int32_t k = ints_arg(c, n, "pads", 11, 1, &pads);
+  if (k == -2) return ONNX_UNSUP(c, "pads not known at conversion time");
+  if (k < 0) return onnx_fail(c, MIL_ERR_INVALID, "pads are required");
+  const char *mode = onnx_attr_s(c, n, "mode", "constant");
+  double value = 0;
+  if (n->opset < 11) value = onnx_attr_f(n, "value", 0);
+  else if (onnx_in(n, 2)) {
+    const mil_value *cv = onnx_val(onnx_in(n, 2));
+    if (!cv) return ONNX_UNSUP(c, "constant_value not known at conversion time");
+    if (cv->numel) value = mil_value_get_f64(cv, 0);
+  }
+  int64_t *axes = NULL;
+  int32_t na = n->opset >= 18 ? ints_arg(c, n, "axes", 18, 3, &axes) : -1;
+  if (na == -2) return ONNX_UNSUP(c, "axes not known at conversion time");
+  int64_t full[2 * MIL_INTERP_MAX_RANK_ONNX] = {0};
+  int32_t cnt = na >= 0 ? na : k / 2;
+  if (rank < 0 || rank > MIL_INTERP_MAX_RANK_ONNX || k != 2 * cnt) return onnx_fail(c, MIL_ERR_INVALID, "pads has %d entries", (int)k);
+  for (int32_t i = 0; i < cnt; i++) {
+    int64_t a = na >= 0 ? axes[i] : i;
+    if (!onnx_axis(&a, rank)) return onnx_fail(c, MIL_ERR_INVALID, "axis out of range");
+    full[2 * a] = pads[i];
+    full[2 * a + 1] = pads[i + cnt];
+  }
+  int32_t first = 0;
+  while (first < rank && full[2 * first] == 0 && full[2 * first + 1] == 0) first++;
+  if (first == rank) return onnx_set_out(c, n, 0, ONNX_OP(c, "identity", A("x", x)));
+  const char *mm = strcmp(mode, "reflect") == 0 ? "reflect" : strcmp(mode, "edge") == 0 ? "replicate" : "constant";
+  if (strcmp(mode, "wrap") == 0) return ONNX_UNSUP(c, "mode 'wrap' has no MIL counterpart");
+  for (int32_t i = 0; i < 2 * rank; i++)
+    if (full[i] < 0) return ONNX_UNSUP(c, "negative pads (cropping)");
+  mil_dtype dt = onnx_dtype(x);
+  mil_var *xf = mil_dtype_is_float(dt) ? x : onnx_cast(c, x, MIL_DT_FP32);
+  mil_var *r = ONNX_OP(c, "pad", A("x", xf), K("pad", onnx_i32s(c, 2 * (rank - first), full + 2 * first)),
+                       K("mode", onnx_str(c, mm)), K("constant_val", onnx_fscalar(c, onnx_dtype(xf), value)));
+  return onnx_set_out(c, n, 0, onnx_cast(c, r, dt));
+}
+
+static mil_status conv_depth_space(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0);
+  if (!x) return MIL_ERR_INVALID;
+  int64_t bs = onnx_attr_i(n, "blocksize", 0);
+  bool d2s = strcmp(n->op_type, "DepthToSpace") == 0;
+  if (d2s && strcmp(onnx_attr_s(c, n, "mode", "DCR"), "CRD") == 0) {
+    /* CRD: reshape [N, C/bs^2, bs, bs, H, W] -> transpose -> reshape */
+    const mil_type *t = x->type;
+    if (onnx_rank(x) != 4 || !mil_type_is_static(t)) return ONNX_UNSUP(c, "CRD mode needs a static 4-D input");
+    int64_t N = t->dims[0].size, C = t->dims[1].size, H = t->dims[2].size, W = t->dims[3].size;
+    int64_t s1[6] = {N, C / (bs * bs), bs, bs, H, W}, perm[6] = {0, 1, 4, 2, 5, 3}, s2[4] = {N, C / (bs * bs), H * bs, W * bs};
+    mil_var *r = ONNX_OP(c, "reshape", A("x", x), K("shape", onnx_i32s(c, 6, s1)));
+    r = ONNX_OP(c, "transpose", A("x", r), K("perm", onnx_i32s(c, 6, perm)));
+    return onnx_set_out(c, n, 0, ONNX_OP(c, "reshape", A("x", r), K("shape", onnx_i32s(c, 4, s2))));
+  }
+  return onnx_set_out(c, n, 0, ONNX_OP(c, d2s ? "depth_to_space" : "space_to_depth", A("x", x),
+                                       K("block_size", onnx_i32(c, bs))));
+}
+
+const onnx_op_entry onnx_ops_tensor[] = {
+    {"Reshape", "", 1, 0, conv_reshape, "reshape"},
+    {"Flatten", "", 1, 0, conv_flatten, "reshape"},
+    {"Transpose", "", 1, 0, conv_transpose, "transpose"},
+    {"Squeeze", "", 1, 0, conv_squeeze, "squeeze"},
+    {"Unsqueeze", "", 1, 0, conv_unsqueeze, "expand_dims"},
+    {"Concat", "", 4, 0, conv_concat, "concat"},
+    {"Split", "", 2, 0, conv_split, "split"},
+    {"Slice", "", 1, 0, conv_slice, "slice_by_index"},
+    {"Expand", "", 8, 0, conv_expand, "fill, add"},
+    {"Tile", "", 6, 0, conv_tile, "tile"},
+    {"Pad", "", 2, 0, conv_pad, "pad"},
+    {"DepthToSpace", "", 1, 0, conv_depth_space, "depth_to_space"},
+    {"SpaceToDepth", "", 1, 0, conv_depth_space, "space_to_depth"},
+    {NULL, NULL, 0, 0, NULL, NULL},
+};
