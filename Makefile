@@ -4,7 +4,7 @@ BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKEOPT ?=
 DEPS      = cmake gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libcjson-dev \
-            libcmocka-dev libopenblas-dev clang libonnx-dev libonnx-testdata
+            libcmocka-dev libopenblas-dev clang libonnx-dev libonnx-testdata nettle-dev
 
 .PHONY: all deps configure build demo test test-asan fuzz bench install clean
 
