@@ -274,9 +274,13 @@ static mil_status add_inputs(onnx_ctx *c, mil_function *f, const Onnx__GraphProt
     if (t->rank < 0)
       return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "%s: graph input '%s' has no shape (give it with --input-shape)",
                             c->path, name);
+    /* Core ML has no bool I/O: a bool input is fed as int32 and cast */
+    bool is_bool = t->dtype == MIL_DT_BOOL;
+    if (is_bool) t = mil_type_tensor(c->p, MIL_DT_INT32, t->rank, t->dims);
     mil_var *v = mil_function_add_input(f, onnx_sanitize(c, name), t);
     if (!v) return MIL_ERR_NOMEM;
     (void)pass_ptrset_add(&c->named, v);
+    if (is_bool && !(v = onnx_cast(c, v, MIL_DT_BOOL))) return MIL_ERR_TYPE;
     mil_status st = onnx_bind(c, name, v);
     if (st != MIL_OK) return st;
   }
@@ -301,6 +305,26 @@ mil_status onnx_block_outputs(onnx_ctx *c, mil_block *b, const Onnx__ValueInfoPr
     bool dup = false;
     for (size_t k = 0; k < i; k++) dup |= vars[k] == v;
     const char *want = rename ? onnx_sanitize(c, name) : NULL;
+    if (rename && onnx_dtype(v) == MIL_DT_BOOL) {
+      /* Core ML has no bool I/O: a bool output is given as int32 */
+      mil_block *save = c->blk;
+      c->blk = b;
+      mil_var *cv = onnx_cast(c, v, MIL_DT_INT32);
+      c->blk = save;
+      if (!cv) {
+        st = MIL_ERR_TYPE;
+        break;
+      }
+      cv->name = want;
+      cv->op->name = want;
+      if (v->name == want) {
+        /* the bool var gives up the name */
+        pass_names *names = pass_bld_names(&c->bld);
+        v->name = names ? pass_names_fresh(names, c->p, "bool_out") : v->name;
+        if (v->op && v->op->n_outputs == 1) v->op->name = v->name;
+      }
+      v = cv;
+    }
     if (dup || !v->op || mil_op_is_const(v->op) || v->op->block != b || (rename && v->name != want)) {
       mil_block *save = c->blk;
       c->blk = b;
@@ -332,9 +356,6 @@ static mil_status convert_model(onnx_ctx *c, const mil_onnx_options *o) {
     if (m->n_opset_import == 0) c->opset = 1; /* IR version 1..2 models had no opset_import */
     else return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "%s: the model imports no ai.onnx opset", c->path);
   }
-  if (c->opset < 7)
-    return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "%s: ai.onnx opset %d is older than 7, the oldest libmil converts",
-                          c->path, c->opset);
   if (c->opset > MIL_ONNX_OPSET_KNOWN)
     mil_diag_add(c->d, MIL_SEV_WARNING,
                  "%s: ai.onnx opset %d is newer than %d, the newest libmil knows; ops are converted with the "
@@ -350,10 +371,6 @@ static mil_status convert_model(onnx_ctx *c, const mil_onnx_options *o) {
   const Onnx__ValueInfoProto *const *outs = (const Onnx__ValueInfoProto *const *)g->output;
   return onnx_block_outputs(c, c->blk, outs, g->n_output, true);
 }
-
-/* Keeps the decoded ModelProto alive as long as the program: consts view
- * its raw_data. */
-static void drop_model(void *ud) { onnx__model_proto__free_unpacked(ud, NULL); }
 
 static mil_status run_pipeline(mil_program *p, const mil_onnx_options *o, mil_diag *d) {
   if (o->no_pipeline) return MIL_OK;
@@ -389,11 +406,6 @@ mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name
     onnx__model_proto__free_unpacked(m, NULL);
     return MIL_ERR_NOMEM;
   }
-  mil_status st = mil_program_add_mapping(p, NULL, 0, drop_model, m);
-  if (st != MIL_OK) {
-    mil_program_free(p);
-    return st;
-  }
   onnx_ctx c;
   memset(&c, 0, sizeof c);
   c.p = p;
@@ -405,7 +417,11 @@ mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name
   c.path = name;
   c.dir = dir ? dir : ".";
   c.model = m;
-  st = convert_model(&c, o);
+  mil_status st = convert_model(&c, o);
+  /* every value and name was copied or interned (external data is mapped
+   * by the program): the decoded message is no longer needed */
+  onnx__model_proto__free_unpacked(m, NULL);
+  c.model = NULL;
   while (c.scope) onnx_scope_pop(&c);
   if (c.san) {
     c.scope = c.san;

@@ -129,6 +129,9 @@ mil_var *onnx_const(onnx_ctx *c, const mil_value *v);
 /* Common op shortcuts. */
 mil_var *onnx_cast(onnx_ctx *c, mil_var *x, mil_dtype dt); /* no-op when already dt */
 mil_var *onnx_shape_of(onnx_ctx *c, mil_var *x);
+/* B of a binary op aligned to A under the pre-opset-7 broadcast / axis
+ * attributes (B itself otherwise). */
+mil_var *onnx_legacy_broadcast(onnx_ctx *c, onnx_node *n, mil_var *a, mil_var *b);
 /* Normalizes a possibly negative axis against rank; false when out of range. */
 bool onnx_axis(int64_t *axis, int32_t rank);
 

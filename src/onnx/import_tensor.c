@@ -1,132 +1,47 @@
-/* TEMPORARY shim until the ONNX tensor core lands: TensorProto -> MIL
- * value (raw_data and typed fields; external data read whole). */
+/* Initializers and Constant tensors -> MIL values, through the ONNX tensor
+ * layer (onnx_tensor_internal.h: raw_data, typed fields, external data
+ * mapped, coremltools' narrowing int64 -> int32, double -> fp32 with
+ * clipping like coremltools' const). The importer then widens the small
+ * integer dtypes (int8, uint8, int16, uint16) to int32 and bf16 / fp8 to
+ * fp32, as the ops it emits take int32 and fp16 / fp32 only. */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "onnx/import_internal.h"
+#include "onnx/onnx_tensor_internal.h"
 
-static mil_status read_external(onnx_ctx *c, const Onnx__TensorProto *t, uint8_t **out, size_t *len) {
-  const char *loc = NULL;
-  long long off = 0, ln = -1;
-  for (size_t i = 0; i < t->n_external_data; i++) {
-    const char *k = t->external_data[i]->key, *v = t->external_data[i]->value;
-    if (!k || !v) continue;
-    if (!strcmp(k, "location")) loc = v;
-    else if (!strcmp(k, "offset")) off = atoll(v);
-    else if (!strcmp(k, "length")) ln = atoll(v);
-  }
-  if (!loc || loc[0] == '/' || strstr(loc, ".."))
-    return mil_diag_error(c->d, MIL_ERR_FORMAT, "%s: tensor '%s': bad external data location", c->path, t->name);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", c->dir, loc);
-  FILE *f = fopen(path, "rb");
-  if (!f) return mil_diag_error(c->d, MIL_ERR_IO, "%s: cannot open external data %s", c->path, path);
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  if (ln < 0) ln = size - off;
-  if (off < 0 || off + ln > size) {
-    fclose(f);
-    return mil_diag_error(c->d, MIL_ERR_FORMAT, "%s: external data of '%s' lies past the end of %s", c->path, t->name,
-                          path);
-  }
-  uint8_t *buf = mil_program_alloc(c->p, (size_t)ln + 1);
-  fseek(f, off, SEEK_SET);
-  size_t got = buf ? fread(buf, 1, (size_t)ln, f) : 0;
-  fclose(f);
-  if (got != (size_t)ln) return mil_diag_error(c->d, MIL_ERR_IO, "%s: short read of %s", c->path, path);
-  *out = buf;
-  *len = (size_t)ln;
-  return MIL_OK;
-}
-
-static size_t onnx_elem_size(int dt) {
-  switch (dt) {
-  case 1: case 6: case 12: return 4;
-  case 2: case 3: case 9: return 1;
-  case 4: case 5: case 10: case 16: return 2;
-  case 7: case 11: case 13: return 8;
-  default: return 0;
-  }
-}
-
-static double raw_get(int dt, const uint8_t *p, int64_t i) {
-  switch (dt) {
-  case 1: { float f; memcpy(&f, p + 4 * i, 4); return f; }
-  case 2: return p[i];
-  case 3: return (int8_t)p[i];
-  case 4: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-  case 5: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-  case 6: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-  case 7: { int64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
-  case 9: return p[i] != 0;
-  case 10: { uint16_t v; memcpy(&v, p + 2 * i, 2); return mil_fp16_to_fp32(v); }
-  case 11: { double v; memcpy(&v, p + 8 * i, 8); return v; }
-  case 12: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-  case 13: { uint64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
-  case 16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return mil_bf16_to_fp32(v); }
-  default: return 0;
-  }
+mil_dtype onnx_mil_dtype(int onnx_dt) {
+  mil_dtype dt = mil_onnx_dtype_to_mil(onnx_dt, 0);
+  if (dt == MIL_DT_FP16 || dt == MIL_DT_FP32 || dt == MIL_DT_BOOL || dt == MIL_DT_INT32) return dt;
+  if (mil_dtype_is_int(dt) && !mil_dtype_is_subbyte(dt)) return MIL_DT_INT32;
+  if (mil_dtype_is_float(dt)) return MIL_DT_FP32;
+  return MIL_DT_UNUSED;
 }
 
 mil_status onnx_tensor_value(onnx_ctx *c, const Onnx__TensorProto *t, mil_value **out) {
-  int dt = t->data_type;
-  mil_dtype mdt = onnx_mil_dtype(dt);
-  const char *name = t->name ? t->name : "";
-  if (mdt == MIL_DT_UNUSED)
-    return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "%s: tensor '%s': ONNX data type %d is not supported", c->path,
-                          name, dt);
-  int32_t rank = (int32_t)t->n_dims;
-  int64_t numel = 1;
-  for (int32_t i = 0; i < rank; i++) {
-    if (t->dims[i] < 0) return mil_diag_error(c->d, MIL_ERR_FORMAT, "%s: tensor '%s': negative dim", c->path, name);
-    numel *= t->dims[i];
-  }
-  mil_value *v = mil_value_new_tensor(c->p, mdt, rank, t->dims, false, NULL);
-  if (!v) return MIL_ERR_NOMEM;
-  const uint8_t *raw = NULL;
-  size_t rawlen = 0;
-  if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-    uint8_t *b;
-    mil_status st = read_external(c, t, &b, &rawlen);
-    if (st != MIL_OK) return st;
-    raw = b;
-  } else if (t->has_raw_data) {
-    raw = t->raw_data.data;
-    rawlen = t->raw_data.len;
-  }
-  for (int64_t i = 0; i < numel; i++) {
-    double x = 0;
-    int64_t xi = 0;
-    bool isint = false;
-    if (raw) {
-      if (rawlen < (size_t)numel * onnx_elem_size(dt))
-        return mil_diag_error(c->d, MIL_ERR_FORMAT, "%s: tensor '%s': raw_data too short", c->path, name);
-      if (dt == 7) {
-        memcpy(&xi, raw + 8 * i, 8);
-        isint = true;
-      } else x = raw_get(dt, raw, i);
-    } else if (dt == 1 && (size_t)i < t->n_float_data) x = t->float_data[i];
-    else if (dt == 11 && (size_t)i < t->n_double_data) x = t->double_data[i];
-    else if (dt == 7 && (size_t)i < t->n_int64_data) {
-      xi = t->int64_data[i];
-      isint = true;
-    } else if ((dt == 12 || dt == 13) && (size_t)i < t->n_uint64_data) x = (double)t->uint64_data[i];
-    else if (dt == 10 && (size_t)i < t->n_int32_data) x = mil_fp16_to_fp32((uint16_t)t->int32_data[i]);
-    else if (dt == 16 && (size_t)i < t->n_int32_data) x = mil_bf16_to_fp32((uint16_t)t->int32_data[i]);
-    else if ((size_t)i < t->n_int32_data) x = t->int32_data[i];
-    else
-      return mil_diag_error(c->d, MIL_ERR_FORMAT, "%s: tensor '%s': %lld elements declared, fewer stored", c->path,
-                            name, (long long)numel);
-    if (isint) {
-      if (xi > INT32_MAX) xi = INT32_MAX;
-      if (xi < INT32_MIN) xi = INT32_MIN;
-      mil_value_set_i64(v, i, xi);
-    } else if (mdt == MIL_DT_INT32) {
-      if (x > INT32_MAX) x = INT32_MAX;
-      if (x < INT32_MIN) x = INT32_MIN;
-      mil_value_set_i64(v, i, (int64_t)x);
-    } else mil_value_set_f64(v, i, x);
+  char where[512];
+  snprintf(where, sizeof where, "%s: tensor '%s'", c->path, t->name ? t->name : "");
+  mil_value *v = NULL;
+  /* the narrowing notes are not worth a message per initializer */
+  mil_diag quiet;
+  mil_diag_init(&quiet);
+  mil_status st = onnx_tensor_to_mil_value(c->p, t, c->dir, MIL_ONNX_CLAMP, where, &v, &quiet);
+  for (size_t i = 0; i < quiet.count; i++)
+    if (quiet.msgs[i].severity != MIL_SEV_NOTE) mil_diag_add(c->d, quiet.msgs[i].severity, "%s", quiet.msgs[i].text);
+  mil_diag_clear(&quiet);
+  if (st != MIL_OK) return st;
+  mil_dtype dt = v->type->dtype, want = onnx_mil_dtype(t->data_type);
+  if (want == MIL_DT_UNUSED)
+    return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "%s: %s tensors are not converted", where, mil_dtype_name(dt));
+  if (dt != want) {
+    int64_t shape[MIL_INTERP_MAX_RANK_ONNX];
+    for (int32_t i = 0; i < v->type->rank && i < MIL_INTERP_MAX_RANK_ONNX; i++) shape[i] = v->type->dims[i].size;
+    mil_value *w = mil_value_new_tensor(c->p, want, v->type->rank, shape, v->type->is_scalar, NULL);
+    if (!w) return MIL_ERR_NOMEM;
+    for (int64_t i = 0; i < v->numel; i++) {
+      if (want == MIL_DT_INT32) mil_value_set_i64(w, i, mil_value_get_i64(v, i));
+      else mil_value_set_f64(w, i, mil_value_get_f64(v, i));
+    }
+    v = w;
   }
   *out = v;
   return MIL_OK;

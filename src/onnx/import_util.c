@@ -213,25 +213,6 @@ mil_var *onnx_shape_of(onnx_ctx *c, mil_var *x) { return ONNX_OP(c, "shape", A("
 
 /* ---------- types ---------- */
 
-mil_dtype onnx_mil_dtype(int dt) {
-  switch (dt) {
-  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
-  case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return MIL_DT_FP32;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return MIL_DT_FP16;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return MIL_DT_FP32;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return MIL_DT_BOOL;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
-  case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
-  case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
-  case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
-  case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
-  case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
-  case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
-  case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: return MIL_DT_INT32;
-  default: return MIL_DT_UNUSED;
-  }
-}
-
 const mil_type *onnx_value_info_type(onnx_ctx *c, const Onnx__ValueInfoProto *vi) {
   const char *name = vi->name ? vi->name : "";
   const Onnx__TypeProto *tp = vi->type;

@@ -88,6 +88,14 @@ static mil_status conv_gelu(onnx_ctx *c, onnx_node *n) {
 static mil_status conv_prelu(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0), *s = onnx_req(c, n, 1);
   if (!x || !s) return MIL_ERR_INVALID;
+  int32_t rx = onnx_rank(x);
+  if (onnx_rank(s) == 1 && rx > 2 && s->type->dims[0].size > 1 && s->type->dims[0].size == x->type->dims[1].size &&
+      (n->opset < 7 || x->type->dims[rx - 1].size != s->type->dims[0].size)) {
+    /* a per-channel slope (C): aligned with axis 1 */
+    int64_t axes[MIL_INTERP_MAX_RANK_ONNX];
+    for (int32_t i = 0; i < rx - 2; i++) axes[i] = i + 1;
+    s = ONNX_OP(c, "expand_dims", A("x", s), K("axes", onnx_i32s(c, rx - 2, axes)));
+  }
   mil_var *neg = ONNX_OP(c, "minimum", A("x", x), K("y", onnx_fscalar(c, onnx_dtype(x), 0)));
   mil_var *r = ONNX_OP(c, "add", A("x", ONNX_OP(c, "relu", A("x", x))), A("y", ONNX_OP(c, "mul", A("x", neg), A("y", s))));
   return onnx_set_out(c, n, 0, r);
@@ -166,9 +174,12 @@ static mil_var *flatten2d(onnx_ctx *c, mil_var *x, int64_t axis, mil_var **shape
 static mil_var *softmax_like(onnx_ctx *c, onnx_node *n, mil_var *x, int64_t axis) {
   if (strcmp(n->op_type, "Softmax") == 0) return ONNX_OP(c, "softmax", A("x", x), K("axis", onnx_i32(c, axis)));
   if (strcmp(n->op_type, "LogSoftmax") == 0) {
-    mil_var *lse = ONNX_OP(c, "reduce_log_sum_exp", A("x", x), K("axes", onnx_i32s(c, 1, &axis)),
-                           K("keep_dims", onnx_bool(c, true)));
-    return ONNX_OP(c, "sub", A("x", x), A("y", lse));
+    /* (x - max) - log(sum(exp(x - max))): stable for large inputs */
+    mil_var *m = ONNX_OP(c, "reduce_max", A("x", x), K("axes", onnx_i32s(c, 1, &axis)), K("keep_dims", onnx_bool(c, true)));
+    mil_var *s = ONNX_OP(c, "sub", A("x", x), A("y", m));
+    mil_var *lse = ONNX_OP(c, "log", A("x", ONNX_OP(c, "reduce_sum", A("x", ONNX_OP(c, "exp", A("x", s))),
+                                                     K("axes", onnx_i32s(c, 1, &axis)), K("keep_dims", onnx_bool(c, true)))));
+    return ONNX_OP(c, "sub", A("x", s), A("y", lse));
   }
   /* Hardmax: one_hot of the argmax */
   mil_var *am = ONNX_OP(c, "reduce_argmax", A("x", x), K("axis", onnx_i32(c, axis)));
@@ -195,25 +206,25 @@ static mil_status conv_softmax(onnx_ctx *c, onnx_node *n) {
 }
 
 const onnx_op_entry onnx_ops_activation[] = {
-    {"Relu", "", 6, 0, conv_simple, "relu"},
-    {"Sigmoid", "", 6, 0, conv_simple, "sigmoid"},
-    {"Tanh", "", 6, 0, conv_simple, "tanh"},
+    {"Relu", "", 1, 0, conv_simple, "relu"},
+    {"Sigmoid", "", 1, 0, conv_simple, "sigmoid"},
+    {"Tanh", "", 1, 0, conv_simple, "tanh"},
     {"Softplus", "", 1, 0, conv_simple, "softplus"},
     {"Softsign", "", 1, 0, conv_simple, "softsign"},
-    {"LeakyRelu", "", 6, 0, conv_leaky_relu, "leaky_relu"},
-    {"Elu", "", 6, 0, conv_elu, "elu"},
-    {"Selu", "", 6, 0, conv_selu, "elu, mul"},
+    {"LeakyRelu", "", 1, 0, conv_leaky_relu, "leaky_relu"},
+    {"Elu", "", 1, 0, conv_elu, "elu"},
+    {"Selu", "", 1, 0, conv_selu, "elu, mul"},
     {"Celu", "", 12, 0, conv_celu, "real_div, elu, mul"},
-    {"HardSigmoid", "", 6, 0, conv_hard_sigmoid, "sigmoid_hard"},
+    {"HardSigmoid", "", 1, 0, conv_hard_sigmoid, "sigmoid_hard"},
     {"HardSwish", "", 14, 0, conv_hard_swish, "sigmoid_hard, mul"},
     {"Mish", "", 18, 0, conv_mish, "softplus, tanh, mul"},
     {"Gelu", "", 20, 0, conv_gelu, "gelu"},
-    {"PRelu", "", 7, 0, conv_prelu, "relu, minimum, mul, add"},
+    {"PRelu", "", 1, 0, conv_prelu, "relu, minimum, mul, add"},
     {"ThresholdedRelu", "", 10, 0, conv_thresholded_relu, "greater, select"},
     {"Shrink", "", 9, 0, conv_shrink, "greater, less, select"},
-    {"Clip", "", 6, 0, conv_clip, "clip"},
+    {"Clip", "", 1, 0, conv_clip, "clip"},
     {"Softmax", "", 1, 0, conv_softmax, "softmax"},
-    {"LogSoftmax", "", 1, 0, conv_softmax, "reduce_log_sum_exp, sub"},
+    {"LogSoftmax", "", 1, 0, conv_softmax, "reduce_max, sub, exp, reduce_sum, log"},
     {"Hardmax", "", 1, 0, conv_softmax, "reduce_argmax, one_hot"},
     {NULL, NULL, 0, 0, NULL, NULL},
 };

@@ -15,6 +15,26 @@ typedef struct conv_geom {
   const char *pad_type;
 } conv_geom;
 
+/* SAME_UPPER / SAME_LOWER as explicit pads when the spatial dims of x are
+ * known (the "same_lower" pad type needs iOS16): total = max((ceil(in / s)
+ * - 1) * s + (k - 1) * d + 1 - in, 0), the odd one at the end (UPPER) or
+ * the beginning (LOWER). */
+static void explicit_same(conv_geom *g, const mil_var *x, bool lower) {
+  for (int32_t i = 0; i < g->sp; i++) {
+    int64_t in = x->type->dims[2 + i].size;
+    if (in < 0 || g->kernel[i] <= 0) return;
+  }
+  for (int32_t i = 0; i < g->sp; i++) {
+    int64_t in = x->type->dims[2 + i].size, s = g->strides[i];
+    int64_t out = (in + s - 1) / s;
+    int64_t total = (out - 1) * s + (g->kernel[i] - 1) * g->dil[i] + 1 - in;
+    if (total < 0) total = 0;
+    g->pad[2 * i] = lower ? (total + 1) / 2 : total / 2;
+    g->pad[2 * i + 1] = total - g->pad[2 * i];
+  }
+  g->pad_type = "custom";
+}
+
 /* Reads kernel_shape, strides, dilations, pads, auto_pad for `sp` spatial
  * dims. */
 static mil_status geom(onnx_ctx *c, onnx_node *n, int32_t sp, conv_geom *g) {
@@ -39,6 +59,12 @@ static mil_status geom(onnx_ctx *c, onnx_node *n, int32_t sp, conv_geom *g) {
                                                 : "custom";
   if (strcmp(g->pad_type, "custom") != 0)
     for (int32_t i = 0; i < 2 * sp; i++) g->pad[i] = 0;
+  if (strncmp(g->pad_type, "same", 4) == 0 && n->in[0] && mil_type_is_tensor(n->in[0]->type) &&
+      n->in[0]->type->rank == sp + 2) {
+    if (g->kernel[0] == 0 && onnx_in(n, 1) && onnx_rank(onnx_in(n, 1)) == sp + 2)
+      for (int32_t i = 0; i < sp; i++) g->kernel[i] = onnx_in(n, 1)->type->dims[2 + i].size;
+    explicit_same(g, n->in[0], strcmp(g->pad_type, "same_lower") == 0);
+  }
   return MIL_OK;
 }
 
@@ -114,6 +140,8 @@ static mil_status conv_pool(onnx_ctx *c, onnx_node *n) {
     if (g.dil[i] != 1) return ONNX_UNSUP(c, "dilated pooling");
   if (onnx_out_used(n, 1)) return ONNX_UNSUP(c, "the Indices output of MaxPool");
   const char *type = n->entry->mil_ops;
+  mil_dtype dt = onnx_dtype(x);
+  x = onnx_cast(c, x, mil_dtype_is_float(dt) ? dt : MIL_DT_FP32);
   bool ceil = onnx_attr_i(n, "ceil_mode", 0) != 0;
   pass_barg args[7];
   int32_t na = 0;
@@ -126,7 +154,7 @@ static mil_status conv_pool(onnx_ctx *c, onnx_node *n) {
   if (strcmp(type, "avg_pool") == 0)
     args[na++] = K("exclude_padding_from_average", onnx_bool(c, onnx_attr_i(n, "count_include_pad", 0) == 0));
   if (strcmp(type, "l2_pool") == 0 && onnx_attr_i(n, "p", 2) != 2) return ONNX_UNSUP(c, "LpPool with p != 2");
-  return onnx_set_out(c, n, 0, onnx_op(c, type, na, args));
+  return onnx_set_out(c, n, 0, onnx_cast(c, onnx_op(c, type, na, args), dt));
 }
 
 static mil_status conv_global_pool(onnx_ctx *c, onnx_node *n) {

@@ -9,9 +9,32 @@
 #include "onnx/import_internal.h"
 
 /* x op y with the MIL op named by the table entry. */
+/* Before opset 7, B broadcasts only with broadcast=1, its dims aligned
+ * with A's from `axis` (default: the trailing dims): B gets size-1 dims
+ * appended so numpy broadcasting aligns it the same way. */
+mil_var *onnx_legacy_broadcast(onnx_ctx *c, onnx_node *n, mil_var *a, mil_var *b) {
+  if (n->opset >= 7 || !onnx_attr_i(n, "broadcast", 0) || !onnx_attr(n, "axis")) return b;
+  int32_t ra = onnx_rank(a), rb = onnx_rank(b);
+  int64_t axis = onnx_attr_i(n, "axis", 0);
+  if (axis < 0) axis += ra;
+  int32_t extra = ra - (int32_t)axis - rb;
+  if (extra <= 0 || rb < 0) return b;
+  int64_t axes[MIL_INTERP_MAX_RANK_ONNX];
+  for (int32_t i = 0; i < extra && i < MIL_INTERP_MAX_RANK_ONNX; i++) axes[i] = rb + i;
+  return ONNX_OP(c, "expand_dims", A("x", b), K("axes", onnx_i32s(c, extra, axes)));
+}
+
 static mil_status conv_binary(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0), *y = onnx_req(c, n, 1);
   if (!x || !y) return MIL_ERR_INVALID;
+  y = onnx_legacy_broadcast(c, n, x, y);
+  if (!y) return MIL_ERR_TYPE;
+  if (strcmp(n->op_type, "Pow") == 0 && onnx_dtype(x) != onnx_dtype(y)) {
+    /* Pow's exponent may have another type; the result has the base's */
+    mil_dtype dt = onnx_dtype(x);
+    mil_var *r = ONNX_OP(c, "pow", A("x", onnx_cast(c, x, MIL_DT_FP32)), A("y", onnx_cast(c, y, MIL_DT_FP32)));
+    return onnx_set_out(c, n, 0, onnx_cast(c, r, dt));
+  }
   if (onnx_dtype(x) != onnx_dtype(y))
     return onnx_fail(c, MIL_ERR_TYPE, "inputs have different dtypes (%s, %s)", mil_dtype_name(onnx_dtype(x)),
                      mil_dtype_name(onnx_dtype(y)));
@@ -31,6 +54,7 @@ static mil_status conv_unary(onnx_ctx *c, onnx_node *n) {
 static mil_status conv_div(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0), *y = onnx_req(c, n, 1);
   if (!x || !y) return MIL_ERR_INVALID;
+  if (!(y = onnx_legacy_broadcast(c, n, x, y))) return MIL_ERR_TYPE;
   mil_dtype dt = onnx_dtype(x);
   if (mil_dtype_is_float(dt)) return onnx_set_out(c, n, 0, ONNX_OP(c, "real_div", A("x", x), A("y", y)));
   mil_var *q = ONNX_OP(c, "real_div", A("x", onnx_cast(c, x, MIL_DT_FP32)), A("y", onnx_cast(c, y, MIL_DT_FP32)));
@@ -131,6 +155,9 @@ static mil_status conv_identity(onnx_ctx *c, onnx_node *n) {
 static mil_status conv_dropout(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0);
   if (!x) return MIL_ERR_INVALID;
+  mil_var *train = onnx_in(n, 2);
+  if (train && (!train->val || mil_value_get_i64(train->val, 0) != 0))
+    return ONNX_UNSUP(c, "training mode (random dropout) is not converted");
   mil_status st = onnx_set_out(c, n, 0, ONNX_OP(c, "identity", A("x", x)));
   if (st != MIL_OK || !onnx_out_used(n, 1)) return st;
   mil_var *mask = ONNX_OP(c, "equal", A("x", x), A("y", x));
@@ -160,14 +187,14 @@ static mil_status conv_variadic(onnx_ctx *c, onnx_node *n) {
 /* And / Or / Xor on bool; BitwiseNot-free Not. */
 static mil_status conv_logic(onnx_ctx *c, onnx_node *n) { return conv_binary(c, n); }
 
-#define BIN(op, mil) {op, "", 7, 0, conv_binary, mil}
+#define BIN(op, mil) {op, "", 1, 0, conv_binary, mil}
 #define UN(op, mil, since) {op, "", since, 0, conv_unary, mil}
 
 const onnx_op_entry onnx_ops_elementwise[] = {
     BIN("Add", "add"),
     BIN("Sub", "sub"),
     BIN("Mul", "mul"),
-    {"Div", "", 7, 0, conv_div, "real_div"},
+    {"Div", "", 1, 0, conv_div, "real_div"},
     BIN("Pow", "pow"),
     {"Mod", "", 10, 0, conv_mod, "mod"},
     BIN("Equal", "equal"),
@@ -175,42 +202,42 @@ const onnx_op_entry onnx_ops_elementwise[] = {
     BIN("Less", "less"),
     {"GreaterOrEqual", "", 12, 0, conv_binary, "greater_equal"},
     {"LessOrEqual", "", 12, 0, conv_binary, "less_equal"},
-    {"And", "", 7, 0, conv_logic, "logical_and"},
-    {"Or", "", 7, 0, conv_logic, "logical_or"},
-    {"Xor", "", 7, 0, conv_logic, "logical_xor"},
+    {"And", "", 1, 0, conv_logic, "logical_and"},
+    {"Or", "", 1, 0, conv_logic, "logical_or"},
+    {"Xor", "", 1, 0, conv_logic, "logical_xor"},
     UN("Not", "logical_not", 1),
-    UN("Abs", "abs", 6),
+    UN("Abs", "abs", 1),
     UN("Acos", "acos", 7),
     UN("Asin", "asin", 7),
     UN("Atan", "atan", 7),
     UN("Atanh", "atanh", 9),
     {"Acosh", "", 9, 0, conv_acosh_asinh, "mul, add, sqrt, log"},
     {"Asinh", "", 9, 0, conv_acosh_asinh, "mul, add, sqrt, log"},
-    UN("Ceil", "ceil", 6),
-    UN("Floor", "floor", 6),
+    UN("Ceil", "ceil", 1),
+    UN("Floor", "floor", 1),
     UN("Round", "round", 11),
     UN("Sign", "sign", 9),
-    UN("Sqrt", "sqrt", 6),
-    UN("Exp", "exp", 6),
-    UN("Log", "log", 6),
+    UN("Sqrt", "sqrt", 1),
+    UN("Exp", "exp", 1),
+    UN("Log", "log", 1),
     UN("Erf", "erf", 9),
     UN("Sin", "sin", 7),
     UN("Cos", "cos", 7),
     UN("Tan", "tan", 7),
     UN("Sinh", "sinh", 9),
     UN("Cosh", "cosh", 9),
-    {"Neg", "", 6, 0, conv_neg, "mul"},
-    {"Reciprocal", "", 6, 0, conv_reciprocal, "real_div"},
+    {"Neg", "", 1, 0, conv_neg, "mul"},
+    {"Reciprocal", "", 1, 0, conv_reciprocal, "real_div"},
     {"IsNaN", "", 9, 0, conv_isnan, "not_equal"},
     {"IsInf", "", 10, 0, conv_isinf, "abs, equal"},
-    {"Cast", "", 6, 0, conv_cast, "cast"},
+    {"Cast", "", 1, 0, conv_cast, "cast"},
     {"CastLike", "", 15, 0, conv_cast, "cast"},
     {"Where", "", 9, 0, conv_where, "select"},
     {"Identity", "", 1, 0, conv_identity, "identity"},
-    {"Dropout", "", 7, 0, conv_dropout, "identity"},
-    {"Max", "", 8, 0, conv_variadic, "maximum"},
-    {"Min", "", 8, 0, conv_variadic, "minimum"},
-    {"Sum", "", 8, 0, conv_variadic, "add"},
-    {"Mean", "", 8, 0, conv_variadic, "add"},
+    {"Dropout", "", 1, 0, conv_dropout, "identity"},
+    {"Max", "", 1, 0, conv_variadic, "maximum"},
+    {"Min", "", 1, 0, conv_variadic, "minimum"},
+    {"Sum", "", 1, 0, conv_variadic, "add"},
+    {"Mean", "", 1, 0, conv_variadic, "add"},
     {NULL, NULL, 0, 0, NULL, NULL},
 };

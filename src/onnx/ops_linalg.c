@@ -39,6 +39,6 @@ static mil_status conv_gemm(onnx_ctx *c, onnx_node *n) {
 
 const onnx_op_entry onnx_ops_linalg[] = {
     {"MatMul", "", 1, 0, conv_matmul, "matmul"},
-    {"Gemm", "", 7, 0, conv_gemm, "linear / matmul"},
+    {"Gemm", "", 1, 0, conv_gemm, "linear / matmul"},
     {NULL, NULL, 0, 0, NULL, NULL},
 };

@@ -160,8 +160,8 @@ static mil_status conv_rms_norm(onnx_ctx *c, onnx_node *n) {
 }
 
 const onnx_op_entry onnx_ops_normalization[] = {
-    {"BatchNormalization", "", 7, 0, conv_batch_norm, "batch_norm"},
-    {"InstanceNormalization", "", 6, 0, conv_instance_norm, "instance_norm"},
+    {"BatchNormalization", "", 1, 0, conv_batch_norm, "batch_norm"},
+    {"InstanceNormalization", "", 1, 0, conv_instance_norm, "instance_norm"},
     {"LayerNormalization", "", 17, 0, conv_layer_norm, "layer_norm"},
     {"GroupNormalization", "", 18, 0, conv_group_norm, "reshape, reduce_mean, sub, mul, sqrt, real_div, add"},
     {"LRN", "", 1, 0, conv_lrn, "local_response_norm"},

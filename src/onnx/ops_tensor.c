@@ -42,7 +42,33 @@ static mil_status conv_reshape(onnx_ctx *c, onnx_node *n) {
     for (int32_t i = 0; i < k; i++)
       if (s[i] == 0) return ONNX_UNSUP(c, "allowzero=1 with a 0 in the shape (an empty tensor)");
   }
-  return onnx_set_out(c, n, 0, ONNX_OP(c, "reshape", A("x", x), A("shape", onnx_cast(c, shape, MIL_DT_INT32))));
+  shape = onnx_cast(c, shape, MIL_DT_INT32);
+  int64_t *sv;
+  int32_t k;
+  if (onnx_val_ints(c, shape, &sv, &k) && k != onnx_rank(x)) {
+    /* ONNX's 0 copies the dim of x at that index whatever the ranks; MIL's
+     * reshape only when the ranks agree: put the dims in */
+    bool changed = false;
+    for (int32_t i = 0; i < k; i++)
+      if (sv[i] == 0 && i < onnx_rank(x) && x->type->dims[i].size >= 0) sv[i] = x->type->dims[i].size, changed = true;
+    if (changed) shape = onnx_const(c, onnx_i32s(c, k, sv));
+  } else if (!shape->val && onnx_rank(shape) == 1 && shape->type->dims[0].size >= 0 &&
+             shape->type->dims[0].size != onnx_rank(x) && onnx_rank(x) >= 0) {
+    /* a computed shape: where it is 0, the dim of x at that index */
+    int64_t k2 = shape->type->dims[0].size, r = onnx_rank(x);
+    mil_var *xs = onnx_shape_of(c, x);
+    if (k2 < r) xs = ONNX_OP(c, "slice_by_index", A("x", xs), K("begin", onnx_i32s(c, 1, (int64_t[]){0})),
+                             K("end", onnx_i32s(c, 1, &k2)));
+    else {
+      mil_value *ones = mil_value_new_tensor(c->p, MIL_DT_INT32, 1, (int64_t[]){k2 - r}, false, NULL);
+      for (int64_t i = 0; ones && i < k2 - r; i++) mil_value_set_i64(ones, i, 1);
+      mil_var *parts[2] = {xs, onnx_const(c, ones)};
+      xs = r == 0 ? parts[1] : ONNX_OP(c, "concat", AT("values", parts, 2), K("axis", onnx_i32(c, 0)));
+    }
+    mil_var *z = ONNX_OP(c, "equal", A("x", shape), K("y", onnx_i32(c, 0)));
+    shape = ONNX_OP(c, "select", A("cond", z), A("a", xs), A("b", shape));
+  }
+  return onnx_set_out(c, n, 0, ONNX_OP(c, "reshape", A("x", x), A("shape", shape)));
 }
 
 static mil_status conv_flatten(onnx_ctx *c, onnx_node *n) {
@@ -134,7 +160,7 @@ static mil_status conv_concat(onnx_ctx *c, onnx_node *n) {
     if (v && !(v->type && mil_type_numel(v->type) == 0 && n->n_in > 1)) vs[k++] = v;
   }
   if (!k) return onnx_fail(c, MIL_ERR_INVALID, "no inputs");
-  int64_t axis = onnx_attr_i(n, "axis", 0);
+  int64_t axis = onnx_attr_i(n, "axis", n->opset < 4 ? 1 : 0);
   if (axis < 0) axis += onnx_rank(vs[0]);
   mil_var *r = k == 1 ? ONNX_OP(c, "identity", A("x", vs[0]))
                       : ONNX_OP(c, "concat", AT("values", vs, k), K("axis", onnx_i32(c, axis)),
@@ -330,11 +356,11 @@ const onnx_op_entry onnx_ops_tensor[] = {
     {"Transpose", "", 1, 0, conv_transpose, "transpose"},
     {"Squeeze", "", 1, 0, conv_squeeze, "squeeze"},
     {"Unsqueeze", "", 1, 0, conv_unsqueeze, "expand_dims"},
-    {"Concat", "", 4, 0, conv_concat, "concat"},
-    {"Split", "", 2, 0, conv_split, "split"},
+    {"Concat", "", 1, 0, conv_concat, "concat"},
+    {"Split", "", 1, 0, conv_split, "split"},
     {"Slice", "", 1, 0, conv_slice, "slice_by_index"},
     {"Expand", "", 8, 0, conv_expand, "fill, add"},
-    {"Tile", "", 6, 0, conv_tile, "tile"},
+    {"Tile", "", 1, 0, conv_tile, "tile"},
     {"Pad", "", 2, 0, conv_pad, "pad"},
     {"DepthToSpace", "", 1, 0, conv_depth_space, "depth_to_space"},
     {"SpaceToDepth", "", 1, 0, conv_depth_space, "space_to_depth"},
