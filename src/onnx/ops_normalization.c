@@ -68,7 +68,6 @@ static mil_status conv_instance_norm(onnx_ctx *c, onnx_node *n) {
 static mil_status conv_layer_norm(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0), *s = onnx_req(c, n, 1), *b = onnx_in(n, 2);
   if (!x || !s) return MIL_ERR_INVALID;
-  if (onnx_out_used(n, 1) || onnx_out_used(n, 2)) return ONNX_UNSUP(c, "the Mean / InvStdDev outputs");
   int32_t rank = onnx_rank(x);
   int64_t axis = onnx_attr_i(n, "axis", -1);
   if (!onnx_axis(&axis, rank)) return onnx_fail(c, MIL_ERR_INVALID, "axis out of range");
@@ -77,7 +76,8 @@ static mil_status conv_layer_norm(onnx_ctx *c, onnx_node *n) {
   int32_t k = rank - (int32_t)axis;
   for (int32_t i = 0; i < k; i++) axes[i] = axis + i;
   mil_dtype dt = onnx_dtype(x);
-  bool exact = s->val && (!b || b->val) && onnx_rank(s) == k;
+  bool stats = onnx_out_used(n, 1) || onnx_out_used(n, 2);
+  bool exact = !stats && s->val && (!b || b->val) && onnx_rank(s) == k;
   for (int32_t i = 0; exact && i < k; i++) exact = s->type->dims[i].size == x->type->dims[axis + i].size;
   if (exact && b) exact = mil_type_equal(b->type, s->type);
   mil_var *r;
@@ -86,6 +86,19 @@ static mil_status conv_layer_norm(onnx_ctx *c, onnx_node *n) {
                     K("epsilon", onnx_fscalar(c, dt, eps)))
           : ONNX_OP(c, "layer_norm", A("x", x), K("axes", onnx_i32s(c, k, axes)), A("gamma", s),
                     K("epsilon", onnx_fscalar(c, dt, eps)));
+  } else if (stats) {
+    /* Mean and InvStdDev are outputs too: the steps spelled out */
+    mil_var *mean = ONNX_OP(c, "reduce_mean", A("x", x), K("axes", onnx_i32s(c, k, axes)), K("keep_dims", onnx_bool(c, true)));
+    mil_var *d = ONNX_OP(c, "sub", A("x", x), A("y", mean));
+    mil_var *var = ONNX_OP(c, "reduce_mean", A("x", ONNX_OP(c, "mul", A("x", d), A("y", d))),
+                           K("axes", onnx_i32s(c, k, axes)), K("keep_dims", onnx_bool(c, true)));
+    mil_var *inv = ONNX_OP(c, "real_div", K("x", onnx_fscalar(c, dt, 1)),
+                           A("y", ONNX_OP(c, "sqrt", A("x", ONNX_OP(c, "add", A("x", var), K("y", onnx_fscalar(c, dt, eps)))))));
+    r = ONNX_OP(c, "mul", A("x", ONNX_OP(c, "mul", A("x", d), A("y", inv))), A("y", s));
+    if (b && r) r = ONNX_OP(c, "add", A("x", r), A("y", b));
+    mil_status st = onnx_set_out(c, n, 1, mean);
+    if (st == MIL_OK) st = onnx_set_out(c, n, 2, inv);
+    if (st != MIL_OK) return st;
   } else {
     r = ONNX_OP(c, "mul", A("x", normalize(c, x, k, axes, eps)), A("y", s));
     if (b && r) r = ONNX_OP(c, "add", A("x", r), A("y", b));

@@ -35,9 +35,17 @@ static mil_status conv_reduce(onnx_ctx *c, onnx_node *n) {
 static mil_status conv_arg(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0);
   if (!x) return MIL_ERR_INVALID;
-  if (onnx_attr_i(n, "select_last_index", 0)) return ONNX_UNSUP(c, "select_last_index=1");
   int64_t axis = onnx_attr_i(n, "axis", 0);
   bool keep = onnx_attr_i(n, "keepdims", 1) != 0;
+  if (onnx_attr_i(n, "select_last_index", 0)) {
+    /* the last extreme: the first one of the reversed axis, counted back */
+    if (!onnx_axis(&axis, onnx_rank(x))) return onnx_fail(c, MIL_ERR_INVALID, "axis out of range");
+    int64_t dim = x->type->dims[axis].size;
+    if (dim < 0) return ONNX_UNSUP(c, "select_last_index=1 along a symbolic dim");
+    mil_var *rev = ONNX_OP(c, "reverse", A("x", x), K("axes", onnx_i32s(c, 1, &axis)));
+    mil_var *i = ONNX_OP(c, n->entry->mil_ops, A("x", rev), K("axis", onnx_i32(c, axis)), K("keep_dims", onnx_bool(c, keep)));
+    return onnx_set_out(c, n, 0, ONNX_OP(c, "sub", K("x", onnx_i32(c, dim - 1)), A("y", i)));
+  }
   return onnx_set_out(c, n, 0, ONNX_OP(c, n->entry->mil_ops, A("x", x), K("axis", onnx_i32(c, axis)),
                                        K("keep_dims", onnx_bool(c, keep))));
 }

@@ -87,14 +87,19 @@ static mil_status conv_trilu(onnx_ctx *c, onnx_node *n) {
   if (!x) return MIL_ERR_INVALID;
   bool upper = onnx_attr_i(n, "upper", 1) != 0;
   int64_t k = 0;
+  mil_var *kvar = NULL; /* k computed at run time */
   if (onnx_in(n, 1)) {
     const mil_value *kv = onnx_val(onnx_in(n, 1));
-    if (!kv) return ONNX_UNSUP(c, "k not known at conversion time");
-    k = mil_value_get_i64(kv, 0);
+    if (kv) k = mil_value_get_i64(kv, 0);
+    else {
+      kvar = onnx_cast(c, onnx_in(n, 1), MIL_DT_INT32);
+      if (onnx_rank(kvar) > 0) kvar = ONNX_OP(c, "squeeze", A("x", kvar));
+      if (!kvar) return MIL_ERR_TYPE;
+    }
   }
   int32_t rank = onnx_rank(x);
   if (rank < 2) return onnx_fail(c, MIL_ERR_INVALID, "input must have rank >= 2");
-  if (k == 0)
+  if (k == 0 && !kvar)
     return onnx_set_out(c, n, 0, ONNX_OP(c, "band_part", A("x", x), K("lower", onnx_i32(c, upper ? 0 : -1)),
                                          K("upper", onnx_i32(c, upper ? -1 : 0))));
   /* mask[i, j] = j - i >= k (upper) or j - i <= k (lower) */
@@ -105,7 +110,7 @@ static mil_status conv_trilu(onnx_ctx *c, onnx_node *n) {
   mil_var *ci = ONNX_OP(c, "range_1d", K("start", onnx_i32(c, 0)), A("end", cols), K("step", onnx_i32(c, 1)));
   ri = ONNX_OP(c, "expand_dims", A("x", ri), K("axes", onnx_i32s(c, 1, (int64_t[]){1})));
   mil_var *diff = ONNX_OP(c, "sub", A("x", ci), A("y", ri));
-  mil_var *mask = ONNX_OP(c, upper ? "greater_equal" : "less_equal", A("x", diff), K("y", onnx_i32(c, k)));
+  mil_var *mask = ONNX_OP(c, upper ? "greater_equal" : "less_equal", A("x", diff), A("y", kvar ? kvar : onnx_const(c, onnx_i32(c, k))));
   mil_dtype dt = onnx_dtype(x);
   mil_var *zero = onnx_const(c, dt == MIL_DT_BOOL ? onnx_bool(c, false) : onnx_fscalar(c, dt, 0));
   return onnx_set_out(c, n, 0, ONNX_OP(c, "select", A("cond", mask), A("a", x), A("b", zero)));

@@ -1,0 +1,121 @@
+/* ONNX resizing: Resize (10: scales; 11/13: roi, scales, sizes and
+ * coordinate_transformation_mode; 18/19: axes, antialias,
+ * keep_aspect_ratio_policy) and Upsample (7: scales attribute, 9: input)
+ * over the last two dims of a rank-4 tensor, as coremltools' torch
+ * frontend maps upsample_nearest2d / upsample_bilinear2d:
+ *   nearest, integer upscale -> upsample_nearest_neighbor
+ *   linear -> resize_bilinear with sampling_mode UNALIGN_CORNERS
+ *   (half_pixel, pytorch_half_pixel), STRICT_ALIGN_CORNERS (align_corners)
+ *   or DEFAULT (asymmetric).
+ * cubic, tf_crop_and_resize, antialias and the other nearest roundings are
+ * refused clearly. */
+#include <math.h>
+#include <string.h>
+
+#include "onnx/import_internal.h"
+
+/* Output H and W from known scales or sizes; false when neither is known. */
+static bool out_size(onnx_ctx *c, onnx_node *n, mil_var *x, const mil_value *scales, const mil_value *sizes,
+                     int64_t *oh, int64_t *ow, double *sh, double *sw) {
+  (void)c;
+  (void)n;
+  int64_t H = x->type->dims[2].size, W = x->type->dims[3].size;
+  if (H < 0 || W < 0) return false;
+  if (sizes && sizes->numel == 4) {
+    *oh = mil_value_get_i64(sizes, 2);
+    *ow = mil_value_get_i64(sizes, 3);
+    *sh = (double)*oh / (double)H;
+    *sw = (double)*ow / (double)W;
+    return true;
+  }
+  if (scales && scales->numel == 4) {
+    *sh = mil_value_get_f64(scales, 2);
+    *sw = mil_value_get_f64(scales, 3);
+    *oh = (int64_t)floor((double)H * *sh);
+    *ow = (int64_t)floor((double)W * *sw);
+    return true;
+  }
+  return false;
+}
+
+static mil_status resize_common(onnx_ctx *c, onnx_node *n, mil_var *x, const mil_value *scales, const mil_value *sizes,
+                                const char *mode, const char *coord, const char *nearest_mode) {
+  if (onnx_rank(x) != 4) return ONNX_UNSUP(c, "only rank-4 (N, C, H, W) inputs are resized");
+  for (int32_t i = 0; i < 2; i++) {
+    double s = scales && scales->numel == 4 ? mil_value_get_f64(scales, i) : 1;
+    int64_t z = sizes && sizes->numel == 4 ? mil_value_get_i64(sizes, i) : x->type->dims[i].size;
+    if (s != 1 || z != x->type->dims[i].size) return ONNX_UNSUP(c, "resizing the batch or channel dims");
+  }
+  int64_t oh, ow;
+  double sh, sw;
+  if (!out_size(c, n, x, scales, sizes, &oh, &ow, &sh, &sw))
+    return ONNX_UNSUP(c, "scales / sizes (or the input's H and W) not known at conversion time");
+  if (strcmp(mode, "nearest") == 0) {
+    bool int_up = sh >= 1 && sw >= 1 && sh == floor(sh) && sw == floor(sw);
+    bool coord_ok = strcmp(coord, "asymmetric") == 0 ? strcmp(nearest_mode, "floor") == 0 || int_up
+                    : strcmp(coord, "half_pixel") == 0 ? strcmp(nearest_mode, "round_prefer_floor") == 0
+                                                       : false;
+    if (!int_up || !coord_ok)
+      return ONNX_UNSUP(c, "nearest resize other than an integer upscale (coordinate mode %s, nearest_mode %s, "
+                        "scales %g x %g)", coord, nearest_mode, sh, sw);
+    return onnx_set_out(c, n, 0, ONNX_OP(c, "upsample_nearest_neighbor", A("x", x),
+                                         K("scale_factor_height", onnx_i32(c, (int64_t)sh)),
+                                         K("scale_factor_width", onnx_i32(c, (int64_t)sw))));
+  }
+  if (strcmp(mode, "linear") != 0 && strcmp(mode, "bilinear") != 0)
+    return ONNX_UNSUP(c, "mode '%s' has no MIL counterpart", mode);
+  const char *sm = strcmp(coord, "half_pixel") == 0 || strcmp(coord, "pytorch_half_pixel") == 0 ? "UNALIGN_CORNERS"
+                   : strcmp(coord, "align_corners") == 0                                          ? "STRICT_ALIGN_CORNERS"
+                   : strcmp(coord, "asymmetric") == 0                                             ? "DEFAULT"
+                                                                                                  : NULL;
+  if (!sm) return ONNX_UNSUP(c, "coordinate_transformation_mode '%s'", coord);
+  if (sizes == NULL && (fabs((double)oh - sh * (double)x->type->dims[2].size) > 1e-6 ||
+                        fabs((double)ow - sw * (double)x->type->dims[3].size) > 1e-6) &&
+      strcmp(sm, "STRICT_ALIGN_CORNERS") != 0)
+    return ONNX_UNSUP(c, "linear resize by scales that do not give whole output sizes");
+  return onnx_set_out(c, n, 0, ONNX_OP(c, "resize_bilinear", A("x", x), K("target_size_height", onnx_i32(c, oh)),
+                                       K("target_size_width", onnx_i32(c, ow)), K("sampling_mode", onnx_str(c, sm))));
+}
+
+static mil_status conv_resize(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0);
+  if (!x) return MIL_ERR_INVALID;
+  const char *mode = onnx_attr_s(c, n, "mode", "nearest");
+  const char *coord = n->opset < 11 ? "asymmetric" : onnx_attr_s(c, n, "coordinate_transformation_mode", "half_pixel");
+  const char *nm = n->opset < 11 ? "floor" : onnx_attr_s(c, n, "nearest_mode", "round_prefer_floor");
+  if (onnx_attr_i(n, "antialias", 0)) return ONNX_UNSUP(c, "antialias");
+  if (onnx_attr(n, "axes")) return ONNX_UNSUP(c, "the axes attribute");
+  if (strcmp(onnx_attr_s(c, n, "keep_aspect_ratio_policy", "stretch"), "stretch") != 0)
+    return ONNX_UNSUP(c, "keep_aspect_ratio_policy other than stretch");
+  mil_var *sv = n->opset < 11 ? onnx_in(n, 1) : onnx_in(n, 2);
+  mil_var *zv = n->opset < 11 ? NULL : onnx_in(n, 3);
+  const mil_value *scales = sv ? onnx_val(sv) : NULL, *sizes = zv ? onnx_val(zv) : NULL;
+  if ((sv && !scales && mil_type_numel(sv->type) != 0) || (zv && !sizes))
+    return ONNX_UNSUP(c, "scales / sizes not known at conversion time");
+  if (scales && scales->numel == 0) scales = NULL;
+  return resize_common(c, n, x, scales, sizes, mode, coord, nm);
+}
+
+static mil_status conv_upsample(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0);
+  if (!x) return MIL_ERR_INVALID;
+  const char *mode = onnx_attr_s(c, n, "mode", "nearest");
+  const mil_value *scales;
+  if (n->opset < 9) {
+    const float *f;
+    int32_t k = onnx_attr_floats(n, "scales", &f);
+    mil_value *v = mil_value_new_tensor(c->p, MIL_DT_FP32, 1, (int64_t[]){k < 0 ? 0 : k}, false, NULL);
+    for (int32_t i = 0; v && i < k; i++) mil_value_set_f64(v, i, f[i]);
+    scales = v;
+  } else {
+    scales = onnx_val(onnx_req(c, n, 1));
+    if (!scales) return ONNX_UNSUP(c, "scales not known at conversion time");
+  }
+  return resize_common(c, n, x, scales, NULL, mode, "asymmetric", "floor");
+}
+
+const onnx_op_entry onnx_ops_resize[] = {
+    {"Resize", "", 10, 0, conv_resize, "upsample_nearest_neighbor / resize_bilinear"},
+    {"Upsample", "", 7, 9, conv_upsample, "upsample_nearest_neighbor / resize_bilinear"},
+    {NULL, NULL, 0, 0, NULL, NULL},
+};
