@@ -204,6 +204,43 @@ static mil_status conv_split(onnx_ctx *c, onnx_node *n) {
   return MIL_OK;
 }
 
+/* Element j of a rank-1 int var as a rank-1 length-1 var. */
+static mil_var *elem1(onnx_ctx *c, mil_var *v, int64_t j) {
+  int64_t e = j + 1;
+  return ONNX_OP(c, "slice_by_index", A("x", onnx_cast(c, v, MIL_DT_INT32)), K("begin", onnx_i32s(c, 1, &j)),
+                 K("end", onnx_i32s(c, 1, &e)));
+}
+
+/* Slice with starts / ends computed at run time (axes and steps known):
+ * begin and end vectors gathered from them, masks for the other dims. */
+static mil_status slice_dynamic(onnx_ctx *c, onnx_node *n, mil_var *x, int32_t na, const int64_t *ax, int32_t np,
+                                const int64_t *sp) {
+  int32_t rank = onnx_rank(x);
+  mil_var *st = onnx_req(c, n, 1), *en = onnx_req(c, n, 2);
+  if (!st || !en || onnx_rank(st) != 1 || st->type->dims[0].size < 0) return ONNX_UNSUP(c, "starts of unknown length");
+  int32_t cnt = (int32_t)st->type->dims[0].size;
+  mil_var *bp[MIL_INTERP_MAX_RANK_ONNX], *ep[MIL_INTERP_MAX_RANK_ONNX];
+  int64_t s[MIL_INTERP_MAX_RANK_ONNX];
+  mil_value *bm = mil_value_new_tensor(c->p, MIL_DT_BOOL, 1, (int64_t[]){rank}, false, NULL);
+  mil_value *em = mil_value_new_tensor(c->p, MIL_DT_BOOL, 1, (int64_t[]){rank}, false, NULL);
+  if (!bm || !em) return MIL_ERR_NOMEM;
+  mil_var *zero = onnx_const(c, onnx_i32s(c, 1, (int64_t[]){0}));
+  for (int32_t d = 0; d < rank; d++) bp[d] = ep[d] = zero, s[d] = 1, mil_value_set_i64(bm, d, 1), mil_value_set_i64(em, d, 1);
+  for (int32_t j = 0; j < cnt; j++) {
+    int64_t a = na >= 0 ? ax[j] : j;
+    if (!onnx_axis(&a, rank)) return onnx_fail(c, MIL_ERR_INVALID, "axis out of range");
+    bp[a] = elem1(c, st, j);
+    ep[a] = elem1(c, en, j);
+    s[a] = np >= 0 ? sp[j] : 1;
+    mil_value_set_i64(bm, a, 0);
+    mil_value_set_i64(em, a, 0);
+  }
+  mil_var *b = ONNX_OP(c, "concat", AT("values", bp, rank), K("axis", onnx_i32(c, 0)));
+  mil_var *e = ONNX_OP(c, "concat", AT("values", ep, rank), K("axis", onnx_i32(c, 0)));
+  return onnx_set_out(c, n, 0, ONNX_OP(c, "slice_by_index", A("x", x), A("begin", b), A("end", e),
+                                       K("stride", onnx_i32s(c, rank, s)), K("begin_mask", bm), K("end_mask", em)));
+}
+
 /* Slice: starts/ends/axes/steps as attributes before opset 10, inputs
  * from 10. Known values become one slice_by_index with begin/end masks;
  * unknown starts/ends are gathered into full begin/end vectors. */
@@ -215,7 +252,8 @@ static mil_status conv_slice(onnx_ctx *c, onnx_node *n) {
   int64_t *st, *en, *ax = NULL, *sp = NULL;
   int32_t ns = ints_arg(c, n, "starts", 10, 1, &st), ne = ints_arg(c, n, "ends", 10, 2, &en);
   int32_t na = ints_arg(c, n, "axes", 10, 3, &ax), np = n->opset >= 10 ? ints_arg(c, n, "steps", 10, 4, &sp) : -1;
-  if (ns == -2 || ne == -2 || na == -2 || np == -2) return ONNX_UNSUP(c, "starts/ends/axes/steps not known at conversion time");
+  if (na == -2 || np == -2) return ONNX_UNSUP(c, "axes/steps not known at conversion time");
+  if (ns == -2 || ne == -2) return slice_dynamic(c, n, x, na, ax, np, sp);
   if (ns < 0 || ne != ns) return onnx_fail(c, MIL_ERR_INVALID, "starts and ends must have the same length");
   int64_t b[MIL_INTERP_MAX_RANK_ONNX], e[MIL_INTERP_MAX_RANK_ONNX], s[MIL_INTERP_MAX_RANK_ONNX];
   int64_t bm[MIL_INTERP_MAX_RANK_ONNX], em[MIL_INTERP_MAX_RANK_ONNX];
