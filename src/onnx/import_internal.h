@@ -135,6 +135,10 @@ mil_var *onnx_legacy_broadcast(onnx_ctx *c, onnx_node *n, mil_var *a, mil_var *b
 /* Normalizes a possibly negative axis against rank; false when out of range. */
 bool onnx_axis(int64_t *axis, int32_t rank);
 
+/* RNN (gates 1), GRU (3) or LSTM (4) unrolled over the time steps with
+ * matmul and activations (weights may be computed at run time). */
+mil_status onnx_rnn_unrolled(onnx_ctx *c, onnx_node *n, int gates);
+
 /* ---------- the tensor bridge ---------- */
 
 /* The MIL dtype an ONNX DataType becomes in the program (int64 -> int32,
