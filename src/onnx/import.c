@@ -232,6 +232,27 @@ mil_status onnx_convert_nodes(onnx_ctx *c, const Onnx__GraphProto *g) {
   return MIL_OK;
 }
 
+/* The ONNX element type of value `name` as the main graph declares it (an
+ * initializer, input, output or value_info), 0 when unknown. */
+int onnx_declared_elem_type(onnx_ctx *c, const char *name) {
+  const Onnx__GraphProto *g = c->model ? c->model->graph : NULL;
+  if (!g || !name) return 0;
+  for (size_t i = 0; i < g->n_initializer; i++)
+    if (g->initializer[i]->name && !strcmp(g->initializer[i]->name, name)) return g->initializer[i]->data_type;
+  const Onnx__ValueInfoProto *const *lists[3] = {(const Onnx__ValueInfoProto *const *)g->input,
+                                                 (const Onnx__ValueInfoProto *const *)g->output,
+                                                 (const Onnx__ValueInfoProto *const *)g->value_info};
+  size_t counts[3] = {g->n_input, g->n_output, g->n_value_info};
+  for (int l = 0; l < 3; l++)
+    for (size_t i = 0; i < counts[l]; i++) {
+      const Onnx__ValueInfoProto *vi = lists[l][i];
+      if (vi->name && !strcmp(vi->name, name) && vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+          vi->type->tensor_type)
+        return vi->type->tensor_type->elem_type;
+    }
+  return 0;
+}
+
 /* ---------- the main graph ---------- */
 
 static const mil_onnx_input_shape *fixed_shape(const mil_onnx_options *o, const char *name) {

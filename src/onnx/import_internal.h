@@ -147,6 +147,11 @@ mil_dtype onnx_mil_dtype(int onnx_dt);
 /* A TensorProto as a MIL value of dtype onnx_mil_dtype(data_type). */
 mil_status onnx_tensor_value(onnx_ctx *c, const Onnx__TensorProto *t, mil_value **out);
 
+/* The ONNX element type the main graph declares for value `name`
+ * (initializer, input, output, value_info), 0 when unknown: for ops whose
+ * meaning depends on a dtype the importer narrows (uint8 vs int8). */
+int onnx_declared_elem_type(onnx_ctx *c, const char *name);
+
 /* ---------- graphs ---------- */
 
 /* Converts the nodes of graph g into the current block, with a new name

@@ -1,6 +1,9 @@
-/* ONNX linear algebra: MatMul, Gemm (transA / transB / alpha / beta).
- * Gemm with a known B and C becomes linear (coremltools' torch addmm /
- * linear), otherwise matmul with transposes plus scaling. */
+/* ONNX linear algebra: MatMul, Gemm (transA / transB / alpha / beta),
+ * Einsum. Gemm with a known B and C becomes linear (coremltools' torch
+ * addmm / linear), otherwise matmul with transposes plus scaling. Einsum
+ * of one or two operands (no ellipsis, no repeated index in a term)
+ * becomes reduce_sum / transpose / reshape / matmul, the way coremltools'
+ * torch frontend lowers einsum equations MIL's einsum op does not take. */
 #include <string.h>
 
 #include "onnx/import_internal.h"
@@ -37,8 +40,123 @@ static mil_status conv_gemm(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, r);
 }
 
+typedef struct es_term {
+  char idx[16];
+  int n;
+} es_term;
+
+static bool parse_term(const char *s, const char *e, es_term *t) {
+  t->n = 0;
+  for (const char *p = s; p < e; p++) {
+    if (*p == ' ') continue;
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) || t->n >= 16) return false;
+    for (int i = 0; i < t->n; i++)
+      if (t->idx[i] == *p) return false; /* a diagonal */
+    t->idx[t->n++] = *p;
+  }
+  return true;
+}
+
+static int find(const es_term *t, char ch) {
+  for (int i = 0; i < t->n; i++)
+    if (t->idx[i] == ch) return i;
+  return -1;
+}
+
+/* Sums away the indices of x (term t) that are in neither `keep1` nor
+ * `keep2`; t is updated. */
+static mil_var *sum_away(onnx_ctx *c, mil_var *x, es_term *t, const es_term *keep1, const es_term *keep2) {
+  int64_t axes[16];
+  int na = 0;
+  es_term r = {{0}, 0};
+  for (int i = 0; i < t->n; i++) {
+    if (find(keep1, t->idx[i]) < 0 && (!keep2 || find(keep2, t->idx[i]) < 0)) axes[na++] = i;
+    else r.idx[r.n++] = t->idx[i];
+  }
+  *t = r;
+  if (!na) return x;
+  return ONNX_OP(c, "reduce_sum", A("x", x), K("axes", onnx_i32s(c, na, axes)), K("keep_dims", onnx_bool(c, false)));
+}
+
+/* x (term t) transposed to the order of term `to` (same index set) */
+static mil_var *reorder(onnx_ctx *c, mil_var *x, const es_term *t, const es_term *to) {
+  int64_t perm[16];
+  bool id = true;
+  for (int i = 0; i < to->n; i++) {
+    perm[i] = find(t, to->idx[i]);
+    id &= perm[i] == i;
+  }
+  return id || !x ? x : ONNX_OP(c, "transpose", A("x", x), K("perm", onnx_i32s(c, to->n, perm)));
+}
+
+static int64_t dim_of(const mil_var *x, const es_term *t, char ch) { return x->type->dims[find(t, ch)].size; }
+
+static mil_status conv_einsum(onnx_ctx *c, onnx_node *n) {
+  const char *eq = onnx_attr_s(c, n, "equation", "");
+  if (strstr(eq, "...")) return ONNX_UNSUP(c, "einsum with an ellipsis ('%s')", eq);
+  const char *arrow = strstr(eq, "->"), *end = arrow ? arrow : eq + strlen(eq);
+  const char *comma = memchr(eq, ',', (size_t)(end - eq));
+  es_term a, b = {{0}, 0}, o = {{0}, 0};
+  int nops = comma ? 2 : 1;
+  if (nops != n->n_in || !parse_term(eq, comma ? comma : end, &a) || (comma && !parse_term(comma + 1, end, &b)))
+    return ONNX_UNSUP(c, "equation '%s' (diagonals, or more than two operands)", eq);
+  if (arrow) {
+    if (!parse_term(arrow + 2, eq + strlen(eq), &o)) return ONNX_UNSUP(c, "equation '%s'", eq);
+  } else {
+    /* implicit output: the indices seen once, in alphabetical order */
+    for (char ch = 'A'; ch <= 'z'; ch++) {
+      int cnt = (find(&a, ch) >= 0) + (find(&b, ch) >= 0);
+      if (cnt == 1) o.idx[o.n++] = ch;
+    }
+  }
+  mil_var *x = onnx_req(c, n, 0), *y = nops == 2 ? onnx_req(c, n, 1) : NULL;
+  if (!x || (nops == 2 && !y)) return MIL_ERR_INVALID;
+  if (onnx_rank(x) != a.n || (y && onnx_rank(y) != b.n)) return onnx_fail(c, MIL_ERR_INVALID, "ranks do not match '%s'", eq);
+  if (nops == 1) {
+    x = sum_away(c, x, &a, &o, NULL);
+    return onnx_set_out(c, n, 0, ONNX_OP(c, "identity", A("x", reorder(c, x, &a, &o))));
+  }
+  if (!mil_type_is_static(x->type) || !mil_type_is_static(y->type)) return ONNX_UNSUP(c, "einsum on symbolic shapes");
+  x = sum_away(c, x, &a, &o, &b);
+  y = sum_away(c, y, &b, &o, &a);
+  /* batch (in a, b, o), contracted (a, b), free of a, free of b */
+  es_term bt = {{0}, 0}, ct = {{0}, 0}, fa = {{0}, 0}, fb = {{0}, 0};
+  for (int i = 0; i < a.n; i++) {
+    char ch = a.idx[i];
+    if (find(&b, ch) >= 0) {
+      if (find(&o, ch) >= 0) bt.idx[bt.n++] = ch;
+      else ct.idx[ct.n++] = ch;
+    } else fa.idx[fa.n++] = ch;
+  }
+  for (int i = 0; i < b.n; i++)
+    if (find(&a, b.idx[i]) < 0) fb.idx[fb.n++] = b.idx[i];
+  int64_t B = 1, C = 1, FA = 1, FB = 1;
+  for (int i = 0; i < bt.n; i++) {
+    if (dim_of(x, &a, bt.idx[i]) != dim_of(y, &b, bt.idx[i])) return ONNX_UNSUP(c, "broadcast batch indices");
+    B *= dim_of(x, &a, bt.idx[i]);
+  }
+  for (int i = 0; i < ct.n; i++) C *= dim_of(x, &a, ct.idx[i]);
+  for (int i = 0; i < fa.n; i++) FA *= dim_of(x, &a, fa.idx[i]);
+  for (int i = 0; i < fb.n; i++) FB *= dim_of(y, &b, fb.idx[i]);
+  es_term ta = bt, tb = bt, tr = bt;
+  for (int i = 0; i < fa.n; i++) ta.idx[ta.n++] = fa.idx[i], tr.idx[tr.n++] = fa.idx[i];
+  for (int i = 0; i < ct.n; i++) ta.idx[ta.n++] = ct.idx[i], tb.idx[tb.n++] = ct.idx[i];
+  for (int i = 0; i < fb.n; i++) tb.idx[tb.n++] = fb.idx[i], tr.idx[tr.n++] = fb.idx[i];
+  mil_var *xa = ONNX_OP(c, "reshape", A("x", reorder(c, x, &a, &ta)), K("shape", onnx_i32s(c, 3, (int64_t[]){B, FA, C})));
+  mil_var *yb = ONNX_OP(c, "reshape", A("x", reorder(c, y, &b, &tb)), K("shape", onnx_i32s(c, 3, (int64_t[]){B, C, FB})));
+  mil_var *r = ONNX_OP(c, "matmul", A("x", xa), A("y", yb));
+  int64_t shape[16];
+  for (int i = 0; i < tr.n; i++) {
+    char ch = tr.idx[i];
+    shape[i] = find(&a, ch) >= 0 ? dim_of(x, &a, ch) : dim_of(y, &b, ch);
+  }
+  r = ONNX_OP(c, "reshape", A("x", r), K("shape", onnx_i32s(c, tr.n, shape)));
+  return onnx_set_out(c, n, 0, reorder(c, r, &tr, &o));
+}
+
 const onnx_op_entry onnx_ops_linalg[] = {
     {"MatMul", "", 1, 0, conv_matmul, "matmul"},
     {"Gemm", "", 1, 0, conv_gemm, "linear / matmul"},
+    {"Einsum", "", 12, 0, conv_einsum, "reduce_sum, transpose, reshape, matmul"},
     {NULL, NULL, 0, 0, NULL, NULL},
 };
