@@ -59,7 +59,7 @@ static mil_status geom(onnx_ctx *c, onnx_node *n, int32_t sp, conv_geom *g) {
                                                 : "custom";
   if (strcmp(g->pad_type, "custom") != 0)
     for (int32_t i = 0; i < 2 * sp; i++) g->pad[i] = 0;
-  if (strncmp(g->pad_type, "same", 4) == 0 && n->in[0] && mil_type_is_tensor(n->in[0]->type) &&
+  if (strncmp(g->pad_type, "same", 4) == 0 && strcmp(n->op_type, "ConvTranspose") != 0 && n->in[0] && mil_type_is_tensor(n->in[0]->type) &&
       n->in[0]->type->rank == sp + 2) {
     if (g->kernel[0] == 0 && onnx_in(n, 1) && onnx_rank(onnx_in(n, 1)) == sp + 2)
       for (int32_t i = 0; i < sp; i++) g->kernel[i] = onnx_in(n, 1)->type->dims[2 + i].size;
@@ -110,19 +110,66 @@ static mil_status conv_conv_transpose(onnx_ctx *c, onnx_node *n) {
   int32_t nop = onnx_attr_ints(n, "output_padding", &op), nos = onnx_attr_ints(n, "output_shape", &os);
   bool out_pad = false;
   for (int32_t i = 0; i < nop; i++) out_pad |= op[i] != 0;
-  if (out_pad || nos > 0) return ONNX_UNSUP(c, "output_padding / output_shape");
-  pass_barg args[9];
+  int64_t oshape[10], extra[16] = {0};
+  bool with_shape = false, pad_after = false;
+  bool same = strncmp(g.pad_type, "same", 4) == 0;
+  if (out_pad || nos > 0 || same) {
+    /* an explicit output shape: MIL's output_shape with the pads ONNX implies */
+    const mil_type *xt = x->type, *wt = w->type;
+    int64_t groups = onnx_attr_i(n, "group", 1);
+    if (!mil_type_is_static(xt) || !mil_type_is_static(wt)) return ONNX_UNSUP(c, "output_padding / output_shape with symbolic shapes");
+    if (g.kernel[0] == 0)
+      for (int32_t i = 0; i < g.sp; i++) g.kernel[i] = wt->dims[2 + i].size;
+    oshape[0] = xt->dims[0].size;
+    oshape[1] = wt->dims[1].size * groups;
+    /* ONNX: SAME_UPPER puts the smaller half first, otherwise the larger */
+    bool upper = strcmp(onnx_attr_s(c, n, "auto_pad", "NOTSET"), "SAME_UPPER") == 0;
+    for (int32_t i = 0; i < g.sp; i++) {
+      int64_t in = xt->dims[2 + i].size, full = (in - 1) * g.strides[i] + (g.kernel[i] - 1) * g.dil[i] + 1 + (nop == g.sp ? op[i] : 0);
+      int64_t out = nos == g.sp ? os[i] : same ? in * g.strides[i] : full - g.pad[2 * i] - g.pad[2 * i + 1];
+      if (nos == g.sp || same) {
+        int64_t total = full - out;
+        if (total < 0) {
+          /* larger than the full result: zeros (and the bias) at the end */
+          extra[2 * i + 1] = -total;
+          pad_after = true;
+          total = 0;
+        }
+        g.pad[2 * i] = upper ? total / 2 : total - total / 2;
+        g.pad[2 * i + 1] = total - g.pad[2 * i];
+      } else {
+        /* output_padding adds at the end: fewer end pads, and past them
+         * rows that only the bias reaches (padded after the op) */
+        g.pad[2 * i + 1] -= nop == g.sp ? op[i] : 0;
+        if (g.pad[2 * i + 1] < 0) {
+          extra[2 * i + 1] = -g.pad[2 * i + 1];
+          g.pad[2 * i + 1] = 0;
+          pad_after = true;
+        }
+      }
+      oshape[2 + i] = out;
+    }
+    g.pad_type = "custom";
+    for (int32_t i = 0; i < 2 * g.sp; i++)
+      if (g.pad[i] < 0) return ONNX_UNSUP(c, "output_padding larger than the pads");
+    with_shape = true;
+  }
+  pass_barg args[10];
   int32_t na = 0;
   args[na++] = A("x", x);
   args[na++] = A("weight", w);
-  if (b && b->val) args[na++] = A("bias", b);
+  if (b && b->val && !pad_after) args[na++] = A("bias", b);
   args[na++] = K("strides", onnx_i32s(c, g.sp, g.strides));
   args[na++] = K("pad_type", onnx_str(c, strcmp(g.pad_type, "same_lower") == 0 ? "same" : g.pad_type));
   args[na++] = K("pad", onnx_i32s(c, 2 * g.sp, g.pad));
   args[na++] = K("dilations", onnx_i32s(c, g.sp, g.dil));
   args[na++] = K("groups", onnx_i32(c, onnx_attr_i(n, "group", 1)));
+  if (with_shape && !pad_after) args[na++] = K("output_shape", onnx_i32s(c, g.sp + 2, oshape));
   mil_var *r = onnx_op(c, "conv_transpose", na, args);
-  if (r && b && !b->val) {
+  if (r && pad_after)
+    r = ONNX_OP(c, "pad", A("x", r), K("pad", onnx_i32s(c, 2 * g.sp, extra)), K("mode", onnx_str(c, "constant")),
+                K("constant_val", onnx_fscalar(c, onnx_dtype(r), 0)));
+  if (r && b && (!b->val || pad_after)) {
     int64_t axes[8];
     for (int32_t i = 0; i < g.sp; i++) axes[i] = i + 1;
     r = ONNX_OP(c, "add", A("x", r), A("y", ONNX_OP(c, "expand_dims", A("x", b), K("axes", onnx_i32s(c, g.sp, axes)))));

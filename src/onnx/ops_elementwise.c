@@ -184,6 +184,18 @@ static mil_status conv_variadic(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, acc);
 }
 
+/* BitShift on unsigned ints (held as int32): x * 2^y to the left,
+ * floor(x / 2^y) to the right. */
+static mil_status conv_bitshift(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0), *y = onnx_req(c, n, 1);
+  if (!x || !y) return MIL_ERR_INVALID;
+  bool left = strcmp(onnx_attr_s(c, n, "direction", ""), "LEFT") == 0;
+  mil_var *p = ONNX_OP(c, "pow", K("x", onnx_f32(c, 2)), A("y", onnx_cast(c, y, MIL_DT_FP32)));
+  mil_var *xf = onnx_cast(c, x, MIL_DT_FP32);
+  mil_var *r = left ? ONNX_OP(c, "mul", A("x", xf), A("y", p)) : ONNX_OP(c, "floor", A("x", ONNX_OP(c, "real_div", A("x", xf), A("y", p))));
+  return onnx_set_out(c, n, 0, onnx_cast(c, r, onnx_dtype(x)));
+}
+
 /* And / Or / Xor on bool; BitwiseNot-free Not. */
 static mil_status conv_logic(onnx_ctx *c, onnx_node *n) { return conv_binary(c, n); }
 
@@ -235,6 +247,7 @@ const onnx_op_entry onnx_ops_elementwise[] = {
     {"Where", "", 9, 0, conv_where, "select"},
     {"Identity", "", 1, 0, conv_identity, "identity"},
     {"Dropout", "", 1, 0, conv_dropout, "identity"},
+    {"BitShift", "", 11, 0, conv_bitshift, "pow, mul, real_div, floor"},
     {"Max", "", 1, 0, conv_variadic, "maximum"},
     {"Min", "", 1, 0, conv_variadic, "minimum"},
     {"Sum", "", 1, 0, conv_variadic, "add"},

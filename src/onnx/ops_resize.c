@@ -8,7 +8,7 @@
  *   (half_pixel, pytorch_half_pixel), STRICT_ALIGN_CORNERS (align_corners)
  *   or DEFAULT (asymmetric).
  * cubic, tf_crop_and_resize, antialias and the other nearest roundings are
- * refused clearly. */
+ * refused clearly. GridSample -> resample. */
 #include <math.h>
 #include <string.h>
 
@@ -114,7 +114,27 @@ static mil_status conv_upsample(onnx_ctx *c, onnx_node *n) {
   return resize_common(c, n, x, scales, NULL, mode, "asymmetric", "floor");
 }
 
+/* GridSample (16; 20 renames the modes linear / cubic): resample with
+ * normalized [-1, 1] coordinates, as coremltools' torch grid_sampler. */
+static mil_status conv_grid_sample(onnx_ctx *c, onnx_node *n) {
+  mil_var *x = onnx_req(c, n, 0), *grid = onnx_req(c, n, 1);
+  if (!x || !grid) return MIL_ERR_INVALID;
+  if (onnx_rank(x) != 4) return ONNX_UNSUP(c, "only 4-D inputs (N, C, H, W)");
+  const char *mode = onnx_attr_s(c, n, "mode", n->opset < 20 ? "bilinear" : "linear");
+  const char *pad = onnx_attr_s(c, n, "padding_mode", "zeros");
+  const char *sm = !strcmp(mode, "bilinear") || !strcmp(mode, "linear") ? "bilinear" : !strcmp(mode, "nearest") ? "nearest" : NULL;
+  if (!sm) return ONNX_UNSUP(c, "mode '%s' (MIL's resample samples bilinear or nearest)", mode);
+  const char *pm = !strcmp(pad, "zeros") ? "constant" : !strcmp(pad, "border") ? "border" : !strcmp(pad, "reflection") ? "reflection" : NULL;
+  if (!pm) return ONNX_UNSUP(c, "padding_mode '%s'", pad);
+  mil_dtype dt = onnx_dtype(x);
+  return onnx_set_out(c, n, 0, ONNX_OP(c, "resample", A("x", x), A("coordinates", grid), K("sampling_mode", onnx_str(c, sm)),
+                                       K("padding_mode", onnx_str(c, pm)), K("padding_value", onnx_fscalar(c, dt, 0)),
+                                       K("coordinates_mode", onnx_str(c, "normalized_minus_one_to_one")),
+                                       K("align_corners", onnx_bool(c, onnx_attr_i(n, "align_corners", 0) != 0))));
+}
+
 const onnx_op_entry onnx_ops_resize[] = {
+    {"GridSample", "", 16, 0, conv_grid_sample, "resample"},
     {"Resize", "", 10, 0, conv_resize, "upsample_nearest_neighbor / resize_bilinear"},
     {"Upsample", "", 7, 9, conv_upsample, "upsample_nearest_neighbor / resize_bilinear"},
     {NULL, NULL, 0, 0, NULL, NULL},

@@ -1,7 +1,7 @@
 /* The ONNX importer on models built or edited here:
- *  - the recurrent layers with their weights as initializers (MIL's lstm /
- *    gru / rnn ops) give what the same models with the weights as inputs
- *    (unrolled) give, and what ONNX's expected output says;
+ *  - the recurrent layers and ConvTranspose of ONNX's node tests with
+ *    their weights made initializers (MIL's lstm / gru / rnn /
+ *    conv_transpose take const weights only) reproduce ONNX's outputs;
  *  - errors name the node, op_type, domain, opset and the reason;
  *  - ONNX names become MIL identifiers (coremltools' sanitizer);
  *  - --input-shape fixes a dim_param, which otherwise stays symbolic;
@@ -147,10 +147,15 @@ static void test_recurrent_const_weights(void **state) {
       {"test_lstm_defaults", 0x6},      {"test_lstm_with_initial_bias", 0xe}, {"test_lstm_with_peepholes", 0x86},
       {"test_gru_defaults", 0x6},       {"test_gru_with_initial_bias", 0xe},  {"test_simple_rnn_defaults", 0x6},
       {"test_simple_rnn_with_initial_bias", 0xe},
+      /* ConvTranspose with its weight (input 1) as an initializer */
+      {"test_convtranspose", 0x2},          {"test_convtranspose_1d", 0x2},      {"test_convtranspose_3d", 0x2},
+      {"test_convtranspose_autopad_same", 0x2}, {"test_convtranspose_dilations", 0x2},
+      {"test_convtranspose_kernel_shape", 0x2}, {"test_convtranspose_output_shape", 0x2},
+      {"test_convtranspose_pad", 0x2},      {"test_convtranspose_pads", 0x2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     double e = run_promoted(cases[i].name, cases[i].promote);
-    printf("%-40s const weights: max |a - b| = %.3g\n", cases[i].name, e);
+    printf("%-36s const weights: max |a - b| = %.3g\n", cases[i].name, e);
     assert_true(e >= 0 && e <= 1e-5);
   }
 }
