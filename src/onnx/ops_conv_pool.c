@@ -5,6 +5,7 @@
  * auto_pad SAME_UPPER / SAME_LOWER / VALID become "same" / "same_lower" /
  * "valid" (coremltools' torch frontend: _convolution, max_pool2d,
  * avg_pool2d, adaptive pooling as reduce_mean / reduce_max). */
+#include <math.h>
 #include <string.h>
 
 #include "onnx/import_internal.h"
@@ -177,6 +178,49 @@ static mil_status conv_conv_transpose(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, r);
 }
 
+/* Dilated max pooling (MIL's max_pool has no dilations): x padded with
+ * -inf, then the maximum over the kernel offsets of strided slices. */
+static mil_status dilated_max_pool(onnx_ctx *c, onnx_node *n, mil_var *x, conv_geom *g) {
+  const mil_type *t = x->type;
+  int32_t rank = onnx_rank(x);
+  if (!mil_type_is_static(t) || strcmp(g->pad_type, "custom") != 0) return ONNX_UNSUP(c, "dilated pooling on symbolic shapes or auto_pad");
+  bool ceil = onnx_attr_i(n, "ceil_mode", 0) != 0;
+  int64_t out[8], pad[16], total = 1;
+  for (int32_t i = 0; i < g->sp; i++) {
+    int64_t in = t->dims[2 + i].size, span = (g->kernel[i] - 1) * g->dil[i] + 1;
+    int64_t num = in + g->pad[2 * i] + g->pad[2 * i + 1] - span;
+    out[i] = (ceil ? (num + g->strides[i] - 1) / g->strides[i] : num / g->strides[i]) + 1;
+    pad[2 * i] = g->pad[2 * i];
+    /* room for the last window */
+    int64_t need = (out[i] - 1) * g->strides[i] + span - in - g->pad[2 * i];
+    pad[2 * i + 1] = need > g->pad[2 * i + 1] ? need : g->pad[2 * i + 1];
+    total *= g->kernel[i];
+  }
+  if (total > 1024) return ONNX_UNSUP(c, "a dilated kernel of %lld taps", (long long)total);
+  mil_dtype dt = onnx_dtype(x);
+  mil_var *xp = ONNX_OP(c, "pad", A("x", x), K("pad", onnx_i32s(c, 2 * g->sp, pad)), K("mode", onnx_str(c, "constant")),
+                        K("constant_val", onnx_fscalar(c, dt, -INFINITY)));
+  mil_var *acc = NULL;
+  for (int64_t tap = 0; tap < total && xp; tap++) {
+    int64_t b[10] = {0}, e[10] = {0}, st[10] = {1, 1}, r = tap;
+    mil_value *em = mil_value_new_tensor(c->p, MIL_DT_BOOL, 1, (int64_t[]){rank}, false, NULL);
+    if (!em) return MIL_ERR_NOMEM;
+    mil_value_set_i64(em, 0, 1);
+    mil_value_set_i64(em, 1, 1);
+    for (int32_t i = g->sp - 1; i >= 0; i--) {
+      int64_t k = r % g->kernel[i];
+      r /= g->kernel[i];
+      b[2 + i] = k * g->dil[i];
+      e[2 + i] = b[2 + i] + (out[i] - 1) * g->strides[i] + 1;
+      st[2 + i] = g->strides[i];
+    }
+    mil_var *sl = ONNX_OP(c, "slice_by_index", A("x", xp), K("begin", onnx_i32s(c, rank, b)), K("end", onnx_i32s(c, rank, e)),
+                          K("stride", onnx_i32s(c, rank, st)), K("end_mask", em));
+    acc = acc ? ONNX_OP(c, "maximum", A("x", acc), A("y", sl)) : sl;
+  }
+  return onnx_set_out(c, n, 0, acc);
+}
+
 static mil_status conv_pool(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0);
   if (!x) return MIL_ERR_INVALID;
@@ -184,7 +228,10 @@ static mil_status conv_pool(onnx_ctx *c, onnx_node *n) {
   mil_status st = geom(c, n, onnx_rank(x) - 2, &g);
   if (st != MIL_OK) return st;
   for (int32_t i = 0; i < g.sp; i++)
-    if (g.dil[i] != 1) return ONNX_UNSUP(c, "dilated pooling");
+    if (g.dil[i] != 1) {
+      if (strcmp(n->op_type, "MaxPool") != 0 || onnx_out_used(n, 1)) return ONNX_UNSUP(c, "dilated %s", n->op_type);
+      return dilated_max_pool(c, n, x, &g);
+    }
   if (onnx_out_used(n, 1)) return ONNX_UNSUP(c, "the Indices output of MaxPool");
   const char *type = n->entry->mil_ops;
   mil_dtype dt = onnx_dtype(x);
