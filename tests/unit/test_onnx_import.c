@@ -5,7 +5,9 @@
  *  - errors name the node, op_type, domain, opset and the reason;
  *  - ONNX names become MIL identifiers (coremltools' sanitizer);
  *  - --input-shape fixes a dim_param, which otherwise stays symbolic;
- *  - the converter table lists the required ops.
+ *  - the converter table lists the required ops;
+ *  - Attention (decomposed, and scaled_dot_product_attention for iOS18)
+ *    and RotaryEmbedding reproduce their formulas computed here.
  * Tests needing libonnx-testdata are skipped (not failed) without it. */
 #include <math.h>
 #include <setjmp.h>
@@ -23,6 +25,7 @@
 #include "mil/mil.h"
 #include "mil/onnx.h"
 #include "mil/onnx_tensor.h"
+#include "mil/ops.h"
 #include "onnx.pb-c.h"
 
 #define NODE_DIR "/usr/share/libonnx-testdata/data/node/"
@@ -312,12 +315,220 @@ static void test_op_table(void **state) {
   }
 }
 
+/* ---------- models built here: one node on float inputs ---------- */
+
+typedef struct mini_in {
+  const char *name;
+  int rank;
+  int64_t dims[4];
+} mini_in;
+
+typedef struct mini_attr {
+  const char *name;
+  int64_t i;
+} mini_attr;
+
+/* A model of one node op_type (opset 23) with float inputs `ins`, int
+ * attributes `attrs` and one float output "y" of rank out_rank. */
+static uint8_t *mini_model(const char *op_type, const mini_in *ins, int n_in, const mini_attr *attrs, int n_attr,
+                           size_t *len) {
+  Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+  Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT, *osp = &os;
+  os.domain = "";
+  os.has_version = true;
+  os.version = 23;
+  m.has_ir_version = true;
+  m.ir_version = 10;
+  m.n_opset_import = 1;
+  m.opset_import = &osp;
+  Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+  m.graph = &g;
+  Onnx__NodeProto nd = ONNX__NODE_PROTO__INIT, *ndp = &nd;
+  char *in_names[8], *outs[1] = {"y"};
+  for (int i = 0; i < n_in; i++) in_names[i] = (char *)ins[i].name;
+  nd.op_type = (char *)op_type;
+  nd.n_input = (size_t)n_in;
+  nd.input = in_names;
+  nd.n_output = 1;
+  nd.output = outs;
+  Onnx__AttributeProto at[8], *atp[8];
+  for (int i = 0; i < n_attr; i++) {
+    onnx__attribute_proto__init(&at[i]);
+    at[i].name = (char *)attrs[i].name;
+    at[i].has_type = true;
+    at[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    at[i].has_i = true;
+    at[i].i = attrs[i].i;
+    atp[i] = &at[i];
+  }
+  nd.n_attribute = (size_t)n_attr;
+  nd.attribute = atp;
+  g.n_node = 1;
+  g.node = &ndp;
+  Onnx__TensorShapeProto__Dimension dm[8][4], *dmp[8][4];
+  Onnx__TensorShapeProto sh[8];
+  Onnx__TypeProto__Tensor tt[8];
+  Onnx__TypeProto tp[8];
+  Onnx__ValueInfoProto vi[9], *vip[8], *vop;
+  for (int i = 0; i < n_in; i++) {
+    for (int k = 0; k < ins[i].rank; k++) {
+      onnx__tensor_shape_proto__dimension__init(&dm[i][k]);
+      dm[i][k].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+      dm[i][k].dim_value = ins[i].dims[k];
+      dmp[i][k] = &dm[i][k];
+    }
+    onnx__tensor_shape_proto__init(&sh[i]);
+    sh[i].n_dim = (size_t)ins[i].rank;
+    sh[i].dim = dmp[i];
+    onnx__type_proto__tensor__init(&tt[i]);
+    tt[i].has_elem_type = true;
+    tt[i].elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    tt[i].shape = &sh[i];
+    onnx__type_proto__init(&tp[i]);
+    tp[i].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    tp[i].tensor_type = &tt[i];
+    onnx__value_info_proto__init(&vi[i]);
+    vi[i].name = (char *)ins[i].name;
+    vi[i].type = &tp[i];
+    vip[i] = &vi[i];
+  }
+  /* the output: a float tensor of unknown shape */
+  Onnx__TypeProto__Tensor ot = ONNX__TYPE_PROTO__TENSOR__INIT;
+  ot.has_elem_type = true;
+  ot.elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+  Onnx__TypeProto otp = ONNX__TYPE_PROTO__INIT;
+  otp.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+  otp.tensor_type = &ot;
+  onnx__value_info_proto__init(&vi[8]);
+  vi[8].name = "y";
+  vi[8].type = &otp;
+  vop = &vi[8];
+  g.n_input = (size_t)n_in;
+  g.input = vip;
+  g.n_output = 1;
+  g.output = &vop;
+  *len = onnx__model_proto__get_packed_size(&m);
+  uint8_t *buf = malloc(*len);
+  onnx__model_proto__pack(&m, buf);
+  return buf;
+}
+
+static uint64_t g_rng = 88172645463325252ULL;
+static float frand(void) {
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return (float)((g_rng >> 40) / (double)(1 << 24)) * 2 - 1;
+}
+
+/* Imports buf for `target`, runs it on data[i] for input i and returns
+ * output 0 (copied into out, n elements). */
+static void run_mini(const uint8_t *buf, size_t len, int target, const mini_in *ins, int n_in, float *const *data,
+                     float *out, int64_t n) {
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_onnx_options o;
+  memset(&o, 0, sizeof o);
+  o.fp32 = true;
+  o.target = target;
+  mil_model *m = NULL;
+  mil_status st = mil_onnx_import_buffer(buf, len, "mini.onnx", NULL, &o, &m, &d);
+  if (st != MIL_OK) printf("  %s\n", mil_diag_first_error(&d));
+  assert_int_equal(st, MIL_OK);
+  mil_interp *ip = NULL;
+  assert_int_equal(mil_interp_new(mil_model_program(m), NULL, &ip, &d), MIL_OK);
+  for (int i = 0; i < n_in; i++) {
+    int64_t numel = 1;
+    for (int k = 0; k < ins[i].rank; k++) numel *= ins[i].dims[k];
+    mil_tensor t = {MIL_DT_FP32, ins[i].rank, ins[i].dims, data[i], (size_t)numel * 4, numel};
+    assert_int_equal(mil_interp_set_input(ip, mil_interp_input_name(ip, i), &t, &d), MIL_OK);
+  }
+  st = mil_interp_run(ip, NULL, &d);
+  if (st != MIL_OK) printf("  %s\n", mil_diag_first_error(&d));
+  assert_int_equal(st, MIL_OK);
+  const mil_tensor *y = mil_interp_output_at(ip, 0);
+  assert_int_equal(y->numel, n);
+  memcpy(out, y->data, (size_t)n * sizeof *out);
+  mil_interp_free(ip);
+  mil_model_free(m);
+  mil_diag_clear(&d);
+}
+
+/* Attention (B=1, heads 2, S=3, head 4), causal and not, decomposed
+ * (iOS15) and as scaled_dot_product_attention (iOS18), against the
+ * formula softmax(Q K^T / sqrt(4) + causal) V computed here. */
+static void test_attention(void **state) {
+  (void)state;
+  enum { N = 2, S = 3, E = 4 };
+  mini_in ins[3] = {{"q", 4, {1, N, S, E}}, {"k", 4, {1, N, S, E}}, {"v", 4, {1, N, S, E}}};
+  float q[N * S * E], k[N * S * E], v[N * S * E], want[N * S * E], got[N * S * E];
+  for (int i = 0; i < N * S * E; i++) q[i] = frand(), k[i] = frand(), v[i] = frand();
+  float *data[3] = {q, k, v};
+  for (int causal = 0; causal <= 1; causal++) {
+    for (int h = 0; h < N; h++)
+      for (int i = 0; i < S; i++) {
+        double p[S], mx = -1e30, sum = 0;
+        for (int j = 0; j < S; j++) {
+          double acc = 0;
+          for (int e = 0; e < E; e++) acc += (double)q[(h * S + i) * E + e] * k[(h * S + j) * E + e];
+          p[j] = causal && j > i ? -INFINITY : acc / 2.0;
+          if (p[j] > mx) mx = p[j];
+        }
+        for (int j = 0; j < S; j++) sum += (p[j] = exp(p[j] - mx));
+        for (int e = 0; e < E; e++) {
+          double acc = 0;
+          for (int j = 0; j < S; j++) acc += p[j] / sum * v[(h * S + j) * E + e];
+          want[(h * S + i) * E + e] = (float)acc;
+        }
+      }
+    mini_attr at[1] = {{"is_causal", causal}};
+    size_t len;
+    uint8_t *buf = mini_model("Attention", ins, 3, at, 1, &len);
+    for (int target = MIL_IOS15; target <= MIL_IOS18; target += MIL_IOS18 - MIL_IOS15) {
+      run_mini(buf, len, target, ins, 3, data, got, N * S * E);
+      for (int i = 0; i < N * S * E; i++) assert_true(fabsf(got[i] - want[i]) <= 1e-5f);
+    }
+    free(buf);
+  }
+}
+
+/* RotaryEmbedding on (B=1, heads 2, S=3, head 4), cos / sin (1, 3, 2),
+ * halves and interleaved, against the rotation computed here. */
+static void test_rotary_embedding(void **state) {
+  (void)state;
+  enum { N = 2, S = 3, E = 4 };
+  mini_in ins[3] = {{"x", 4, {1, N, S, E}}, {"cos", 3, {1, S, E / 2}}, {"sin", 3, {1, S, E / 2}}};
+  float x[N * S * E], cs[S * E / 2], sn[S * E / 2], want[N * S * E], got[N * S * E];
+  for (int i = 0; i < N * S * E; i++) x[i] = frand();
+  for (int i = 0; i < S * E / 2; i++) cs[i] = cosf((float)i * 0.3f), sn[i] = sinf((float)i * 0.3f);
+  float *data[3] = {x, cs, sn};
+  for (int il = 0; il <= 1; il++) {
+    for (int h = 0; h < N; h++)
+      for (int t = 0; t < S; t++)
+        for (int j = 0; j < E / 2; j++) {
+          const float *row = x + (h * S + t) * E;
+          int a = il ? 2 * j : j, b = il ? 2 * j + 1 : j + E / 2;
+          float c = cs[t * E / 2 + j], s2 = sn[t * E / 2 + j];
+          want[(h * S + t) * E + a] = row[a] * c - row[b] * s2;
+          want[(h * S + t) * E + b] = row[b] * c + row[a] * s2;
+        }
+    mini_attr at[1] = {{"interleaved", il}};
+    size_t len;
+    uint8_t *buf = mini_model("RotaryEmbedding", ins, 3, at, 1, &len);
+    run_mini(buf, len, MIL_IOS15, ins, 3, data, got, N * S * E);
+    for (int i = 0; i < N * S * E; i++) assert_true(fabsf(got[i] - want[i]) <= 1e-6f);
+    free(buf);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_recurrent_const_weights),
       cmocka_unit_test(test_errors_name_the_node),
       cmocka_unit_test(test_names_and_shapes),
       cmocka_unit_test(test_op_table),
+      cmocka_unit_test(test_attention),
+      cmocka_unit_test(test_rotary_embedding),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
