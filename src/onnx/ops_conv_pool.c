@@ -99,10 +99,81 @@ static mil_status conv_conv(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, r);
 }
 
+/* A transposed convolution with a weight computed at run time (MIL's
+ * conv_transpose takes a const weight): zeros inserted between the
+ * elements of x (stride - 1 per gap), then a convolution with the weight
+ * flipped and its in / out channels swapped per group, padded by
+ * dilation * (kernel - 1) minus ONNX's pads (extra[] more at the end). */
+/* v (static, rank `rank`) with f[i] - 1 zeros between the elements of
+ * spatial axis 2 + i. */
+static mil_var *insert_zeros(onnx_ctx *c, mil_var *v, int32_t rank, const int64_t *f) {
+  mil_var *u = v;
+  int64_t shape[10];
+  for (int32_t i = 0; i < rank; i++) shape[i] = v->type->dims[i].size;
+  for (int32_t i = 0; i < rank - 2 && u; i++) {
+    int64_t s = f[i], L = shape[2 + i];
+    if (s == 1) continue;
+    int64_t ax = 3 + i;
+    u = ONNX_OP(c, "expand_dims", A("x", u), K("axes", onnx_i32s(c, 1, &ax)));
+    int64_t pads[22] = {0};
+    pads[2 * (3 + i) + 1] = s - 1;
+    u = ONNX_OP(c, "pad", A("x", u), K("pad", onnx_i32s(c, 2 * (rank + 1), pads)), K("mode", onnx_str(c, "constant")),
+                K("constant_val", onnx_fscalar(c, onnx_dtype(v), 0)));
+    shape[2 + i] = L * s;
+    u = ONNX_OP(c, "reshape", A("x", u), K("shape", onnx_i32s(c, rank, shape)));
+    int64_t be[10] = {0}, en[10] = {0};
+    mil_value *em = mil_value_new_tensor(c->p, MIL_DT_BOOL, 1, (int64_t[]){rank}, false, NULL);
+    if (!em) return NULL;
+    for (int32_t k = 0; k < rank; k++) mil_value_set_i64(em, k, k != 2 + i);
+    en[2 + i] = (L - 1) * s + 1;
+    shape[2 + i] = en[2 + i];
+    u = ONNX_OP(c, "slice_by_index", A("x", u), K("begin", onnx_i32s(c, rank, be)), K("end", onnx_i32s(c, rank, en)), K("end_mask", em));
+  }
+  return u;
+}
+
+static mil_status conv_transpose_decomposed(onnx_ctx *c, onnx_node *n, mil_var *x, mil_var *w, mil_var *b, conv_geom *g,
+                                            const int64_t *extra) {
+  const mil_type *xt = x->type, *wt = w->type;
+  if (!mil_type_is_static(xt) || !mil_type_is_static(wt)) return ONNX_UNSUP(c, "a run-time weight with symbolic shapes");
+  int32_t sp = g->sp, rank = sp + 2;
+  int64_t groups = onnx_attr_i(n, "group", 1);
+  int64_t cin = wt->dims[0].size, coutg = wt->dims[1].size;
+  for (int32_t i = 0; i < sp; i++)
+    if (g->kernel[i] == 0) g->kernel[i] = wt->dims[2 + i].size;
+  mil_var *u = insert_zeros(c, x, rank, g->strides);
+  /* weight (Cin, Cout/g, k...) -> (Cout, Cin/g, k...) flipped */
+  int64_t ws[12] = {groups, cin / groups, coutg}, perm[12] = {0, 2, 1}, wshape[10] = {groups * coutg, cin / groups};
+  for (int32_t i = 0; i < sp; i++) ws[3 + i] = g->kernel[i], perm[3 + i] = 3 + i, wshape[2 + i] = g->kernel[i];
+  mil_var *wf = ONNX_OP(c, "reshape", A("x", w), K("shape", onnx_i32s(c, rank + 1, ws)));
+  wf = ONNX_OP(c, "transpose", A("x", wf), K("perm", onnx_i32s(c, rank + 1, perm)));
+  wf = ONNX_OP(c, "reshape", A("x", wf), K("shape", onnx_i32s(c, rank, wshape)));
+  int64_t axes[8], pad[16], ones[8];
+  for (int32_t i = 0; i < sp; i++) {
+    axes[i] = 2 + i;
+    ones[i] = 1;
+    int64_t span = g->dil[i] * (g->kernel[i] - 1);
+    pad[2 * i] = span - g->pad[2 * i];
+    pad[2 * i + 1] = span - g->pad[2 * i + 1] + extra[2 * i + 1];
+    if (pad[2 * i] < 0 || pad[2 * i + 1] < 0) return ONNX_UNSUP(c, "pads larger than the kernel span with a run-time weight");
+  }
+  wf = ONNX_OP(c, "reverse", A("x", wf), K("axes", onnx_i32s(c, sp, axes)));
+  /* a dilated kernel as zeros between its taps (dynamic weights take no dilations) */
+  if (wf) wf = insert_zeros(c, wf, rank, g->dil);
+  if (!u || !wf) return MIL_ERR_TYPE;
+  mil_var *r = ONNX_OP(c, "conv", A("x", u), A("weight", wf), K("strides", onnx_i32s(c, sp, ones)), K("pad_type", onnx_str(c, "custom")),
+                       K("pad", onnx_i32s(c, 2 * sp, pad)), K("groups", onnx_i32(c, groups)));
+  if (r && b) {
+    int64_t bax[8];
+    for (int32_t i = 0; i < sp; i++) bax[i] = i + 1;
+    r = ONNX_OP(c, "add", A("x", r), A("y", ONNX_OP(c, "expand_dims", A("x", b), K("axes", onnx_i32s(c, sp, bax)))));
+  }
+  return onnx_set_out(c, n, 0, r);
+}
+
 static mil_status conv_conv_transpose(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0), *w = onnx_req(c, n, 1), *b = onnx_in(n, 2);
   if (!x || !w) return MIL_ERR_INVALID;
-  if (!w->val) return ONNX_UNSUP(c, "a weight not known at conversion time");
   int32_t rank = onnx_rank(x);
   conv_geom g;
   mil_status st = geom(c, n, rank - 2, &g);
@@ -111,7 +182,7 @@ static mil_status conv_conv_transpose(onnx_ctx *c, onnx_node *n) {
   int32_t nop = onnx_attr_ints(n, "output_padding", &op), nos = onnx_attr_ints(n, "output_shape", &os);
   bool out_pad = false;
   for (int32_t i = 0; i < nop; i++) out_pad |= op[i] != 0;
-  int64_t oshape[10], extra[16] = {0};
+  int64_t oshape[10], extra[16] = {0}, dec_extra[16] = {0};
   bool with_shape = false, pad_after = false;
   bool same = strncmp(g.pad_type, "same", 4) == 0;
   if (out_pad || nos > 0 || same) {
@@ -130,6 +201,7 @@ static mil_status conv_conv_transpose(onnx_ctx *c, onnx_node *n) {
       int64_t out = nos == g.sp ? os[i] : same ? in * g.strides[i] : full - g.pad[2 * i] - g.pad[2 * i + 1];
       if (nos == g.sp || same) {
         int64_t total = full - out;
+        dec_extra[2 * i + 1] = nop == g.sp ? op[i] : 0; /* in `full`, not in the pads */
         if (total < 0) {
           /* larger than the full result: zeros (and the bias) at the end */
           extra[2 * i + 1] = -total;
@@ -154,6 +226,10 @@ static mil_status conv_conv_transpose(onnx_ctx *c, onnx_node *n) {
     for (int32_t i = 0; i < 2 * g.sp; i++)
       if (g.pad[i] < 0) return ONNX_UNSUP(c, "output_padding larger than the pads");
     with_shape = true;
+  }
+  if (!w->val) {
+    for (int32_t i = 0; i < 2 * g.sp; i++) dec_extra[i] += extra[i];
+    return conv_transpose_decomposed(c, n, x, w, b, &g, dec_extra);
   }
   pass_barg args[10];
   int32_t na = 0;
@@ -264,7 +340,7 @@ static mil_status conv_global_pool(onnx_ctx *c, onnx_node *n) {
 
 const onnx_op_entry onnx_ops_conv_pool[] = {
     {"Conv", "", 1, 0, conv_conv, "conv"},
-    {"ConvTranspose", "", 1, 0, conv_conv_transpose, "conv_transpose"},
+    {"ConvTranspose", "", 1, 0, conv_conv_transpose, "conv_transpose (a run-time weight: pad, reshape, conv)"},
     {"MaxPool", "", 1, 0, conv_pool, "max_pool"},
     {"AveragePool", "", 1, 0, conv_pool, "avg_pool"},
     {"LpPool", "", 1, 0, conv_pool, "l2_pool"},

@@ -6,7 +6,8 @@
  *   nearest, integer upscale -> upsample_nearest_neighbor
  *   linear -> resize_bilinear with sampling_mode UNALIGN_CORNERS
  *   (half_pixel, pytorch_half_pixel), STRICT_ALIGN_CORNERS (align_corners)
- *   or DEFAULT (asymmetric).
+ *   or DEFAULT (asymmetric);
+ *   sizes / scales computed at run time -> iOS17's resize.
  * cubic, tf_crop_and_resize, antialias and the other nearest roundings are
  * refused clearly. GridSample -> resample. */
 #include <math.h>
@@ -77,6 +78,40 @@ static mil_status resize_common(onnx_ctx *c, onnx_node *n, mil_var *x, const mil
                                        K("target_size_width", onnx_i32(c, ow)), K("sampling_mode", onnx_str(c, sm))));
 }
 
+/* Sizes or scales computed at run time: iOS17's resize, which takes the
+ * output shape at run time. */
+static mil_status resize_dynamic(onnx_ctx *c, onnx_node *n, mil_var *x, mil_var *sv, mil_var *zv, const char *mode,
+                                 const char *coord, const char *nm) {
+  if (c->target < MIL_IOS17) return ONNX_UNSUP(c, "scales / sizes computed at run time need iOS17 (resize)");
+  /* ONNX maps coordinates through the scales themselves, resize through
+   * in / out sizes: the same only when the sizes are given */
+  if (!zv) return ONNX_UNSUP(c, "scales computed at run time (resize takes output sizes)");
+  if (strcmp(coord, "pytorch_half_pixel") == 0) return ONNX_UNSUP(c, "pytorch_half_pixel with sizes computed at run time");
+  if (onnx_rank(x) != 4) return ONNX_UNSUP(c, "only rank-4 (N, C, H, W) inputs are resized");
+  bool nearest = strcmp(mode, "nearest") == 0;
+  if (nearest && !(strcmp(coord, "asymmetric") == 0 && strcmp(nm, "floor") == 0))
+    return ONNX_UNSUP(c, "nearest resize with coordinate mode %s and nearest_mode %s at run time", coord, nm);
+  if (!nearest && strcmp(mode, "linear") != 0) return ONNX_UNSUP(c, "mode '%s' has no MIL counterpart", mode);
+  const char *sm = strcmp(coord, "half_pixel") == 0 || strcmp(coord, "pytorch_half_pixel") == 0 ? "UNALIGN_CORNERS"
+                   : strcmp(coord, "align_corners") == 0                                          ? "STRICT_ALIGN_CORNERS"
+                   : strcmp(coord, "asymmetric") == 0                                             ? "DEFAULT"
+                                                                                                  : NULL;
+  if (!sm) return ONNX_UNSUP(c, "coordinate_transformation_mode '%s'", coord);
+  int64_t b = 2, e = 4;
+  mil_var *shape;
+  if (zv) shape = ONNX_OP(c, "slice_by_index", A("x", onnx_cast(c, zv, MIL_DT_INT32)), K("begin", onnx_i32s(c, 1, &b)),
+                          K("end", onnx_i32s(c, 1, &e)));
+  else {
+    mil_var *hw = ONNX_OP(c, "slice_by_index", A("x", onnx_shape_of(c, x)), K("begin", onnx_i32s(c, 1, &b)), K("end", onnx_i32s(c, 1, &e)));
+    mil_var *sc = ONNX_OP(c, "slice_by_index", A("x", onnx_cast(c, sv, MIL_DT_FP32)), K("begin", onnx_i32s(c, 1, &b)),
+                          K("end", onnx_i32s(c, 1, &e)));
+    shape = onnx_cast(c, ONNX_OP(c, "floor", A("x", ONNX_OP(c, "mul", A("x", onnx_cast(c, hw, MIL_DT_FP32)), A("y", sc)))), MIL_DT_INT32);
+  }
+  return onnx_set_out(c, n, 0, ONNX_OP(c, "resize", A("x", x), A("shape", shape), K("resized_dims", mil_value_new_scalar_i64(c->p, MIL_DT_UINT32, 2)),
+                                       K("interpolation_mode", onnx_str(c, nearest ? "NEAREST_NEIGHBOR" : "LINEAR")),
+                                       K("sampling_mode", onnx_str(c, sm))));
+}
+
 static mil_status conv_resize(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0);
   if (!x) return MIL_ERR_INVALID;
@@ -91,7 +126,8 @@ static mil_status conv_resize(onnx_ctx *c, onnx_node *n) {
   mil_var *zv = n->opset < 11 ? NULL : onnx_in(n, 3);
   const mil_value *scales = sv ? onnx_val(sv) : NULL, *sizes = zv ? onnx_val(zv) : NULL;
   if ((sv && !scales && mil_type_numel(sv->type) != 0) || (zv && !sizes))
-    return ONNX_UNSUP(c, "scales / sizes not known at conversion time");
+    return resize_dynamic(c, n, x, sizes || !sv || mil_type_numel(sv->type) == 0 ? NULL : sv, zv && !sizes ? zv : NULL, mode,
+                          coord, nm);
   if (scales && scales->numel == 0) scales = NULL;
   return resize_common(c, n, x, scales, sizes, mode, coord, nm);
 }

@@ -206,14 +206,23 @@ static mil_status conv_one_hot(onnx_ctx *c, onnx_node *n) {
   mil_var *idx = onnx_req(c, n, 0), *depth = onnx_req(c, n, 1), *vals = onnx_req(c, n, 2);
   if (!idx || !depth || !vals) return MIL_ERR_INVALID;
   const mil_value *vv = onnx_val(vals);
-  if (!vv || vv->numel != 2) return ONNX_UNSUP(c, "values not known at conversion time");
-  mil_dtype dt = vv->type->dtype;
+  if (vv && vv->numel != 2) return onnx_fail(c, MIL_ERR_INVALID, "values must hold [off, on]");
+  mil_dtype dt = vv ? vv->type->dtype : onnx_dtype(vals);
   mil_var *d = onnx_cast(c, depth, MIL_DT_INT32);
   if (onnx_rank(d) > 0) d = ONNX_OP(c, "squeeze", A("x", d));
   mil_var *i = onnx_cast(c, idx, MIL_DT_INT32);
   mil_var *neg = ONNX_OP(c, "less", A("x", i), K("y", onnx_i32(c, 0)));
   i = ONNX_OP(c, "select", A("cond", neg), A("a", ONNX_OP(c, "add", A("x", i), A("y", d))), A("b", i));
   int64_t axis = onnx_attr_i(n, "axis", -1);
+  if (!vv) {
+    /* values at run time: off + one_hot * (on - off) */
+    mil_var *r = ONNX_OP(c, "one_hot", A("indices", i), A("one_hot_vector_size", d), K("axis", onnx_i32(c, axis)),
+                         K("on_value", onnx_fscalar(c, dt, 1)), K("off_value", onnx_fscalar(c, dt, 0)));
+    mil_var *off = ONNX_OP(c, "gather", A("x", vals), K("indices", onnx_i32(c, 0)), K("axis", onnx_i32(c, 0)));
+    mil_var *on = ONNX_OP(c, "gather", A("x", vals), K("indices", onnx_i32(c, 1)), K("axis", onnx_i32(c, 0)));
+    r = ONNX_OP(c, "add", A("x", ONNX_OP(c, "mul", A("x", r), A("y", ONNX_OP(c, "sub", A("x", on), A("y", off))))), A("y", off));
+    return onnx_set_out(c, n, 0, r);
+  }
   mil_var *r = ONNX_OP(c, "one_hot", A("indices", i), A("one_hot_vector_size", d), K("axis", onnx_i32(c, axis)),
                        K("on_value", onnx_fscalar(c, dt, mil_value_get_f64(vv, 1))),
                        K("off_value", onnx_fscalar(c, dt, mil_value_get_f64(vv, 0))));
@@ -240,14 +249,30 @@ static mil_status conv_topk(onnx_ctx *c, onnx_node *n) {
   return st == MIL_OK ? onnx_set_out(c, n, 1, op->outputs[1]) : st;
 }
 
+static mil_var *cumsum_along(onnx_ctx *c, onnx_node *n, mil_var *x, int64_t axis) {
+  return ONNX_OP(c, "cumsum", A("x", x), K("axis", onnx_i32(c, axis)),
+                 K("exclusive", onnx_bool(c, onnx_attr_i(n, "exclusive", 0) != 0)),
+                 K("reverse", onnx_bool(c, onnx_attr_i(n, "reverse", 0) != 0)));
+}
+
+/* CumSum; an axis computed at run time selects among the sums along each
+ * axis (they all have x's shape). */
 static mil_status conv_cumsum(onnx_ctx *c, onnx_node *n) {
-  mil_var *x = onnx_req(c, n, 0);
-  const mil_value *av = onnx_val(onnx_req(c, n, 1));
-  if (!x) return MIL_ERR_INVALID;
-  if (!av) return ONNX_UNSUP(c, "axis not known at conversion time");
-  return onnx_set_out(c, n, 0, ONNX_OP(c, "cumsum", A("x", x), K("axis", onnx_i32(c, mil_value_get_i64(av, 0))),
-                                       K("exclusive", onnx_bool(c, onnx_attr_i(n, "exclusive", 0) != 0)),
-                                       K("reverse", onnx_bool(c, onnx_attr_i(n, "reverse", 0) != 0))));
+  mil_var *x = onnx_req(c, n, 0), *a = onnx_req(c, n, 1);
+  if (!x || !a) return MIL_ERR_INVALID;
+  const mil_value *av = onnx_val(a);
+  if (av) return onnx_set_out(c, n, 0, cumsum_along(c, n, x, mil_value_get_i64(av, 0)));
+  int32_t rank = onnx_rank(x);
+  if (rank < 1) return onnx_fail(c, MIL_ERR_INVALID, "input must have rank >= 1");
+  mil_var *ax = onnx_cast(c, a, MIL_DT_INT32);
+  if (onnx_rank(ax) > 0) ax = ONNX_OP(c, "reshape", A("x", ax), K("shape", onnx_i32s(c, 0, NULL)));
+  /* a negative axis counts from the end */
+  ax = ONNX_OP(c, "mod", A("x", ax), K("y", onnx_i32(c, rank)));
+  mil_var *r = cumsum_along(c, n, x, rank - 1);
+  for (int32_t i = rank - 2; i >= 0 && r; i--)
+    r = ONNX_OP(c, "select", A("cond", ONNX_OP(c, "equal", A("x", ax), K("y", onnx_i32(c, i)))), A("a", cumsum_along(c, n, x, i)),
+                A("b", r));
+  return onnx_set_out(c, n, 0, r);
 }
 
 /* NonZero: ONNX gives (rank, N), MIL's non_zero (N, rank). */
@@ -273,7 +298,7 @@ const onnx_op_entry onnx_ops_shape[] = {
     {"ScatterND", "", 11, 0, conv_scatter_nd, "scatter_nd"},
     {"OneHot", "", 9, 0, conv_one_hot, "one_hot"},
     {"TopK", "", 1, 0, conv_topk, "topk"},
-    {"CumSum", "", 11, 0, conv_cumsum, "cumsum"},
+    {"CumSum", "", 11, 0, conv_cumsum, "cumsum (select among axes for an axis known at run time)"},
     {"NonZero", "", 9, 0, conv_non_zero, "non_zero, transpose"},
     {NULL, NULL, 0, 0, NULL, NULL},
 };

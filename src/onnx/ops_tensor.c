@@ -324,6 +324,36 @@ static mil_status conv_tile(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, ONNX_OP(c, "tile", A("x", x), A("reps", onnx_cast(c, reps, MIL_DT_INT32))));
 }
 
+/* Pad with pads computed at run time (no axes): ONNX's [begins, ends]
+ * reordered to MIL's [b0, e0, b1, e1, ...] by reshape / transpose; a
+ * constant_value computed at run time fills through a mask. */
+static mil_status pad_dynamic(onnx_ctx *c, onnx_node *n, mil_var *x) {
+  int32_t rank = onnx_rank(x);
+  if (onnx_in(n, 3)) return ONNX_UNSUP(c, "axes with pads computed at run time");
+  const char *mode = onnx_attr_s(c, n, "mode", "constant");
+  const char *mm = strcmp(mode, "reflect") == 0 ? "reflect" : strcmp(mode, "edge") == 0 ? "replicate" : strcmp(mode, "constant") == 0 ? "constant" : NULL;
+  if (!mm) return ONNX_UNSUP(c, "mode '%s'", mode);
+  mil_dtype xdt = onnx_dtype(x);
+  if (!mil_dtype_is_float(xdt)) x = onnx_cast(c, x, MIL_DT_FP32); /* pad takes floats (as the known-pads path) */
+  mil_dtype dt = onnx_dtype(x);
+  mil_var *p = ONNX_OP(c, "reshape", A("x", onnx_cast(c, onnx_in(n, 1), MIL_DT_INT32)), K("shape", onnx_i32s(c, 2, (int64_t[]){2, rank})));
+  p = ONNX_OP(c, "transpose", A("x", p), K("perm", onnx_i32s(c, 2, (int64_t[]){1, 0})));
+  p = ONNX_OP(c, "reshape", A("x", p), K("shape", onnx_i32s(c, 1, (int64_t[]){2 * rank})));
+  mil_var *cv = onnx_in(n, 2);
+  const mil_value *cval = onnx_val(cv);
+  double value = cval && cval->numel ? mil_value_get_f64(cval, 0) : 0;
+  mil_var *r = ONNX_OP(c, "pad", A("x", x), A("pad", p), K("mode", onnx_str(c, mm)), K("constant_val", onnx_fscalar(c, dt, value)));
+  if (cv && !cval && !strcmp(mm, "constant")) {
+    /* + value where padded: the padded positions are where a padded ones tensor is 0 */
+    mil_var *ones = ONNX_OP(c, "add", A("x", ONNX_OP(c, "mul", A("x", x), K("y", onnx_fscalar(c, dt, 0)))), K("y", onnx_fscalar(c, dt, 1)));
+    mil_var *in = ONNX_OP(c, "pad", A("x", ones), A("pad", p), K("mode", onnx_str(c, "constant")), K("constant_val", onnx_fscalar(c, dt, 0)));
+    mil_var *outside = ONNX_OP(c, "sub", K("x", onnx_fscalar(c, dt, 1)), A("y", in));
+    mil_var *v = onnx_rank(cv) > 0 ? ONNX_OP(c, "reshape", A("x", cv), K("shape", onnx_i32s(c, 0, NULL))) : cv;
+    r = ONNX_OP(c, "add", A("x", r), A("y", ONNX_OP(c, "mul", A("x", outside), A("y", onnx_cast(c, v, dt)))));
+  }
+  return onnx_set_out(c, n, 0, onnx_cast(c, r, xdt));
+}
+
 /* Pad: pads attribute (opset < 11, with `value`), inputs pads /
  * constant_value / axes (11, 18). ONNX order [x1_begin, x2_begin, ...,
  * x1_end, ...] becomes MIL's [x1_begin, x1_end, ...] over the last dims. */
@@ -333,7 +363,7 @@ static mil_status conv_pad(onnx_ctx *c, onnx_node *n) {
   int32_t rank = onnx_rank(x);
   int64_t *pads;
   int32_t k = ints_arg(c, n, "pads", 11, 1, &pads);
-  if (k == -2) return ONNX_UNSUP(c, "pads not known at conversion time");
+  if (k == -2) return pad_dynamic(c, n, x);
   if (k < 0) return onnx_fail(c, MIL_ERR_INVALID, "pads are required");
   const char *mode = onnx_attr_s(c, n, "mode", "constant");
   double value = 0;
