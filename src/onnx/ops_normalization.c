@@ -30,10 +30,37 @@ static mil_status conv_batch_norm(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0), *s = onnx_req(c, n, 1), *b = onnx_req(c, n, 2), *m = onnx_req(c, n, 3),
           *v = onnx_req(c, n, 4);
   if (!x || !s || !b || !m || !v) return MIL_ERR_INVALID;
-  if (onnx_attr_i(n, "training_mode", 0) || onnx_out_used(n, 1)) return ONNX_UNSUP(c, "training mode");
   double eps = onnx_attr_f(n, "epsilon", 1e-5f);
   mil_dtype dt = onnx_dtype(x);
   int32_t rank = onnx_rank(x);
+  if (onnx_attr_i(n, "training_mode", 0) || onnx_out_used(n, 1)) {
+    /* training mode (14+): the batch's statistics normalize; the running
+     * ones move by momentum: r * momentum + batch * (1 - momentum) */
+    if (n->opset < 14) return ONNX_UNSUP(c, "training outputs before opset 14");
+    if (rank < 2) return onnx_fail(c, MIL_ERR_INVALID, "input must have rank >= 2");
+    int64_t axes[MIL_INTERP_MAX_RANK_ONNX];
+    int32_t k = 0;
+    for (int32_t i = 0; i < rank; i++)
+      if (i != 1) axes[k++] = i;
+    double mom = onnx_attr_f(n, "momentum", 0.9f);
+    mil_var *mean = ONNX_OP(c, "reduce_mean", A("x", x), K("axes", onnx_i32s(c, k, axes)), K("keep_dims", onnx_bool(c, true)));
+    mil_var *d = ONNX_OP(c, "sub", A("x", x), A("y", mean));
+    mil_var *var = ONNX_OP(c, "reduce_mean", A("x", ONNX_OP(c, "mul", A("x", d), A("y", d))), K("axes", onnx_i32s(c, k, axes)),
+                           K("keep_dims", onnx_bool(c, true)));
+    mil_var *den = ONNX_OP(c, "sqrt", A("x", ONNX_OP(c, "add", A("x", var), K("y", onnx_fscalar(c, dt, eps)))));
+    mil_var *y = ONNX_OP(c, "add", A("x", ONNX_OP(c, "mul", A("x", ONNX_OP(c, "real_div", A("x", d), A("y", den))), A("y", per_channel(c, s, rank)))),
+                         A("y", per_channel(c, b, rank)));
+    mil_var *bm = ONNX_OP(c, "reshape", A("x", mean), K("shape", onnx_i32s(c, 1, (int64_t[]){-1})));
+    mil_var *bv = ONNX_OP(c, "reshape", A("x", var), K("shape", onnx_i32s(c, 1, (int64_t[]){-1})));
+    mil_var *rm = ONNX_OP(c, "add", A("x", ONNX_OP(c, "mul", A("x", m), K("y", onnx_fscalar(c, dt, mom)))),
+                          A("y", ONNX_OP(c, "mul", A("x", bm), K("y", onnx_fscalar(c, dt, 1 - mom)))));
+    mil_var *rv = ONNX_OP(c, "add", A("x", ONNX_OP(c, "mul", A("x", v), K("y", onnx_fscalar(c, dt, mom)))),
+                          A("y", ONNX_OP(c, "mul", A("x", bv), K("y", onnx_fscalar(c, dt, 1 - mom)))));
+    mil_status st = onnx_set_out(c, n, 0, y);
+    if (st == MIL_OK) st = onnx_set_out(c, n, 1, rm);
+    if (st == MIL_OK) st = onnx_set_out(c, n, 2, rv);
+    return st;
+  }
   mil_var *r;
   if (s->val && b->val && m->val && v->val && rank >= 3)
     r = ONNX_OP(c, "batch_norm", A("x", x), A("mean", m), A("variance", v), A("gamma", s), A("beta", b),

@@ -115,12 +115,56 @@ static mil_status conv_transpose(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, ONNX_OP(c, "transpose", A("x", x), K("perm", onnx_i32s(c, rank, perm))));
 }
 
+/* Unsqueeze with axes computed at run time (their count is static):
+ * output dim p is 1 where p is an axis, else the next dim of x; built
+ * from range / equal / cumsum / gather, then one reshape. */
+static mil_status unsqueeze_dynamic(onnx_ctx *c, onnx_node *n, mil_var *x, mil_var *axes) {
+  int32_t r = onnx_rank(x);
+  if (onnx_rank(axes) != 1 || axes->type->dims[0].size < 0 || r < 0) return ONNX_UNSUP(c, "axes of unknown length");
+  int64_t R = r + axes->type->dims[0].size;
+  mil_var *ax = ONNX_OP(c, "mod", A("x", onnx_cast(c, axes, MIL_DT_INT32)), K("y", onnx_i32(c, R)));
+  mil_var *pos = ONNX_OP(c, "range_1d", K("start", onnx_i32(c, 0)), K("end", onnx_i32(c, R)), K("step", onnx_i32(c, 1)));
+  mil_var *hit = ONNX_OP(c, "equal", A("x", ONNX_OP(c, "expand_dims", A("x", pos), K("axes", onnx_i32s(c, 1, (int64_t[]){1})))),
+                         A("y", ONNX_OP(c, "expand_dims", A("x", ax), K("axes", onnx_i32s(c, 1, (int64_t[]){0})))));
+  mil_var *isnew = ONNX_OP(c, "reduce_max", A("x", onnx_cast(c, hit, MIL_DT_INT32)), K("axes", onnx_i32s(c, 1, (int64_t[]){1})),
+                           K("keep_dims", onnx_bool(c, false)));
+  mil_var *src = ONNX_OP(c, "sub", A("x", pos), A("y", ONNX_OP(c, "cumsum", A("x", isnew), K("axis", onnx_i32(c, 0)))));
+  src = ONNX_OP(c, "clip", A("x", onnx_cast(c, src, MIL_DT_FP32)), K("alpha", onnx_f32(c, 0)), K("beta", onnx_f32(c, r > 0 ? r - 1 : 0)));
+  mil_var *dims = r > 0 ? ONNX_OP(c, "gather", A("x", onnx_shape_of(c, x)), A("indices", onnx_cast(c, src, MIL_DT_INT32)),
+                                  K("axis", onnx_i32(c, 0)))
+                        : onnx_const(c, mil_value_new_tensor(c->p, MIL_DT_INT32, 1, &R, false, NULL));
+  mil_var *shape = ONNX_OP(c, "select", A("cond", onnx_cast(c, isnew, MIL_DT_BOOL)), K("a", onnx_i32(c, 1)), A("b", dims));
+  return onnx_set_out(c, n, 0, ONNX_OP(c, "reshape", A("x", x), A("shape", shape)));
+}
+
+/* Squeeze with axes computed at run time: the kept dims, in order, are
+ * the r - k smallest of position + r * removed (topk), then a reshape. */
+static mil_status squeeze_dynamic(onnx_ctx *c, onnx_node *n, mil_var *x, mil_var *axes) {
+  int32_t r = onnx_rank(x);
+  if (onnx_rank(axes) != 1 || axes->type->dims[0].size < 0 || r <= 0) return ONNX_UNSUP(c, "axes of unknown length");
+  int64_t k = axes->type->dims[0].size, keep = r - k;
+  if (keep < 0) return onnx_fail(c, MIL_ERR_INVALID, "more axes than dims");
+  mil_var *ax = ONNX_OP(c, "mod", A("x", onnx_cast(c, axes, MIL_DT_INT32)), K("y", onnx_i32(c, r)));
+  mil_var *pos = ONNX_OP(c, "range_1d", K("start", onnx_i32(c, 0)), K("end", onnx_i32(c, r)), K("step", onnx_i32(c, 1)));
+  mil_var *hit = ONNX_OP(c, "equal", A("x", ONNX_OP(c, "expand_dims", A("x", pos), K("axes", onnx_i32s(c, 1, (int64_t[]){1})))),
+                         A("y", ONNX_OP(c, "expand_dims", A("x", ax), K("axes", onnx_i32s(c, 1, (int64_t[]){0})))));
+  mil_var *gone = ONNX_OP(c, "reduce_max", A("x", onnx_cast(c, hit, MIL_DT_INT32)), K("axes", onnx_i32s(c, 1, (int64_t[]){1})),
+                          K("keep_dims", onnx_bool(c, false)));
+  mil_var *key = onnx_cast(c, ONNX_OP(c, "add", A("x", pos), A("y", ONNX_OP(c, "mul", A("x", gone), K("y", onnx_i32(c, r))))), MIL_DT_FP32);
+  if (keep == 0) return onnx_set_out(c, n, 0, ONNX_OP(c, "reshape", A("x", x), K("shape", onnx_i32s(c, 0, NULL))));
+  mil_op *tk = onnx_op_full(c, "topk", 4, (pass_barg[]){A("x", key), K("k", onnx_i32(c, keep)), K("axis", onnx_i32(c, 0)),
+                                                        K("ascending", onnx_bool(c, true))});
+  if (!tk) return MIL_ERR_TYPE;
+  mil_var *shape = ONNX_OP(c, "gather", A("x", onnx_shape_of(c, x)), A("indices", tk->outputs[1]), K("axis", onnx_i32(c, 0)));
+  return onnx_set_out(c, n, 0, ONNX_OP(c, "reshape", A("x", x), A("shape", shape)));
+}
+
 static mil_status conv_squeeze(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0);
   if (!x) return MIL_ERR_INVALID;
   int64_t *axes;
   int32_t k = ints_arg(c, n, "axes", 13, 1, &axes);
-  if (k == -2) return ONNX_UNSUP(c, "axes not known at conversion time");
+  if (k == -2) return squeeze_dynamic(c, n, x, onnx_in(n, 1));
   mil_var *r;
   if (onnx_rank(x) == 0) r = ONNX_OP(c, "identity", A("x", x));
   else if (k < 0) r = ONNX_OP(c, "squeeze", A("x", x));
@@ -133,7 +177,7 @@ static mil_status conv_unsqueeze(onnx_ctx *c, onnx_node *n) {
   if (!x) return MIL_ERR_INVALID;
   int64_t *axes;
   int32_t k = ints_arg(c, n, "axes", 13, 1, &axes);
-  if (k == -2) return ONNX_UNSUP(c, "axes not known at conversion time");
+  if (k == -2) return unsqueeze_dynamic(c, n, x, onnx_in(n, 1));
   if (k < 0) return onnx_fail(c, MIL_ERR_INVALID, "axes are required");
   /* ONNX axes refer to the output rank; sorted ascending, expand_dims
    * inserts them in that order */
@@ -168,6 +212,13 @@ static mil_status conv_concat(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, r);
 }
 
+/* Element j of a rank-1 int var as a rank-1 length-1 var. */
+static mil_var *elem1(onnx_ctx *c, mil_var *v, int64_t j) {
+  int64_t e = j + 1;
+  return ONNX_OP(c, "slice_by_index", A("x", onnx_cast(c, v, MIL_DT_INT32)), K("begin", onnx_i32s(c, 1, &j)),
+                 K("end", onnx_i32s(c, 1, &e)));
+}
+
 static mil_status conv_split(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0);
   if (!x) return MIL_ERR_INVALID;
@@ -176,7 +227,27 @@ static mil_status conv_split(onnx_ctx *c, onnx_node *n) {
   if (!onnx_axis(&axis, rank)) return onnx_fail(c, MIL_ERR_INVALID, "axis out of range");
   int64_t *sizes;
   int32_t k = ints_arg(c, n, "split", 13, 1, &sizes);
-  if (k == -2) return ONNX_UNSUP(c, "split sizes not known at conversion time");
+  if (k == -2) {
+    /* sizes at run time: slices between their running sums */
+    mil_var *sz = onnx_cast(c, onnx_in(n, 1), MIL_DT_INT32);
+    mil_var *ends = ONNX_OP(c, "cumsum", A("x", sz), K("axis", onnx_i32(c, 0)));
+    mil_var *zero = onnx_const(c, onnx_i32s(c, 1, (int64_t[]){0}));
+    mil_value *m = mil_value_new_tensor(c->p, MIL_DT_BOOL, 1, (int64_t[]){rank}, false, NULL);
+    if (!m || !ends || rank > MIL_INTERP_MAX_RANK_ONNX) return MIL_ERR_TYPE;
+    for (int32_t d = 0; d < rank; d++) mil_value_set_i64(m, d, d != axis);
+    for (int32_t i = 0; i < n->n_out; i++) {
+      mil_var *bp[MIL_INTERP_MAX_RANK_ONNX], *ep[MIL_INTERP_MAX_RANK_ONNX];
+      for (int32_t d = 0; d < rank; d++) bp[d] = ep[d] = zero;
+      bp[axis] = i == 0 ? zero : elem1(c, ends, i - 1);
+      ep[axis] = elem1(c, ends, i);
+      mil_var *b = rank == 1 ? bp[0] : ONNX_OP(c, "concat", AT("values", bp, rank), K("axis", onnx_i32(c, 0)));
+      mil_var *e = rank == 1 ? ep[0] : ONNX_OP(c, "concat", AT("values", ep, rank), K("axis", onnx_i32(c, 0)));
+      mil_status st = onnx_set_out(c, n, i, ONNX_OP(c, "slice_by_index", A("x", x), A("begin", b), A("end", e), K("begin_mask", m),
+                                                    K("end_mask", m)));
+      if (st != MIL_OK) return st;
+    }
+    return MIL_OK;
+  }
   mil_op *op;
   if (k >= 0) {
     op = onnx_op_full(c, "split", 3,
@@ -202,13 +273,6 @@ static mil_status conv_split(onnx_ctx *c, onnx_node *n) {
     if (st != MIL_OK) return st;
   }
   return MIL_OK;
-}
-
-/* Element j of a rank-1 int var as a rank-1 length-1 var. */
-static mil_var *elem1(onnx_ctx *c, mil_var *v, int64_t j) {
-  int64_t e = j + 1;
-  return ONNX_OP(c, "slice_by_index", A("x", onnx_cast(c, v, MIL_DT_INT32)), K("begin", onnx_i32s(c, 1, &j)),
-                 K("end", onnx_i32s(c, 1, &e)));
 }
 
 /* Slice with starts / ends computed at run time (axes and steps known):
