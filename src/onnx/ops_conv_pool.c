@@ -69,12 +69,28 @@ static mil_status geom(onnx_ctx *c, onnx_node *n, int32_t sp, conv_geom *g) {
   return MIL_OK;
 }
 
+/* r + b (C) along the channel axis of a (N, C, spatial...) result */
+static mil_var *add_channel_bias(onnx_ctx *c, mil_var *r, mil_var *b, int32_t sp) {
+  int64_t axes[8];
+  for (int32_t i = 0; i < sp; i++) axes[i] = i + 1;
+  if (!r) return NULL;
+  return ONNX_OP(c, "add", A("x", r), A("y", ONNX_OP(c, "expand_dims", A("x", b), K("axes", onnx_i32s(c, sp, axes)))));
+}
+
+/* x, the weight, the optional bias and the geometry of a Conv /
+ * ConvTranspose node. */
+static mil_status conv_inputs(onnx_ctx *c, onnx_node *n, mil_var **x, mil_var **w, mil_var **b, conv_geom *g) {
+  *x = onnx_req(c, n, 0);
+  *w = onnx_req(c, n, 1);
+  *b = onnx_in(n, 2);
+  if (!*x || !*w) return MIL_ERR_INVALID;
+  return geom(c, n, onnx_rank(*x) - 2, g);
+}
+
 static mil_status conv_conv(onnx_ctx *c, onnx_node *n) {
-  mil_var *x = onnx_req(c, n, 0), *w = onnx_req(c, n, 1), *b = onnx_in(n, 2);
-  if (!x || !w) return MIL_ERR_INVALID;
-  int32_t rank = onnx_rank(x);
+  mil_var *x, *w, *b;
   conv_geom g;
-  mil_status st = geom(c, n, rank - 2, &g);
+  mil_status st = conv_inputs(c, n, &x, &w, &b, &g);
   if (st != MIL_OK) return st;
   int64_t groups = onnx_attr_i(n, "group", 1);
   bool bias_const = b && b->val;
@@ -89,13 +105,7 @@ static mil_status conv_conv(onnx_ctx *c, onnx_node *n) {
   args[na++] = K("dilations", onnx_i32s(c, g.sp, g.dil));
   args[na++] = K("groups", onnx_i32(c, groups));
   mil_var *r = onnx_op(c, "conv", na, args);
-  if (r && b && !bias_const) {
-    /* a computed bias: add it along the channel axis */
-    int64_t axes[8];
-    for (int32_t i = 0; i < g.sp; i++) axes[i] = i + 1;
-    mil_var *bb = ONNX_OP(c, "expand_dims", A("x", b), K("axes", onnx_i32s(c, g.sp, axes)));
-    r = ONNX_OP(c, "add", A("x", r), A("y", bb));
-  }
+  if (b && !bias_const) r = add_channel_bias(c, r, b, g.sp); /* a computed bias */
   return onnx_set_out(c, n, 0, r);
 }
 
@@ -163,20 +173,14 @@ static mil_status conv_transpose_decomposed(onnx_ctx *c, onnx_node *n, mil_var *
   if (!u || !wf) return MIL_ERR_TYPE;
   mil_var *r = ONNX_OP(c, "conv", A("x", u), A("weight", wf), K("strides", onnx_i32s(c, sp, ones)), K("pad_type", onnx_str(c, "custom")),
                        K("pad", onnx_i32s(c, 2 * sp, pad)), K("groups", onnx_i32(c, groups)));
-  if (r && b) {
-    int64_t bax[8];
-    for (int32_t i = 0; i < sp; i++) bax[i] = i + 1;
-    r = ONNX_OP(c, "add", A("x", r), A("y", ONNX_OP(c, "expand_dims", A("x", b), K("axes", onnx_i32s(c, sp, bax)))));
-  }
+  if (b) r = add_channel_bias(c, r, b, sp);
   return onnx_set_out(c, n, 0, r);
 }
 
 static mil_status conv_conv_transpose(onnx_ctx *c, onnx_node *n) {
-  mil_var *x = onnx_req(c, n, 0), *w = onnx_req(c, n, 1), *b = onnx_in(n, 2);
-  if (!x || !w) return MIL_ERR_INVALID;
-  int32_t rank = onnx_rank(x);
+  mil_var *x, *w, *b;
   conv_geom g;
-  mil_status st = geom(c, n, rank - 2, &g);
+  mil_status st = conv_inputs(c, n, &x, &w, &b, &g);
   if (st != MIL_OK) return st;
   const int64_t *op, *os;
   int32_t nop = onnx_attr_ints(n, "output_padding", &op), nos = onnx_attr_ints(n, "output_shape", &os);
@@ -246,11 +250,7 @@ static mil_status conv_conv_transpose(onnx_ctx *c, onnx_node *n) {
   if (r && pad_after)
     r = ONNX_OP(c, "pad", A("x", r), K("pad", onnx_i32s(c, 2 * g.sp, extra)), K("mode", onnx_str(c, "constant")),
                 K("constant_val", onnx_fscalar(c, onnx_dtype(r), 0)));
-  if (r && b && (!b->val || pad_after)) {
-    int64_t axes[8];
-    for (int32_t i = 0; i < g.sp; i++) axes[i] = i + 1;
-    r = ONNX_OP(c, "add", A("x", r), A("y", ONNX_OP(c, "expand_dims", A("x", b), K("axes", onnx_i32s(c, g.sp, axes)))));
-  }
+  if (b && (!b->val || pad_after)) r = add_channel_bias(c, r, b, g.sp);
   return onnx_set_out(c, n, 0, r);
 }
 
