@@ -51,13 +51,17 @@
  *   - signs of both dialects, or a field-16 payload that is neither: it
  *     cannot decide, and says so (MIL_ERR_FORMAT naming the field) instead
  *     of guessing; pass the dialect explicitly then.
- * An explicit dialect reads with that schema only.
+ * An explicit dialect reads with that schema only; ONNX then refuses a
+ * field 16 that is not a StringStringEntryProto (as ONNX 1.16's own parser
+ * would), and nd4j reads field 16 as bools whatever they were meant to be.
  *
  * External data: the location is relative to a base directory (the
- * directory of the file read, or mil_onnx_read_opts.base_dir). Absolute
- * paths, ".." components, and paths whose real path (symlinks resolved)
- * leaves the base directory are refused, as onnx's checker does since
- * CVE-2022-25882 and CVE-2024-27318. The file is memory-mapped, never
+ * directory of the file read, or mil_onnx_read_opts.base_dir). Refused, as
+ * onnx's checker does since CVE-2022-25882 and CVE-2024-27318
+ * (onnx/checker.cc resolve_external_data_location): absolute paths, ".."
+ * components, a location that is a symbolic link, one whose real path
+ * leaves the base directory through a linked directory, anything but a
+ * regular file, and a file with several hard links. The file is memory-mapped, never
  * copied whole; offset + length must lie inside it; a "checksum" (SHA1 of
  * the whole file, hex) is verified when present.
  *
@@ -182,16 +186,18 @@ typedef struct mil_onnx_tensor {
  * NULL: automatic dialect, narrowing, checksum verified, external data
  * relative to the file's directory). On success *out is a new tensor.
  * Errors:
- *   MIL_ERR_IO          cannot open or read the file
+ *   MIL_ERR_IO          cannot open or read the file, or the external data file
  *   MIL_ERR_FORMAT      wire-format defect (byte offset, field, expected and
  *                       found), dims x data type != data length, negative or
  *                       overflowing dims, data_type 0 or unknown, several or
  *                       misplaced data fields, a value outside its type
  *                       (int32_data 300 for UINT8), undecidable dialect,
- *                       external data faults (missing keys, bad offset or
- *                       length, file missing or too short, checksum mismatch)
- *   MIL_ERR_INVALID     external location absolute, with "..", or leaving the
- *                       base directory through a symlink; NULL arguments
+ *                       external data faults (missing location, bad offset
+ *                       or length, file too short for offset + length,
+ *                       length != dims x data type, checksum mismatch)
+ *   MIL_ERR_INVALID     external location absolute, with "..", a symbolic
+ *                       link, leaving the base directory, not a regular file
+ *                       or hard-linked; NULL arguments
  *   MIL_ERR_UNSUPPORTED segment; strings with a NUL byte; a value that
  *                       narrowing cannot hold (without MIL_ONNX_CLAMP)
  *   MIL_ERR_NOMEM */
@@ -204,9 +210,11 @@ MIL_API mil_status mil_onnx_tensor_read_mem(const void *buf, size_t len, const c
 /* Frees a tensor (unmaps its external data). NULL is ignored. */
 MIL_API void mil_onnx_tensor_free(mil_onnx_tensor *t);
 
-/* A value of program p holding t's elements (copied into p, except that a
- * mapping of external data is handed over to p, which views it: t keeps
- * its data valid as well). NULL only when out of memory. */
+/* A value of program p holding t's elements, dtype and shape (rank 0: a
+ * scalar). The elements are copied into p, except that external data stays
+ * in its mapping, which p then shares (the value is a read-only view that
+ * stays valid after mil_onnx_tensor_free(t), until p is freed). NULL when
+ * out of memory or when p or t is NULL. */
 MIL_API mil_value *mil_onnx_tensor_to_value(mil_program *p, const mil_onnx_tensor *t);
 
 /* ------------------------------------------------------------------------ */
@@ -215,13 +223,20 @@ MIL_API mil_value *mil_onnx_tensor_to_value(mil_program *p, const mil_onnx_tenso
 
 typedef struct mil_onnx_write_opts {
   mil_onnx_dialect dialect;   /* AUTO or ONNX: onnx.proto; ND4J: seed 002 */
-  mil_onnx_encoding encoding; /* RAW (default), TYPED, ND4J (FLOAT16/BOOL in the nd4j dialect) */
+  /* RAW (default; STRING always uses string_data), TYPED, ND4J (FLOAT16 /
+   * BOOL in the nd4j dialect), EXTERNAL (mil_onnx_tensor_write only: the
+   * raw bytes go to external_location beside the file) */
+  mil_onnx_encoding encoding;
   /* DataType to store (0: mil_onnx_dtype_from_mil(dt)). It may widen what
    * narrowing made (int32 as INT64/UINT32/UINT64, fp32 as DOUBLE, complex64
    * as COMPLEX128) and store fp16 as FLOAT8E4M3FNUZ / FLOAT8E5M2FNUZ
    * (values that do not fit are refused). */
   int32_t onnx_type;
   const char *name; /* TensorProto.name (NULL: none) */
+  /* EXTERNAL: a plain file name (no '/'), written in the directory of the
+   * .pb file (temporary sibling, renamed), referenced with the keys
+   * location and length (offset 0) */
+  const char *external_location;
 } mil_onnx_write_opts;
 
 /* Serializes a tensor of dtype dt and shape (rank entries; NULL for rank 0)
@@ -233,9 +248,11 @@ typedef struct mil_onnx_write_opts {
  * the DataType asked for, a string pointer NULL), MIL_ERR_NOMEM. */
 MIL_API mil_status mil_onnx_tensor_encode(mil_dtype dt, int32_t rank, const int64_t *shape, const void *data,
                                           const mil_onnx_write_opts *opts, void **buf, size_t *len, mil_diag *d);
-/* mil_onnx_tensor_encode into the file at `path`, written to a temporary
- * sibling and renamed (on failure `path` is untouched). Errors as above plus
- * MIL_ERR_IO. */
+/* mil_onnx_tensor_encode into the file at `path`, streamed to a temporary
+ * sibling and renamed (on failure `path` is untouched); with encoding
+ * EXTERNAL the elements go to opts->external_location in the same
+ * directory. Errors as above plus MIL_ERR_IO, and MIL_ERR_INVALID for an
+ * external_location that is not a plain file name. */
 MIL_API mil_status mil_onnx_tensor_write(const char *path, mil_dtype dt, int32_t rank, const int64_t *shape,
                                          const void *data, const mil_onnx_write_opts *opts, mil_diag *d);
 

@@ -24,59 +24,51 @@ _Static_assert(offsetof(Onnx__StringStringEntryProto, key) == offsetof(Org__Nd4j
                        offsetof(Org__Nd4j__Ir__StringStringEntryProto, value),
                "both schemas' StringStringEntryProto have the same layout");
 
+/* The fields both schemas' TensorProto share, copied from message t. */
+#define OT_SRC_COMMON(s, t)                                                                 \
+  do {                                                                                      \
+    (s)->n_dims = (t)->n_dims, (s)->dims = (t)->dims;                                       \
+    if ((t)->segment) {                                                                     \
+      (s)->has_segment = true;                                                              \
+      (s)->seg_begin = (t)->segment->begin, (s)->seg_end = (t)->segment->end;               \
+    }                                                                                       \
+    (s)->n_float_data = (t)->n_float_data, (s)->float_data = (t)->float_data;               \
+    (s)->n_int32_data = (t)->n_int32_data, (s)->int32_data = (t)->int32_data;               \
+    (s)->n_string_data = (t)->n_string_data, (s)->string_data = (t)->string_data;           \
+    (s)->n_int64_data = (t)->n_int64_data, (s)->int64_data = (t)->int64_data;               \
+    (s)->n_double_data = (t)->n_double_data, (s)->double_data = (t)->double_data;           \
+    (s)->n_uint64_data = (t)->n_uint64_data, (s)->uint64_data = (t)->uint64_data;           \
+    (s)->raw_data = (t)->raw_data;                                                          \
+    (s)->n_external_data = (t)->n_external_data;                                            \
+    (s)->external_data = (Onnx__StringStringEntryProto *const *)(t)->external_data;         \
+  } while (0)
+
 void ot_src_from_onnx(ot_src *s, const Onnx__TensorProto *t) {
   memset(s, 0, sizeof *s);
+  OT_SRC_COMMON(s, t);
   s->dialect = MIL_ONNX_DIALECT_ONNX;
   s->name = t->name;
   s->has_data_type = t->has_data_type;
   s->data_type = t->data_type;
-  s->n_dims = t->n_dims, s->dims = t->dims;
-  if (t->segment) {
-    s->has_segment = true;
-    s->seg_begin = t->segment->begin, s->seg_end = t->segment->end;
-  }
-  s->n_float_data = t->n_float_data, s->float_data = t->float_data;
-  s->n_int32_data = t->n_int32_data, s->int32_data = t->int32_data;
-  s->n_string_data = t->n_string_data, s->string_data = t->string_data;
-  s->n_int64_data = t->n_int64_data, s->int64_data = t->int64_data;
-  s->n_double_data = t->n_double_data, s->double_data = t->double_data;
-  s->n_uint64_data = t->n_uint64_data, s->uint64_data = t->uint64_data;
   s->has_raw_data = t->has_raw_data;
-  s->raw_data = t->raw_data;
-  s->n_external_data = t->n_external_data, s->external_data = t->external_data;
   s->data_location = t->has_data_location ? (int32_t)t->data_location : 0;
 }
 
 void ot_src_from_nd4j(ot_src *s, const Org__Nd4j__Ir__TensorProto *t) {
   memset(s, 0, sizeof *s);
+  OT_SRC_COMMON(s, t);
   s->dialect = MIL_ONNX_DIALECT_ND4J;
   s->name = t->name && t->name[0] ? t->name : NULL;
   s->has_data_type = true;
   s->data_type = t->data_type;
-  s->n_dims = t->n_dims, s->dims = t->dims;
-  if (t->segment) {
-    s->has_segment = true;
-    s->seg_begin = t->segment->begin, s->seg_end = t->segment->end;
-  }
-  s->n_float_data = t->n_float_data, s->float_data = t->float_data;
-  s->n_int32_data = t->n_int32_data, s->int32_data = t->int32_data;
-  s->n_string_data = t->n_string_data, s->string_data = t->string_data;
-  s->n_int64_data = t->n_int64_data, s->int64_data = t->int64_data;
-  s->n_double_data = t->n_double_data, s->double_data = t->double_data;
-  s->n_uint64_data = t->n_uint64_data, s->uint64_data = t->uint64_data;
   s->has_raw_data = t->raw_data.len > 0; /* proto3: empty bytes are absent */
-  s->raw_data = t->raw_data;
-  s->n_external_data = t->n_external_data;
-  s->external_data = (Onnx__StringStringEntryProto *const *)t->external_data;
   s->data_location = (int32_t)t->data_location;
   s->n_half_val = t->n_half_val, s->half_val = t->half_val;
   s->n_bool_val = t->n_bool_val, s->bool_val = t->bool_val;
 }
 
-/* "<where>: tensor 'name': <message>" */
-__attribute__((format(printf, 4, 5))) static mil_status err(const ot_ctx *c, const ot_src *s, mil_status st,
-                                                             const char *fmt, ...) {
-  char msg[512];
+mil_status ot_err(const ot_ctx *c, const ot_src *s, mil_status st, const char *fmt, ...) {
+  char msg[768];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
@@ -85,7 +77,6 @@ __attribute__((format(printf, 4, 5))) static mil_status err(const ot_ctx *c, con
   if (s->name && s->name[0]) return mil_diag_error(c->d, st, "%s: tensor '%s': %s", w, s->name, msg);
   return mil_diag_error(c->d, st, "%s: TensorProto: %s", w, msg);
 }
-
 /* The data fields, in the order messages list them. */
 enum { F_RAW, F_FLOAT, F_INT32, F_STRING, F_INT64, F_DOUBLE, F_UINT64, F_HALF, F_BOOL, F_EXTERNAL, F_N };
 static const char *const k_field[F_N] = {"raw_data",   "float_data", "int32_data", "string_data", "int64_data",
@@ -137,7 +128,7 @@ typedef struct conv {
 } conv;
 
 static mil_status range_err(conv *v, int f, int64_t i, const char *val, const char *want) {
-  return err(v->c, v->s, MIL_ERR_FORMAT, "%s[%" PRId64 "] = %s is outside %s (%s)", k_field[f], i, val, want,
+  return ot_err(v->c, v->s, MIL_ERR_FORMAT, "%s[%" PRId64 "] = %s is outside %s (%s)", k_field[f], i, val, want,
              mil_onnx_dtype_name(v->t));
 }
 
@@ -145,7 +136,7 @@ static mil_status range_err(conv *v, int f, int64_t i, const char *val, const ch
 static mil_status put_i32_from_i64(conv *v, int f, int64_t i, int64_t x, int32_t *dst) {
   if (x > INT32_MAX || x < INT32_MIN) {
     if (!(v->c->flags & MIL_ONNX_CLAMP))
-      return err(v->c, v->s, MIL_ERR_UNSUPPORTED,
+      return ot_err(v->c, v->s, MIL_ERR_UNSUPPORTED,
                  "element %" PRId64 " of %s (%s) is %" PRId64 ", outside int32, the dtype MIL narrows %s to "
                  "(coremltools would clip it; read with MIL_ONNX_CLAMP / --clamp to do the same, or "
                  "MIL_ONNX_EXACT / --exact to keep %s)",
@@ -160,7 +151,7 @@ static mil_status put_i32_from_i64(conv *v, int f, int64_t i, int64_t x, int32_t
 static mil_status put_i32_from_u64(conv *v, int f, int64_t i, uint64_t x, int32_t *dst) {
   if (x > INT32_MAX) {
     if (!(v->c->flags & MIL_ONNX_CLAMP))
-      return err(v->c, v->s, MIL_ERR_UNSUPPORTED,
+      return ot_err(v->c, v->s, MIL_ERR_UNSUPPORTED,
                  "element %" PRId64 " of %s (%s) is %" PRIu64 ", above int32's maximum, the dtype MIL narrows %s to "
                  "(read with MIL_ONNX_CLAMP / --clamp to clip it as coremltools does, or MIL_ONNX_EXACT / --exact)",
                  i, k_field[f], mil_onnx_dtype_name(v->t), x, mil_onnx_dtype_name(v->t));
@@ -177,7 +168,7 @@ static mil_status put_f32_from_f64(conv *v, int f, int64_t i, double x, float *d
   float y = (float)x;
   if (isinf(y) && !isinf(x)) {
     if (!(v->c->flags & MIL_ONNX_CLAMP))
-      return err(v->c, v->s, MIL_ERR_UNSUPPORTED,
+      return ot_err(v->c, v->s, MIL_ERR_UNSUPPORTED,
                  "element %" PRId64 " of %s (%s) is %.17g, beyond fp32's range (MIL narrows %s to fp32; read with "
                  "MIL_ONNX_CLAMP / --clamp to let it become infinite as coremltools' astype does, or MIL_ONNX_EXACT "
                  "/ --exact)",
@@ -283,12 +274,12 @@ static mil_status from_strings(conv *v, void **block) {
   for (int64_t i = 0; i < v->numel; i++) {
     const ProtobufCBinaryData *b = &v->s->string_data[i];
     if (b->len && memchr(b->data, 0, b->len))
-      return err(v->c, v->s, MIL_ERR_UNSUPPORTED,
+      return ot_err(v->c, v->s, MIL_ERR_UNSUPPORTED,
                  "string_data[%" PRId64 "] contains a NUL byte; MIL strings are NUL-terminated", i);
     total += b->len + 1;
   }
   char **ptrs = malloc(total ? total : 1);
-  if (!ptrs) return err(v->c, v->s, MIL_ERR_NOMEM, "out of memory for %zu bytes of strings", total);
+  if (!ptrs) return ot_err(v->c, v->s, MIL_ERR_NOMEM, "out of memory for %zu bytes of strings", total);
   char *text = (char *)(ptrs + v->numel);
   for (int64_t i = 0; i < v->numel; i++) {
     const ProtobufCBinaryData *b = &v->s->string_data[i];
@@ -376,19 +367,19 @@ mil_onnx_tensor *ot_tensor_new(void) {
 static mil_status decode_header(const ot_src *s, const ot_ctx *c, mil_onnx_tensor *t) {
   int32_t dt = s->data_type;
   if (!s->has_data_type || dt == MIL_ONNX_UNDEFINED)
-    return err(c, s, MIL_ERR_FORMAT, "field data_type (2) is %s; expected a DataType such as 1 (FLOAT)",
+    return ot_err(c, s, MIL_ERR_FORMAT, "field data_type (2) is %s; expected a DataType such as 1 (FLOAT)",
                s->has_data_type ? "0 (UNDEFINED)" : "missing");
   if (!mil_onnx_dtype_name(dt))
-    return err(c, s, MIL_ERR_FORMAT, "field data_type (2) is %" PRId32 ", not a DataType (expected 1..%d)", dt,
+    return ot_err(c, s, MIL_ERR_FORMAT, "field data_type (2) is %" PRId32 ", not a DataType (expected 1..%d)", dt,
                MIL_ONNX_DTYPE_MAX);
   if (s->dialect == MIL_ONNX_DIALECT_ND4J && !ot_in_nd4j(dt))
-    return err(c, s, MIL_ERR_FORMAT, "field data_type (2) is %" PRId32 " (%s), which the nd4j dialect does not have "
+    return ot_err(c, s, MIL_ERR_FORMAT, "field data_type (2) is %" PRId32 " (%s), which the nd4j dialect does not have "
                "(its DataType ends at 16, BFLOAT16)", dt, mil_onnx_dtype_name(dt));
   if (s->has_segment)
-    return err(c, s, MIL_ERR_UNSUPPORTED, "field segment (3) is set (elements %" PRId64 "..%" PRId64 " of a tensor "
+    return ot_err(c, s, MIL_ERR_UNSUPPORTED, "field segment (3) is set (elements %" PRId64 "..%" PRId64 " of a tensor "
                "stored in chunks); libmil reads whole tensors only: join the chunks into one TensorProto",
                s->seg_begin, s->seg_end);
-  if (s->n_dims > INT32_MAX) return err(c, s, MIL_ERR_FORMAT, "%zu dims is more than a MIL rank holds", s->n_dims);
+  if (s->n_dims > INT32_MAX) return ot_err(c, s, MIL_ERR_FORMAT, "%zu dims is more than a MIL rank holds", s->n_dims);
   t->onnx_type = dt;
   t->dtype = mil_onnx_dtype_to_mil(dt, c->flags);
   t->rank = (int32_t)s->n_dims;
@@ -396,25 +387,25 @@ static mil_status decode_header(const ot_src *s, const ot_ctx *c, mil_onnx_tenso
   bool zero = false;
   for (size_t i = 0; i < s->n_dims; i++) {
     int64_t k = s->dims[i];
-    if (k < 0) return err(c, s, MIL_ERR_FORMAT, "dims[%zu] is %" PRId64 "; expected a size >= 0", i, k);
+    if (k < 0) return ot_err(c, s, MIL_ERR_FORMAT, "dims[%zu] is %" PRId64 "; expected a size >= 0", i, k);
     if (k == 0) zero = true;
     else if (n > INT64_MAX / 16 / k)
-      return err(c, s, MIL_ERR_FORMAT, "dims[%zu] = %" PRId64 " makes the element count overflow 64 bits", i, k);
+      return ot_err(c, s, MIL_ERR_FORMAT, "dims[%zu] = %" PRId64 " makes the element count overflow 64 bits", i, k);
     else n *= k;
   }
   t->numel = zero ? 0 : n;
   uint64_t bytes = t->dtype == MIL_DT_STRING ? (uint64_t)t->numel * sizeof(char *)
                                               : mil_dtype_storage_bytes(t->dtype, t->numel);
-  if (bytes > SIZE_MAX / 2) return err(c, s, MIL_ERR_FORMAT, "%" PRId64 " elements do not fit in memory", t->numel);
+  if (bytes > SIZE_MAX / 2) return ot_err(c, s, MIL_ERR_FORMAT, "%" PRId64 " elements do not fit in memory", t->numel);
   t->nbytes = (size_t)bytes;
   if (t->rank) {
     t->shape = malloc(s->n_dims * sizeof *t->shape);
-    if (!t->shape) return err(c, s, MIL_ERR_NOMEM, "out of memory");
+    if (!t->shape) return ot_err(c, s, MIL_ERR_NOMEM, "out of memory");
     memcpy(t->shape, s->dims, s->n_dims * sizeof *t->shape);
   }
   const char *name = s->name ? s->name : "";
   t->name = strdup(name);
-  if (!t->name) return err(c, s, MIL_ERR_NOMEM, "out of memory");
+  if (!t->name) return ot_err(c, s, MIL_ERR_NOMEM, "out of memory");
   t->dialect = s->dialect;
   t->n_metadata = s->n_metadata;
   return MIL_OK;
@@ -424,12 +415,12 @@ static mil_status decode_header(const ot_src *s, const ot_ctx *c, mil_onnx_tenso
 static mil_status pick_field(const ot_src *s, const ot_ctx *c, const mil_onnx_tensor *t, int *field) {
   int f = -1;
   if (s->data_location != 0 && s->data_location != 1)
-    return err(c, s, MIL_ERR_FORMAT, "field data_location (14) is %" PRId32 "; expected 0 (DEFAULT) or 1 (EXTERNAL)",
+    return ot_err(c, s, MIL_ERR_FORMAT, "field data_location (14) is %" PRId32 "; expected 0 (DEFAULT) or 1 (EXTERNAL)",
                s->data_location);
   for (int k = 0; k < F_N; k++) {
     if (!field_count(s, k)) continue;
     if (f >= 0)
-      return err(c, s, MIL_ERR_FORMAT, "both %s and %s hold elements; expected exactly one data field", k_field[f],
+      return ot_err(c, s, MIL_ERR_FORMAT, "both %s and %s hold elements; expected exactly one data field", k_field[f],
                  k_field[k]);
     f = k;
   }
@@ -438,11 +429,11 @@ static mil_status pick_field(const ot_src *s, const ot_ctx *c, const mil_onnx_te
       *field = -1;
       return MIL_OK;
     }
-    return err(c, s, MIL_ERR_FORMAT, "no data field is set, but dims say %" PRId64 " elements of %s", t->numel,
+    return ot_err(c, s, MIL_ERR_FORMAT, "no data field is set, but dims say %" PRId64 " elements of %s", t->numel,
                mil_onnx_dtype_name(t->onnx_type));
   }
   if (!field_allows(f, t->onnx_type))
-    return err(c, s, MIL_ERR_FORMAT, "%s holds the elements, but data_type is %s, which that field cannot hold",
+    return ot_err(c, s, MIL_ERR_FORMAT, "%s holds the elements, but data_type is %s, which that field cannot hold",
                k_field[f], mil_onnx_dtype_name(t->onnx_type));
   if (f == F_RAW || f == F_EXTERNAL) {
     *field = f;
@@ -452,7 +443,7 @@ static mil_status pick_field(const ot_src *s, const ot_ctx *c, const mil_onnx_te
   if (t->onnx_type == MIL_ONNX_COMPLEX64 || t->onnx_type == MIL_ONNX_COMPLEX128) want *= 2;
   if (t->onnx_type == MIL_ONNX_INT4 || t->onnx_type == MIL_ONNX_UINT4) want = (want + 1) / 2;
   if (field_count(s, f) != want)
-    return err(c, s, MIL_ERR_FORMAT, "%s holds %zu values, but dims say %" PRId64 " elements of %s (%" PRIu64
+    return ot_err(c, s, MIL_ERR_FORMAT, "%s holds %zu values, but dims say %" PRId64 " elements of %s (%" PRIu64
                " values)", k_field[f], field_count(s, f), t->numel, mil_onnx_dtype_name(t->onnx_type), want);
   *field = f;
   return MIL_OK;
@@ -479,7 +470,7 @@ mil_status ot_decode(const ot_src *s, const ot_ctx *c, mil_onnx_tensor *t) {
   if (f == F_RAW || f == F_EXTERNAL) {
     uint64_t need = ((uint64_t)t->numel * (uint64_t)ot_onnx_bits(t->onnx_type) + 7) / 8;
     if (f == F_RAW && s->raw_data.len != need)
-      return err(c, s, MIL_ERR_FORMAT, "raw_data holds %zu bytes, but dims say %" PRId64 " elements of %s (%" PRIu64
+      return ot_err(c, s, MIL_ERR_FORMAT, "raw_data holds %zu bytes, but dims say %" PRId64 " elements of %s (%" PRIu64
                  " bytes)", s->raw_data.len, t->numel, mil_onnx_dtype_name(t->onnx_type), need);
     if (f == F_RAW) {
       raw = s->raw_data.data;
@@ -500,7 +491,7 @@ mil_status ot_decode(const ot_src *s, const ot_ctx *c, mil_onnx_tensor *t) {
     }
   }
   void *dst = malloc(t->nbytes);
-  if (!dst) return err(c, s, MIL_ERR_NOMEM, "out of memory for %zu bytes", t->nbytes);
+  if (!dst) return ot_err(c, s, MIL_ERR_NOMEM, "out of memory for %zu bytes", t->nbytes);
   t->priv->owned = dst;
   t->data = dst;
   st = convert(&v, f, raw, dst);

@@ -2,15 +2,16 @@
  * location / offset / length / checksum of onnx/docs/ExternalData.md,
  * memory-mapped (never copied whole). Mirrors the path checks onnx's
  * checker learned from CVE-2022-25882 (".." components) and CVE-2024-27318
- * (symlinks out of the model directory): onnx/checker.cc
- * resolve_external_data_location. The checksum is the SHA1 of the whole
+ * (symlinks): onnx/checker.cc resolve_external_data_location and
+ * verify_path_containment: no absolute path, no "..", the file itself no
+ * symbolic link, its real path (directory symlinks resolved) inside the
+ * model's directory, a regular file with one hard link. The checksum is the SHA1 of the whole
  * file (nettle). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <nettle/sha1.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,17 +40,6 @@ void ot_map_unref(ot_map *m) {
 
 const void *ot_map_base(const ot_map *m) { return m ? m->base : NULL; }
 size_t ot_map_len(const ot_map *m) { return m ? m->len : 0; }
-
-__attribute__((format(printf, 4, 5))) static mil_status xerr(const ot_src *s, const ot_ctx *c, mil_status st,
-                                                              const char *fmt, ...) {
-  char msg[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return mil_diag_error(c->d, st, "%s: tensor '%s': external data: %s", c->where ? c->where : "<tensor>",
-                        s->name ? s->name : "", msg);
-}
 
 /* A non-negative decimal integer (the whole string). */
 static bool parse_u64(const char *v, uint64_t *out) {
@@ -80,12 +70,12 @@ static mil_status check_sha1(const ot_src *s, const ot_ctx *c, int fd, uint64_t 
                              const char *path) {
   size_t wl = strlen(want);
   if (wl != 2 * SHA1_DIGEST_SIZE || strspn(want, "0123456789abcdefABCDEF") != wl)
-    return xerr(s, c, MIL_ERR_FORMAT, "key 'checksum' is \"%.48s\"; expected 40 hex digits (SHA1 of %s)", want, path);
+    return ot_err(c, s, MIL_ERR_FORMAT, "external data: key 'checksum' is \"%.48s\"; expected 40 hex digits (SHA1 of %s)", want, path);
   struct sha1_ctx h;
   sha1_init(&h);
   if (size) {
     void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) return xerr(s, c, MIL_ERR_IO, "%s: cannot map the file: %s", path, strerror(errno));
+    if (m == MAP_FAILED) return ot_err(c, s, MIL_ERR_IO, "external data: %s: cannot map the file: %s", path, strerror(errno));
     madvise(m, (size_t)size, MADV_SEQUENTIAL);
     sha1_update(&h, (size_t)size, m);
     munmap(m, (size_t)size);
@@ -95,7 +85,7 @@ static mil_status check_sha1(const ot_src *s, const ot_ctx *c, int fd, uint64_t 
   char got[2 * SHA1_DIGEST_SIZE + 1];
   for (int i = 0; i < SHA1_DIGEST_SIZE; i++) snprintf(got + 2 * i, 3, "%02x", dig[i]);
   if (strcasecmp(got, want) != 0)
-    return xerr(s, c, MIL_ERR_FORMAT, "%s: SHA1 is %s, but key 'checksum' says %s (file changed or corrupt)", path,
+    return ot_err(c, s, MIL_ERR_FORMAT, "external data: %s: SHA1 is %s, but key 'checksum' says %s (file changed or corrupt)", path,
                 got, want);
   return MIL_OK;
 }
@@ -103,34 +93,43 @@ static mil_status check_sha1(const ot_src *s, const ot_ctx *c, int fd, uint64_t 
 /* Opens base_dir/loc after the path checks; *fd and the resolved path. */
 static mil_status open_inside(const ot_src *s, const ot_ctx *c, const char *loc, char *path, size_t cap, int *fd) {
   if (loc[0] == '/' || loc[0] == '\\' || (loc[0] && loc[1] == ':'))
-    return xerr(s, c, MIL_ERR_INVALID, "location \"%s\" is an absolute path; only paths relative to the model's "
+    return ot_err(c, s, MIL_ERR_INVALID, "external data: location \"%s\" is an absolute path; only paths relative to the model's "
                 "directory are allowed (CVE-2022-25882)", loc);
   if (has_dotdot(loc))
-    return xerr(s, c, MIL_ERR_INVALID, "location \"%s\" has a '..' component; only paths inside the model's "
+    return ot_err(c, s, MIL_ERR_INVALID, "external data: location \"%s\" has a '..' component; only paths inside the model's "
                 "directory are allowed (CVE-2022-25882)", loc);
   if ((size_t)snprintf(path, cap, "%s/%s", c->base_dir, loc) >= cap)
-    return xerr(s, c, MIL_ERR_INVALID, "location \"%.64s...\" is too long", loc);
-  *fd = open(path, O_RDONLY | O_CLOEXEC);
+    return ot_err(c, s, MIL_ERR_INVALID, "external data: location \"%.64s...\" is too long", loc);
+  struct stat ls;
+  if (lstat(path, &ls) == 0 && S_ISLNK(ls.st_mode))
+    return ot_err(c, s, MIL_ERR_INVALID, "external data: %s (location \"%s\") is a symbolic link; refused as onnx's "
+                  "checker does (CVE-2024-27318)", path, loc);
+  *fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (*fd < 0)
-    return xerr(s, c, MIL_ERR_IO, "cannot open %s (location \"%s\"): %s", path, loc, strerror(errno));
+    return ot_err(c, s, MIL_ERR_IO, "external data: cannot open %s (location \"%s\"): %s", path, loc, strerror(errno));
   char base_real[PATH_MAX], file_real[PATH_MAX];
   struct stat a, b;
   if (!realpath(c->base_dir, base_real) || !realpath(path, file_real) || fstat(*fd, &a) != 0 ||
       stat(file_real, &b) != 0) {
     int e = errno;
     close(*fd);
-    return xerr(s, c, MIL_ERR_IO, "cannot resolve %s: %s", path, strerror(e));
+    return ot_err(c, s, MIL_ERR_IO, "external data: cannot resolve %s: %s", path, strerror(e));
   }
   size_t bl = strlen(base_real);
   bool inside = strncmp(file_real, base_real, bl) == 0 && (file_real[bl] == '/' || (bl == 1 && base_real[0] == '/'));
   if (!inside || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
     close(*fd);
-    return xerr(s, c, MIL_ERR_INVALID, "location \"%s\" resolves to %s, outside the model's directory %s (a "
-                "symlink; refused as onnx does since CVE-2024-27318)", loc, file_real, base_real);
+    return ot_err(c, s, MIL_ERR_INVALID, "external data: location \"%s\" resolves to %s, outside the model's directory %s "
+                "(through a symbolic link; refused as onnx does since CVE-2024-27318)", loc, file_real, base_real);
   }
   if (!S_ISREG(a.st_mode)) {
     close(*fd);
-    return xerr(s, c, MIL_ERR_INVALID, "%s is not a regular file", path);
+    return ot_err(c, s, MIL_ERR_INVALID, "external data: %s is not a regular file", path);
+  }
+  if (a.st_nlink > 1) {
+    close(*fd);
+    return ot_err(c, s, MIL_ERR_INVALID, "external data: %s has %ju hard links; refused as onnx's checker does (a "
+                  "hard link can reach any file of the file system)", path, (uintmax_t)a.st_nlink);
   }
   return MIL_OK;
 }
@@ -145,19 +144,19 @@ mil_status ot_ext_map(const ot_src *s, const ot_ctx *c, size_t nbytes, ot_map **
     const char **slot = !strcmp(k, "location") ? &loc : !strcmp(k, "offset") ? &off_s : !strcmp(k, "length") ? &len_s
                         : !strcmp(k, "checksum") ? &sum : NULL;
     if (!slot) continue; /* other keys (e.g. "basepath") carry nothing libmil needs */
-    if (*slot) return xerr(s, c, MIL_ERR_FORMAT, "key '%s' appears twice in external_data (13)", k);
+    if (*slot) return ot_err(c, s, MIL_ERR_FORMAT, "external data: key '%s' appears twice in external_data (13)", k);
     *slot = v;
   }
   if (!loc || !loc[0])
-    return xerr(s, c, MIL_ERR_FORMAT, "data_location is EXTERNAL but external_data (13) has no %s key 'location'",
+    return ot_err(c, s, MIL_ERR_FORMAT, "external data: data_location is EXTERNAL but external_data (13) has no %s key 'location'",
                 loc ? "non-empty" : "");
   uint64_t off = 0, len = 0;
   if (off_s && !parse_u64(off_s, &off))
-    return xerr(s, c, MIL_ERR_FORMAT, "key 'offset' is \"%.40s\"; expected a non-negative decimal integer", off_s);
+    return ot_err(c, s, MIL_ERR_FORMAT, "external data: key 'offset' is \"%.40s\"; expected a non-negative decimal integer", off_s);
   if (len_s && !parse_u64(len_s, &len))
-    return xerr(s, c, MIL_ERR_FORMAT, "key 'length' is \"%.40s\"; expected a non-negative decimal integer", len_s);
+    return ot_err(c, s, MIL_ERR_FORMAT, "external data: key 'length' is \"%.40s\"; expected a non-negative decimal integer", len_s);
   if (!c->base_dir)
-    return xerr(s, c, MIL_ERR_INVALID, "location \"%s\" needs the model's directory (read the tensor from a file, or "
+    return ot_err(c, s, MIL_ERR_INVALID, "external data: location \"%s\" needs the model's directory (read the tensor from a file, or "
                 "give a base directory)", loc);
   char path[PATH_MAX + 256];
   int fd = -1;
@@ -169,13 +168,13 @@ mil_status ot_ext_map(const ot_src *s, const ot_ctx *c, size_t nbytes, ot_map **
   if (!len_s) len = off <= size ? size - off : 0;
   if (len != nbytes) {
     close(fd);
-    return xerr(s, c, MIL_ERR_FORMAT, "%s: %s %" PRIu64 " bytes, but dims say %zu bytes of %s", path,
+    return ot_err(c, s, MIL_ERR_FORMAT, "external data: %s: %s %" PRIu64 " bytes, but dims say %zu bytes of %s", path,
                 len_s ? "key 'length' says" : "the file holds (after the offset)", len, nbytes,
                 mil_onnx_dtype_name(s->data_type));
   }
   if (off > size || len > size - off) {
     close(fd);
-    return xerr(s, c, MIL_ERR_FORMAT, "%s is %" PRIu64 " bytes, too short for bytes [%" PRIu64 ", %" PRIu64
+    return ot_err(c, s, MIL_ERR_FORMAT, "external data: %s is %" PRIu64 " bytes, too short for bytes [%" PRIu64 ", %" PRIu64
                 ") (offset %" PRIu64 " + length %" PRIu64 ")", path, size, off, off + len, off, len);
   }
   if (sum && !(c->flags & MIL_ONNX_NO_CHECKSUM) && (st = check_sha1(s, c, fd, size, sum, path)) != MIL_OK) {
@@ -192,11 +191,11 @@ mil_status ot_ext_map(const ot_src *s, const ot_ctx *c, size_t nbytes, ot_map **
   void *base = mmap(NULL, mlen, PROT_READ, MAP_PRIVATE, fd, (off_t)aoff);
   int e = errno;
   close(fd);
-  if (base == MAP_FAILED) return xerr(s, c, MIL_ERR_IO, "%s: cannot map %zu bytes: %s", path, mlen, strerror(e));
+  if (base == MAP_FAILED) return ot_err(c, s, MIL_ERR_IO, "external data: %s: cannot map %zu bytes: %s", path, mlen, strerror(e));
   ot_map *m = malloc(sizeof *m);
   if (!m) {
     munmap(base, mlen);
-    return xerr(s, c, MIL_ERR_NOMEM, "out of memory");
+    return ot_err(c, s, MIL_ERR_NOMEM, "external data: out of memory");
   }
   *m = (ot_map){base, mlen, 1};
   *map = m;

@@ -125,6 +125,9 @@ struct mil_onnx_priv {
   ot_map *map;           /* external data mapping, or NULL */
 };
 
+/* Records "<where>: tensor '<name>': <message>" in c->d and returns st. */
+OT_HIDDEN mil_status ot_err(const ot_ctx *c, const ot_src *s, mil_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Fills t (zeroed, priv allocated) from s: shape, dtype, elements. */
 OT_HIDDEN mil_status ot_decode(const ot_src *s, const ot_ctx *c, mil_onnx_tensor *t);
 /* A new zeroed tensor with its private part; NULL on OOM. */

@@ -127,7 +127,7 @@ static mil_status pick_dialect(const Onnx__TensorProto *m, const char *where, mi
     const uint8_t *p = NULL;
     size_t n = 0;
     bool len_ok = u->wire_type == (ProtobufCWireType)WT_LEN && unknown_payload(u, &p, &n);
-    if (u->wire_type == (ProtobufCWireType)WT_VARINT) {
+    if (u->wire_type == (ProtobufCWireType)WT_VARINT && asked != MIL_ONNX_DIALECT_ONNX) {
       nd4j_why = "field 16 is a varint (nd4j's bool_val, unpacked)";
       continue;
     }
@@ -135,7 +135,7 @@ static mil_status pick_dialect(const Onnx__TensorProto *m, const char *where, mi
       (*n_meta)++;
       continue; /* an empty entry or zero bools: the same nothing either way */
     }
-    if (len_ok && only_bool_bytes(p, n)) {
+    if (len_ok && only_bool_bytes(p, n) && asked != MIL_ONNX_DIALECT_ONNX) {
       nd4j_why = "field 16 holds only 0x00/0x01 bytes (nd4j's packed bool_val; no ONNX message starts so)";
       continue;
     }
@@ -152,6 +152,12 @@ static mil_status pick_dialect(const Onnx__TensorProto *m, const char *where, mi
       continue;
     }
     if (asked == MIL_ONNX_DIALECT_ND4J) continue;
+    if (asked == MIL_ONNX_DIALECT_ONNX)
+      return mil_diag_error(d, MIL_ERR_FORMAT,
+                            "%s: TensorProto '%s': field 16 (metadata_props, occurrence %d, wire type %d) is not a "
+                            "StringStringEntryProto%s", where, m->name ? m->name : "", k16, (int)u->wire_type,
+                            (len_ok && only_bool_bytes(p, n)) || u->wire_type == (ProtobufCWireType)WT_VARINT
+                                ? "; it reads as nd4j's bool_val: use the nd4j dialect" : "");
     return mil_diag_error(d, MIL_ERR_FORMAT,
                           "%s: TensorProto '%s': %sfield 16 (occurrence %d, wire type %d, %zu bytes) is neither "
                           "ONNX's metadata_props (a StringStringEntryProto) nor nd4j's packed bool_val (bytes 0/1)",

@@ -10,10 +10,11 @@
 #include "run_common.h"
 
 static void help(void) {
-  printf("usage: mil verify A B [--input NAME=FILE.npy]... [--rtol R] [--atol A] [--seed S]\n"
+  printf("usage: mil verify A B [--input NAME=FILE.npy|FILE.pb]... [--rtol R] [--atol A] [--seed S]\n"
          "                      [--function NAME]\n\n"
          "Run models A and B (.mlpackage, .mlmodel or .mil) on the CPU reference\n"
-         "interpreter with the same inputs and compare their outputs. Inputs not given\n"
+         "interpreter with the same inputs and compare their outputs. --input takes a\n"
+         ".npy file or an ONNX TensorProto .pb (either dialect). Inputs not given\n"
          "are random within each input's dtype and shape (floats in [-1, 1), integers in\n"
          "[0, 10), symbolic dims as 1), drawn from --seed. Outputs are matched by name,\n"
          "or by position when the names differ. An output passes when every element has\n"

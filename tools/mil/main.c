@@ -18,6 +18,7 @@ CMD(ops)
 CMD(diff)
 CMD(run)
 CMD(verify)
+CMD(tensor)
 #undef CMD
 
 typedef struct cmd_entry {
@@ -26,7 +27,7 @@ typedef struct cmd_entry {
   const char *summary;
 } cmd_entry;
 
-static cli_cmd_fn f_print, f_validate, f_convert, f_info, f_opt, f_passes, f_ops, f_diff, f_run, f_verify;
+static cli_cmd_fn f_print, f_validate, f_convert, f_info, f_opt, f_passes, f_ops, f_diff, f_run, f_verify, f_tensor;
 
 static const cmd_entry k_cmds[] = {
     {"print", &f_print, "print a model as MIL text (coremltools form, or --complete)"},
@@ -39,6 +40,7 @@ static const cmd_entry k_cmds[] = {
     {"diff", &f_diff, "tell whether two programs are equivalent"},
     {"run", &f_run, "run a model on the CPU reference interpreter"},
     {"verify", &f_verify, "run two models on the same inputs and compare outputs"},
+    {"tensor", &f_tensor, "describe or convert a tensor file (ONNX TensorProto .pb, .npy)"},
 };
 #define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])
 
@@ -53,6 +55,7 @@ static void bind_commands(void) {
   f_diff = cmd_diff;
   f_run = cmd_run;
   f_verify = cmd_verify;
+  f_tensor = cmd_tensor;
 }
 
 static void usage(FILE *out) {
