@@ -139,6 +139,11 @@ bool onnx_axis(int64_t *axis, int32_t rank);
  * matmul and activations (weights may be computed at run time). */
 mil_status onnx_rnn_unrolled(onnx_ctx *c, onnx_node *n, int gates);
 
+/* Resize spelled out with gathers along each resized axis (scales or sizes
+ * as vars, one of them NULL), for what MIL's resize ops cannot express. */
+mil_status onnx_resize_gather(onnx_ctx *c, onnx_node *n, mil_var *x, mil_var *scales, mil_var *sizes, const char *mode,
+                              const char *coord, const char *nm);
+
 /* ---------- the tensor bridge ---------- */
 
 /* The MIL dtype an ONNX DataType becomes in the program (int64 -> int32,

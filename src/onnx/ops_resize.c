@@ -7,13 +7,20 @@
  *   linear -> resize_bilinear with sampling_mode UNALIGN_CORNERS
  *   (half_pixel, pytorch_half_pixel), STRICT_ALIGN_CORNERS (align_corners)
  *   or DEFAULT (asymmetric);
- *   sizes / scales computed at run time -> iOS17's resize.
- * cubic, tf_crop_and_resize, antialias and the other nearest roundings are
- * refused clearly. GridSample -> resample. */
+ *   anything else (scales / sizes computed at run time, other coordinate or
+ *   rounding modes, scales that do not give whole sizes, other axes)
+ *   -> gathers (ops_resize_gather.c).
+ * cubic, tf_crop_and_resize and antialias are refused clearly.
+ * GridSample -> resample. */
 #include <math.h>
 #include <string.h>
 
 #include "onnx/import_internal.h"
+
+/* What the MIL resize ops cannot express goes to the gather form
+ * (ops_resize_gather.c): resize_common says so with this status, without
+ * a message. */
+#define RESIZE_GATHER ((mil_status)-1)
 
 /* Output H and W from known scales or sizes; false when neither is known. */
 static bool out_size(onnx_ctx *c, onnx_node *n, mil_var *x, const mil_value *scales, const mil_value *sizes,
@@ -41,75 +48,39 @@ static bool out_size(onnx_ctx *c, onnx_node *n, mil_var *x, const mil_value *sca
 
 static mil_status resize_common(onnx_ctx *c, onnx_node *n, mil_var *x, const mil_value *scales, const mil_value *sizes,
                                 const char *mode, const char *coord, const char *nearest_mode) {
-  if (onnx_rank(x) != 4) return ONNX_UNSUP(c, "only rank-4 (N, C, H, W) inputs are resized");
+  if (onnx_rank(x) != 4) return RESIZE_GATHER;
   for (int32_t i = 0; i < 2; i++) {
     double s = scales && scales->numel == 4 ? mil_value_get_f64(scales, i) : 1;
     int64_t z = sizes && sizes->numel == 4 ? mil_value_get_i64(sizes, i) : x->type->dims[i].size;
-    if (s != 1 || z != x->type->dims[i].size) return ONNX_UNSUP(c, "resizing the batch or channel dims");
+    if (s != 1 || z != x->type->dims[i].size) return RESIZE_GATHER;
   }
   int64_t oh, ow;
   double sh, sw;
-  if (!out_size(c, n, x, scales, sizes, &oh, &ow, &sh, &sw))
-    return ONNX_UNSUP(c, "scales / sizes (or the input's H and W) not known at conversion time");
+  if (!out_size(c, n, x, scales, sizes, &oh, &ow, &sh, &sw)) return RESIZE_GATHER;
   if (strcmp(mode, "nearest") == 0) {
     bool int_up = sh >= 1 && sw >= 1 && sh == floor(sh) && sw == floor(sw);
     bool coord_ok = strcmp(coord, "asymmetric") == 0 ? strcmp(nearest_mode, "floor") == 0 || int_up
                     : strcmp(coord, "half_pixel") == 0 ? strcmp(nearest_mode, "round_prefer_floor") == 0
                                                        : false;
-    if (!int_up || !coord_ok)
-      return ONNX_UNSUP(c, "nearest resize other than an integer upscale (coordinate mode %s, nearest_mode %s, "
-                        "scales %g x %g)", coord, nearest_mode, sh, sw);
+    if (!int_up || !coord_ok) return RESIZE_GATHER;
     return onnx_set_out(c, n, 0, ONNX_OP(c, "upsample_nearest_neighbor", A("x", x),
                                          K("scale_factor_height", onnx_i32(c, (int64_t)sh)),
                                          K("scale_factor_width", onnx_i32(c, (int64_t)sw))));
   }
-  if (strcmp(mode, "linear") != 0 && strcmp(mode, "bilinear") != 0)
-    return ONNX_UNSUP(c, "mode '%s' has no MIL counterpart", mode);
+  if (strcmp(mode, "linear") != 0 && strcmp(mode, "bilinear") != 0) return RESIZE_GATHER;
   const char *sm = strcmp(coord, "half_pixel") == 0 || strcmp(coord, "pytorch_half_pixel") == 0 ? "UNALIGN_CORNERS"
                    : strcmp(coord, "align_corners") == 0                                          ? "STRICT_ALIGN_CORNERS"
                    : strcmp(coord, "asymmetric") == 0                                             ? "DEFAULT"
                                                                                                   : NULL;
-  if (!sm) return ONNX_UNSUP(c, "coordinate_transformation_mode '%s'", coord);
+  if (!sm) return RESIZE_GATHER;
+  /* pytorch_half_pixel maps an output of size 1 to 0, not to the center */
+  if (!strcmp(coord, "pytorch_half_pixel") && (oh == 1 || ow == 1)) return RESIZE_GATHER;
   if (sizes == NULL && (fabs((double)oh - sh * (double)x->type->dims[2].size) > 1e-6 ||
                         fabs((double)ow - sw * (double)x->type->dims[3].size) > 1e-6) &&
       strcmp(sm, "STRICT_ALIGN_CORNERS") != 0)
-    return ONNX_UNSUP(c, "linear resize by scales that do not give whole output sizes");
+    return RESIZE_GATHER; /* ONNX's coordinates follow the scales, resize_bilinear's the sizes */
   return onnx_set_out(c, n, 0, ONNX_OP(c, "resize_bilinear", A("x", x), K("target_size_height", onnx_i32(c, oh)),
                                        K("target_size_width", onnx_i32(c, ow)), K("sampling_mode", onnx_str(c, sm))));
-}
-
-/* Sizes or scales computed at run time: iOS17's resize, which takes the
- * output shape at run time. */
-static mil_status resize_dynamic(onnx_ctx *c, onnx_node *n, mil_var *x, mil_var *sv, mil_var *zv, const char *mode,
-                                 const char *coord, const char *nm) {
-  if (c->target < MIL_IOS17) return ONNX_UNSUP(c, "scales / sizes computed at run time need iOS17 (resize)");
-  /* ONNX maps coordinates through the scales themselves, resize through
-   * in / out sizes: the same only when the sizes are given */
-  if (!zv) return ONNX_UNSUP(c, "scales computed at run time (resize takes output sizes)");
-  if (strcmp(coord, "pytorch_half_pixel") == 0) return ONNX_UNSUP(c, "pytorch_half_pixel with sizes computed at run time");
-  if (onnx_rank(x) != 4) return ONNX_UNSUP(c, "only rank-4 (N, C, H, W) inputs are resized");
-  bool nearest = strcmp(mode, "nearest") == 0;
-  if (nearest && !(strcmp(coord, "asymmetric") == 0 && strcmp(nm, "floor") == 0))
-    return ONNX_UNSUP(c, "nearest resize with coordinate mode %s and nearest_mode %s at run time", coord, nm);
-  if (!nearest && strcmp(mode, "linear") != 0) return ONNX_UNSUP(c, "mode '%s' has no MIL counterpart", mode);
-  const char *sm = strcmp(coord, "half_pixel") == 0 || strcmp(coord, "pytorch_half_pixel") == 0 ? "UNALIGN_CORNERS"
-                   : strcmp(coord, "align_corners") == 0                                          ? "STRICT_ALIGN_CORNERS"
-                   : strcmp(coord, "asymmetric") == 0                                             ? "DEFAULT"
-                                                                                                  : NULL;
-  if (!sm) return ONNX_UNSUP(c, "coordinate_transformation_mode '%s'", coord);
-  int64_t b = 2, e = 4;
-  mil_var *shape;
-  if (zv) shape = ONNX_OP(c, "slice_by_index", A("x", onnx_cast(c, zv, MIL_DT_INT32)), K("begin", onnx_i32s(c, 1, &b)),
-                          K("end", onnx_i32s(c, 1, &e)));
-  else {
-    mil_var *hw = ONNX_OP(c, "slice_by_index", A("x", onnx_shape_of(c, x)), K("begin", onnx_i32s(c, 1, &b)), K("end", onnx_i32s(c, 1, &e)));
-    mil_var *sc = ONNX_OP(c, "slice_by_index", A("x", onnx_cast(c, sv, MIL_DT_FP32)), K("begin", onnx_i32s(c, 1, &b)),
-                          K("end", onnx_i32s(c, 1, &e)));
-    shape = onnx_cast(c, ONNX_OP(c, "floor", A("x", ONNX_OP(c, "mul", A("x", onnx_cast(c, hw, MIL_DT_FP32)), A("y", sc)))), MIL_DT_INT32);
-  }
-  return onnx_set_out(c, n, 0, ONNX_OP(c, "resize", A("x", x), A("shape", shape), K("resized_dims", mil_value_new_scalar_i64(c->p, MIL_DT_UINT32, 2)),
-                                       K("interpolation_mode", onnx_str(c, nearest ? "NEAREST_NEIGHBOR" : "LINEAR")),
-                                       K("sampling_mode", onnx_str(c, sm))));
 }
 
 static mil_status conv_resize(onnx_ctx *c, onnx_node *n) {
@@ -125,29 +96,26 @@ static mil_status conv_resize(onnx_ctx *c, onnx_node *n) {
   mil_var *sv = n->opset < 11 ? onnx_in(n, 1) : onnx_in(n, 2);
   mil_var *zv = n->opset < 11 ? NULL : onnx_in(n, 3);
   const mil_value *scales = sv ? onnx_val(sv) : NULL, *sizes = zv ? onnx_val(zv) : NULL;
-  if ((sv && !scales && mil_type_numel(sv->type) != 0) || (zv && !sizes))
-    return resize_dynamic(c, n, x, sizes || !sv || mil_type_numel(sv->type) == 0 ? NULL : sv, zv && !sizes ? zv : NULL, mode,
-                          coord, nm);
-  if (scales && scales->numel == 0) scales = NULL;
-  return resize_common(c, n, x, scales, sizes, mode, coord, nm);
+  if (sv && mil_type_numel(sv->type) == 0) sv = NULL, scales = NULL;
+  mil_status st = RESIZE_GATHER;
+  if ((!sv || scales) && (!zv || sizes)) st = resize_common(c, n, x, scales, sizes, mode, coord, nm);
+  return st == RESIZE_GATHER ? onnx_resize_gather(c, n, x, zv ? NULL : sv, zv, mode, coord, nm) : st;
 }
 
 static mil_status conv_upsample(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0);
   if (!x) return MIL_ERR_INVALID;
   const char *mode = onnx_attr_s(c, n, "mode", "nearest");
-  const mil_value *scales;
+  mil_var *sv;
   if (n->opset < 9) {
     const float *f;
     int32_t k = onnx_attr_floats(n, "scales", &f);
     mil_value *v = mil_value_new_tensor(c->p, MIL_DT_FP32, 1, (int64_t[]){k < 0 ? 0 : k}, false, NULL);
     for (int32_t i = 0; v && i < k; i++) mil_value_set_f64(v, i, f[i]);
-    scales = v;
-  } else {
-    scales = onnx_val(onnx_req(c, n, 1));
-    if (!scales) return ONNX_UNSUP(c, "scales not known at conversion time");
-  }
-  return resize_common(c, n, x, scales, NULL, mode, "asymmetric", "floor");
+    sv = onnx_const(c, v);
+  } else if (!(sv = onnx_req(c, n, 1))) return MIL_ERR_INVALID;
+  mil_status st = sv->val ? resize_common(c, n, x, sv->val, NULL, mode, "asymmetric", "floor") : RESIZE_GATHER;
+  return st == RESIZE_GATHER ? onnx_resize_gather(c, n, x, sv, NULL, mode, "asymmetric", "floor") : st;
 }
 
 /* GridSample (16; 20 renames the modes linear / cubic): resample with
@@ -171,7 +139,7 @@ static mil_status conv_grid_sample(onnx_ctx *c, onnx_node *n) {
 
 const onnx_op_entry onnx_ops_resize[] = {
     {"GridSample", "", 16, 0, conv_grid_sample, "resample"},
-    {"Resize", "", 10, 0, conv_resize, "upsample_nearest_neighbor / resize_bilinear"},
-    {"Upsample", "", 7, 9, conv_upsample, "upsample_nearest_neighbor / resize_bilinear"},
+    {"Resize", "", 10, 0, conv_resize, "upsample_nearest_neighbor / resize_bilinear / gather"},
+    {"Upsample", "", 7, 9, conv_upsample, "upsample_nearest_neighbor / resize_bilinear / gather"},
     {NULL, NULL, 0, 0, NULL, NULL},
 };
