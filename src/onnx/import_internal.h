@@ -132,6 +132,10 @@ mil_var *onnx_shape_of(onnx_ctx *c, mil_var *x);
 /* B of a binary op aligned to A under the pre-opset-7 broadcast / axis
  * attributes (B itself otherwise). */
 mil_var *onnx_legacy_broadcast(onnx_ctx *c, onnx_node *n, mil_var *a, mil_var *b);
+/* For axes computed at run time (a rank-1 int var of static length) of a
+ * rank-R tensor: an int32 (R) vector, 1 where the position is one of the
+ * axes (negative ones count from the end); *pos gets range(R). */
+mil_var *onnx_axes_mask(onnx_ctx *c, mil_var *axes, int64_t R, mil_var **pos);
 /* Normalizes a possibly negative axis against rank; false when out of range. */
 bool onnx_axis(int64_t *axis, int32_t rank);
 

@@ -211,6 +211,18 @@ mil_var *onnx_cast(onnx_ctx *c, mil_var *x, mil_dtype dt) {
 
 mil_var *onnx_shape_of(onnx_ctx *c, mil_var *x) { return ONNX_OP(c, "shape", A("x", x)); }
 
+/* For axes (rank 1, computed at run time) of a rank-R result: an int32
+ * (R) vector, 1 where the position is one of the axes (negative axes
+ * count from the end), and the positions range(R) in *pos. */
+mil_var *onnx_axes_mask(onnx_ctx *c, mil_var *axes, int64_t R, mil_var **pos) {
+  mil_var *ax = ONNX_OP(c, "mod", A("x", onnx_cast(c, axes, MIL_DT_INT32)), K("y", onnx_i32(c, R)));
+  *pos = ONNX_OP(c, "range_1d", K("start", onnx_i32(c, 0)), K("end", onnx_i32(c, R)), K("step", onnx_i32(c, 1)));
+  mil_var *hit = ONNX_OP(c, "equal", A("x", ONNX_OP(c, "expand_dims", A("x", *pos), K("axes", onnx_i32s(c, 1, (int64_t[]){1})))),
+                         A("y", ONNX_OP(c, "expand_dims", A("x", ax), K("axes", onnx_i32s(c, 1, (int64_t[]){0})))));
+  return ONNX_OP(c, "reduce_max", A("x", onnx_cast(c, hit, MIL_DT_INT32)), K("axes", onnx_i32s(c, 1, (int64_t[]){1})),
+                 K("keep_dims", onnx_bool(c, false)));
+}
+
 /* ---------- types ---------- */
 
 const mil_type *onnx_value_info_type(onnx_ctx *c, const Onnx__ValueInfoProto *vi) {

@@ -115,18 +115,6 @@ static mil_status conv_transpose(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, ONNX_OP(c, "transpose", A("x", x), K("perm", onnx_i32s(c, rank, perm))));
 }
 
-/* For axes (rank 1, computed at run time) of a rank-R result: an int32
- * (R) vector, 1 where the position is one of the axes (negative axes
- * count from the end), and the positions range(R) in *pos. */
-static mil_var *axes_hits(onnx_ctx *c, mil_var *axes, int64_t R, mil_var **pos) {
-  mil_var *ax = ONNX_OP(c, "mod", A("x", onnx_cast(c, axes, MIL_DT_INT32)), K("y", onnx_i32(c, R)));
-  *pos = ONNX_OP(c, "range_1d", K("start", onnx_i32(c, 0)), K("end", onnx_i32(c, R)), K("step", onnx_i32(c, 1)));
-  mil_var *hit = ONNX_OP(c, "equal", A("x", ONNX_OP(c, "expand_dims", A("x", *pos), K("axes", onnx_i32s(c, 1, (int64_t[]){1})))),
-                         A("y", ONNX_OP(c, "expand_dims", A("x", ax), K("axes", onnx_i32s(c, 1, (int64_t[]){0})))));
-  return ONNX_OP(c, "reduce_max", A("x", onnx_cast(c, hit, MIL_DT_INT32)), K("axes", onnx_i32s(c, 1, (int64_t[]){1})),
-                 K("keep_dims", onnx_bool(c, false)));
-}
-
 /* Unsqueeze with axes computed at run time (their count is static):
  * output dim p is 1 where p is an axis, else the next dim of x; built
  * from range / equal / cumsum / gather, then one reshape. */
@@ -135,7 +123,7 @@ static mil_status unsqueeze_dynamic(onnx_ctx *c, onnx_node *n, mil_var *x, mil_v
   if (onnx_rank(axes) != 1 || axes->type->dims[0].size < 0 || r < 0) return ONNX_UNSUP(c, "axes of unknown length");
   int64_t R = r + axes->type->dims[0].size;
   mil_var *pos;
-  mil_var *isnew = axes_hits(c, axes, R, &pos);
+  mil_var *isnew = onnx_axes_mask(c, axes, R, &pos);
   mil_var *src = ONNX_OP(c, "sub", A("x", pos), A("y", ONNX_OP(c, "cumsum", A("x", isnew), K("axis", onnx_i32(c, 0)))));
   src = ONNX_OP(c, "clip", A("x", onnx_cast(c, src, MIL_DT_FP32)), K("alpha", onnx_f32(c, 0)), K("beta", onnx_f32(c, r > 0 ? r - 1 : 0)));
   mil_var *dims = r > 0 ? ONNX_OP(c, "gather", A("x", onnx_shape_of(c, x)), A("indices", onnx_cast(c, src, MIL_DT_INT32)),
@@ -153,7 +141,7 @@ static mil_status squeeze_dynamic(onnx_ctx *c, onnx_node *n, mil_var *x, mil_var
   int64_t k = axes->type->dims[0].size, keep = r - k;
   if (keep < 0) return onnx_fail(c, MIL_ERR_INVALID, "more axes than dims");
   mil_var *pos;
-  mil_var *gone = axes_hits(c, axes, r, &pos);
+  mil_var *gone = onnx_axes_mask(c, axes, r, &pos);
   mil_var *key = onnx_cast(c, ONNX_OP(c, "add", A("x", pos), A("y", ONNX_OP(c, "mul", A("x", gone), K("y", onnx_i32(c, r))))), MIL_DT_FP32);
   if (keep == 0) return onnx_set_out(c, n, 0, ONNX_OP(c, "reshape", A("x", x), K("shape", onnx_i32s(c, 0, NULL))));
   mil_op *tk = onnx_op_full(c, "topk", 4, (pass_barg[]){A("x", key), K("k", onnx_i32(c, keep)), K("axis", onnx_i32(c, 0)),
