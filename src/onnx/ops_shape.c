@@ -171,8 +171,11 @@ static mil_status conv_gather_elements(onnx_ctx *c, onnx_node *n) {
 static mil_status conv_gather_nd(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0), *idx = onnx_req(c, n, 1);
   if (!x || !idx) return MIL_ERR_INVALID;
-  if (onnx_attr_i(n, "batch_dims", 0) != 0) return ONNX_UNSUP(c, "batch_dims != 0");
-  return onnx_set_out(c, n, 0, ONNX_OP(c, "gather_nd", A("x", x), A("indices", onnx_cast(c, idx, MIL_DT_INT32))));
+  int64_t bd = onnx_attr_i(n, "batch_dims", 0);
+  if (bd == 0) return onnx_set_out(c, n, 0, ONNX_OP(c, "gather_nd", A("x", x), A("indices", onnx_cast(c, idx, MIL_DT_INT32))));
+  if (c->target < MIL_IOS17) return ONNX_UNSUP(c, "batch_dims != 0 needs iOS17 (gather_nd's batch_dims)");
+  return onnx_set_out(c, n, 0, ONNX_OP(c, "gather_nd", A("x", x), A("indices", onnx_cast(c, idx, MIL_DT_INT32)),
+                                       K("batch_dims", onnx_i32(c, bd))));
 }
 
 static const char *scatter_mode(onnx_ctx *c, onnx_node *n) {
@@ -234,14 +237,38 @@ static mil_status conv_topk(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0);
   if (!x) return MIL_ERR_INVALID;
   int64_t k;
-  if (n->opset < 10) k = onnx_attr_i(n, "k", 1);
-  else {
-    const mil_value *kv = onnx_val(onnx_req(c, n, 1));
-    if (!kv) return ONNX_UNSUP(c, "k not known at conversion time");
-    k = mil_value_get_i64(kv, 0);
-  }
+  mil_var *kvar = NULL;
   int64_t axis = onnx_attr_i(n, "axis", -1);
   bool asc = onnx_attr_i(n, "largest", 1) == 0;
+  if (n->opset < 10) k = onnx_attr_i(n, "k", 1);
+  else {
+    if (!(kvar = onnx_req(c, n, 1))) return MIL_ERR_INVALID;
+    const mil_value *kv = onnx_val(kvar);
+    k = kv ? mil_value_get_i64(kv, 0) : -1;
+  }
+  if (k < 0) {
+    /* k at run time: sort the whole axis, keep the first k */
+    int32_t r = onnx_rank(x);
+    if (!onnx_axis(&axis, r) || x->type->dims[axis].size < 0) return ONNX_UNSUP(c, "k computed at run time along a symbolic dim");
+    mil_op *op = onnx_op_full(c, "topk", 4, (pass_barg[]){A("x", x), K("k", onnx_i32(c, x->type->dims[axis].size)), K("axis", onnx_i32(c, axis)),
+                                                           K("ascending", onnx_bool(c, asc))});
+    if (!op) return MIL_ERR_TYPE;
+    mil_var *kk = onnx_cast(c, kvar, MIL_DT_INT32);
+    if (onnx_rank(kk) > 0) kk = ONNX_OP(c, "reshape", A("x", kk), K("shape", onnx_i32s(c, 1, (int64_t[]){1})));
+    else kk = ONNX_OP(c, "expand_dims", A("x", kk), K("axes", onnx_i32s(c, 1, (int64_t[]){0})));
+    mil_var *ends[MIL_INTERP_MAX_RANK_ONNX];
+    mil_var *zero = onnx_const(c, onnx_i32s(c, 1, (int64_t[]){0}));
+    for (int32_t d = 0; d < r; d++) ends[d] = d == axis ? kk : zero;
+    mil_var *end = r == 1 ? kk : ONNX_OP(c, "concat", AT("values", ends, r), K("axis", onnx_i32(c, 0)));
+    mil_value *m = mil_value_new_tensor(c->p, MIL_DT_BOOL, 1, (int64_t[]){r}, false, NULL);
+    mil_value *zeros = mil_value_new_tensor(c->p, MIL_DT_INT32, 1, (int64_t[]){r}, false, NULL);
+    if (!m || !zeros) return MIL_ERR_NOMEM;
+    for (int32_t d = 0; d < r; d++) mil_value_set_i64(m, d, d != axis);
+    mil_status st = MIL_OK;
+    for (int32_t i = 0; i < 2 && st == MIL_OK; i++)
+      st = onnx_set_out(c, n, i, ONNX_OP(c, "slice_by_index", A("x", op->outputs[i]), K("begin", zeros), A("end", end), K("end_mask", m)));
+    return st;
+  }
   mil_op *op = onnx_op_full(c, "topk", 4, (pass_barg[]){A("x", x), K("k", onnx_i32(c, k)), K("axis", onnx_i32(c, axis)),
                                                          K("ascending", onnx_bool(c, asc))});
   if (!op) return MIL_ERR_TYPE;

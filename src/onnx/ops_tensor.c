@@ -297,6 +297,54 @@ static mil_status slice_dynamic(onnx_ctx *c, onnx_node *n, mil_var *x, int32_t n
                                        K("stride", onnx_i32s(c, rank, s)), K("begin_mask", bm), K("end_mask", em)));
 }
 
+/* Slice with axes or steps computed at run time: per dim d, the entry j of
+ * axes naming d (if any) gives start / end / step, clamped as ONNX does
+ * (to [0, dim] for a positive step, start to [0, dim - 1] and end to
+ * [-1, dim - 1] for a negative one), then a gather of range(start, end,
+ * step) along d. */
+static mil_status slice_gather(onnx_ctx *c, onnx_node *n, mil_var *x) {
+  int32_t rank = onnx_rank(x);
+  mil_var *st = onnx_req(c, n, 1), *en = onnx_req(c, n, 2), *ax = onnx_in(n, 3), *sp = onnx_in(n, 4);
+  if (!st || !en || onnx_rank(st) != 1 || st->type->dims[0].size < 0) return ONNX_UNSUP(c, "starts of unknown length");
+  int64_t k = st->type->dims[0].size;
+  st = onnx_cast(c, st, MIL_DT_INT32);
+  en = onnx_cast(c, en, MIL_DT_INT32);
+  mil_var *axn = ax ? ONNX_OP(c, "mod", A("x", onnx_cast(c, ax, MIL_DT_INT32)), K("y", onnx_i32(c, rank)))
+                    : ONNX_OP(c, "range_1d", K("start", onnx_i32(c, 0)), K("end", onnx_i32(c, k)), K("step", onnx_i32(c, 1)));
+  mil_var *stp = sp ? onnx_cast(c, sp, MIL_DT_INT32) : NULL;
+  mil_var *shape = onnx_shape_of(c, x), *r = x;
+  for (int64_t d = 0; d < rank && r; d++) {
+    mil_var *hit = ONNX_OP(c, "equal", A("x", axn), K("y", onnx_i32(c, d)));
+    mil_var *hiti = onnx_cast(c, hit, MIL_DT_INT32);
+    mil_var *present = ONNX_OP(c, "greater", A("x", ONNX_OP(c, "reduce_max", A("x", hiti))), K("y", onnx_i32(c, 0)));
+    mil_var *j = ONNX_OP(c, "reduce_argmax", A("x", hiti), K("axis", onnx_i32(c, 0)));
+    mil_var *dim = ONNX_OP(c, "gather", A("x", shape), K("indices", onnx_i32(c, d)), K("axis", onnx_i32(c, 0)));
+    mil_var *s0 = ONNX_OP(c, "gather", A("x", st), A("indices", j), K("axis", onnx_i32(c, 0)));
+    mil_var *e0 = ONNX_OP(c, "gather", A("x", en), A("indices", j), K("axis", onnx_i32(c, 0)));
+    mil_var *step = stp ? ONNX_OP(c, "gather", A("x", stp), A("indices", j), K("axis", onnx_i32(c, 0))) : onnx_const(c, onnx_i32(c, 1));
+    s0 = ONNX_OP(c, "select", A("cond", ONNX_OP(c, "less", A("x", s0), K("y", onnx_i32(c, 0)))), A("a", ONNX_OP(c, "add", A("x", s0), A("y", dim))), A("b", s0));
+    e0 = ONNX_OP(c, "select", A("cond", ONNX_OP(c, "less", A("x", e0), K("y", onnx_i32(c, 0)))), A("a", ONNX_OP(c, "add", A("x", e0), A("y", dim))), A("b", e0));
+    mil_var *neg = ONNX_OP(c, "less", A("x", step), K("y", onnx_i32(c, 0)));
+    mil_var *dm1 = ONNX_OP(c, "sub", A("x", dim), K("y", onnx_i32(c, 1)));
+    /* positive step: [0, dim]; negative: start [0, dim - 1], end [-1, dim - 1] */
+    mil_var *hi_s = ONNX_OP(c, "select", A("cond", neg), A("a", dm1), A("b", dim));
+    mil_var *lo_e = ONNX_OP(c, "select", A("cond", neg), K("a", onnx_i32(c, -1)), K("b", onnx_i32(c, 0)));
+    s0 = ONNX_OP(c, "minimum", A("x", ONNX_OP(c, "maximum", A("x", s0), K("y", onnx_i32(c, 0)))), A("y", hi_s));
+    e0 = ONNX_OP(c, "minimum", A("x", ONNX_OP(c, "maximum", A("x", e0), A("y", lo_e))), A("y", hi_s));
+    /* a dim no axis names is kept whole */
+    s0 = ONNX_OP(c, "select", A("cond", present), A("a", s0), K("b", onnx_i32(c, 0)));
+    e0 = ONNX_OP(c, "select", A("cond", present), A("a", e0), A("b", dim));
+    step = ONNX_OP(c, "select", A("cond", present), A("a", step), K("b", onnx_i32(c, 1)));
+    /* an empty range where the step points away from end */
+    mil_var *empty = ONNX_OP(c, "logical_or", A("x", ONNX_OP(c, "logical_and", A("x", neg), A("y", ONNX_OP(c, "greater_equal", A("x", e0), A("y", s0))))),
+                             A("y", ONNX_OP(c, "logical_and", A("x", ONNX_OP(c, "logical_not", A("x", neg))), A("y", ONNX_OP(c, "less_equal", A("x", e0), A("y", s0))))));
+    e0 = ONNX_OP(c, "select", A("cond", empty), A("a", s0), A("b", e0));
+    mil_var *idx = ONNX_OP(c, "range_1d", A("start", s0), A("end", e0), A("step", step));
+    r = ONNX_OP(c, "gather", A("x", r), A("indices", idx), K("axis", onnx_i32(c, d)));
+  }
+  return onnx_set_out(c, n, 0, r);
+}
+
 /* Slice: starts/ends/axes/steps as attributes before opset 10, inputs
  * from 10. Known values become one slice_by_index with begin/end masks;
  * unknown starts/ends are gathered into full begin/end vectors. */
@@ -308,7 +356,7 @@ static mil_status conv_slice(onnx_ctx *c, onnx_node *n) {
   int64_t *st, *en, *ax = NULL, *sp = NULL;
   int32_t ns = ints_arg(c, n, "starts", 10, 1, &st), ne = ints_arg(c, n, "ends", 10, 2, &en);
   int32_t na = ints_arg(c, n, "axes", 10, 3, &ax), np = n->opset >= 10 ? ints_arg(c, n, "steps", 10, 4, &sp) : -1;
-  if (na == -2 || np == -2) return ONNX_UNSUP(c, "axes/steps not known at conversion time");
+  if (na == -2 || np == -2) return slice_gather(c, n, x);
   if (ns == -2 || ne == -2) return slice_dynamic(c, n, x, na, ax, np, sp);
   if (ns < 0 || ne != ns) return onnx_fail(c, MIL_ERR_INVALID, "starts and ends must have the same length");
   int64_t b[MIL_INTERP_MAX_RANK_ONNX], e[MIL_INTERP_MAX_RANK_ONNX], s[MIL_INTERP_MAX_RANK_ONNX];
