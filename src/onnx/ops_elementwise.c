@@ -151,18 +151,40 @@ static mil_status conv_identity(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, ONNX_OP(c, "identity", A("x", x)));
 }
 
-/* Dropout in inference: identity; the mask output is all true. */
+/* Dropout: identity in inference (the mask all true). In training mode
+ * (opset 12+: training_mode true, or computed at run time) elements are
+ * kept where a uniform sample >= ratio and scaled by 1 / (1 - ratio),
+ * from random_uniform (seeded by the `seed` attribute when given); the
+ * random numbers are libmil's, not any other runtime's. */
 static mil_status conv_dropout(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0);
   if (!x) return MIL_ERR_INVALID;
-  mil_var *train = onnx_in(n, 2);
-  if (train && (!train->val || mil_value_get_i64(train->val, 0) != 0))
-    return ONNX_UNSUP(c, "training mode (random dropout) is not converted");
-  mil_status st = onnx_set_out(c, n, 0, ONNX_OP(c, "identity", A("x", x)));
-  if (st != MIL_OK || !onnx_out_used(n, 1)) return st;
-  mil_var *mask = ONNX_OP(c, "equal", A("x", x), A("y", x));
-  mil_var *any = ONNX_OP(c, "logical_or", A("x", mask), A("y", ONNX_OP(c, "logical_not", A("x", mask))));
-  return onnx_set_out(c, n, 1, any);
+  mil_var *train = n->opset >= 12 ? onnx_in(n, 2) : NULL;
+  bool training = train && (!train->val || mil_value_get_i64(train->val, 0) != 0);
+  mil_var *mask_true = NULL;
+  if (onnx_out_used(n, 1) || training) {
+    mil_var *eq = ONNX_OP(c, "equal", A("x", x), A("y", x));
+    mask_true = ONNX_OP(c, "logical_or", A("x", eq), A("y", ONNX_OP(c, "logical_not", A("x", eq))));
+  }
+  if (!training) {
+    mil_status st = onnx_set_out(c, n, 0, ONNX_OP(c, "identity", A("x", x)));
+    return st == MIL_OK ? onnx_set_out(c, n, 1, mask_true) : st;
+  }
+  mil_dtype dt = onnx_dtype(x);
+  mil_var *ratio = onnx_in(n, 1) ? onnx_cast(c, onnx_in(n, 1), dt) : onnx_const(c, onnx_fscalar(c, dt, 0.5));
+  if (ratio && onnx_rank(ratio) > 0) ratio = ONNX_OP(c, "reshape", A("x", ratio), K("shape", onnx_i32s(c, 0, NULL)));
+  mil_var *u = ONNX_OP(c, "random_uniform", A("shape", onnx_shape_of(c, x)),
+                       K("seed", onnx_i32(c, onnx_attr(n, "seed") ? onnx_attr_i(n, "seed", 0) : -1)));
+  mil_var *keep = ONNX_OP(c, "greater_equal", A("x", onnx_cast(c, u, dt)), A("y", ratio));
+  mil_var *scale = ONNX_OP(c, "real_div", K("x", onnx_fscalar(c, dt, 1)), A("y", ONNX_OP(c, "sub", K("x", onnx_fscalar(c, dt, 1)), A("y", ratio))));
+  mil_var *y = ONNX_OP(c, "mul", A("x", ONNX_OP(c, "mul", A("x", x), A("y", onnx_cast(c, keep, dt)))), A("y", scale));
+  mil_var *t = train->val ? NULL : ONNX_OP(c, "reshape", A("x", onnx_cast(c, train, MIL_DT_BOOL)), K("shape", onnx_i32s(c, 0, NULL)));
+  if (t) {
+    y = ONNX_OP(c, "select", A("cond", t), A("a", y), A("b", x));
+    keep = ONNX_OP(c, "select", A("cond", t), A("a", keep), A("b", mask_true));
+  }
+  mil_status st = onnx_set_out(c, n, 0, y);
+  return st == MIL_OK ? onnx_set_out(c, n, 1, keep) : st;
 }
 
 /* Max / Min / Sum / Mean over any number of inputs: a chain of binary ops. */
@@ -246,7 +268,7 @@ const onnx_op_entry onnx_ops_elementwise[] = {
     {"CastLike", "", 15, 0, conv_cast, "cast"},
     {"Where", "", 9, 0, conv_where, "select"},
     {"Identity", "", 1, 0, conv_identity, "identity"},
-    {"Dropout", "", 1, 0, conv_dropout, "identity"},
+    {"Dropout", "", 1, 0, conv_dropout, "identity (training: random_uniform, greater_equal, mul)"},
     {"BitShift", "", 11, 0, conv_bitshift, "pow, mul, real_div, floor"},
     {"Max", "", 1, 0, conv_variadic, "maximum"},
     {"Min", "", 1, 0, conv_variadic, "minimum"},
