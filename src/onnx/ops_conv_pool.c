@@ -254,12 +254,18 @@ static mil_status conv_conv_transpose(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, r);
 }
 
-/* Dilated max pooling (MIL's max_pool has no dilations): x padded with
- * -inf, then the maximum over the kernel offsets of strided slices. */
+/* Dilated max pooling, and MaxPool's Indices output (MIL's max_pool has
+ * neither): x padded with -inf, then the maximum over the kernel offsets
+ * of strided slices; the indices (flat positions in x, spatial dims
+ * row-major or, with storage_order 1, column-major; the first of equal
+ * maxima) follow the winning tap. */
 static mil_status dilated_max_pool(onnx_ctx *c, onnx_node *n, mil_var *x, conv_geom *g) {
   const mil_type *t = x->type;
   int32_t rank = onnx_rank(x);
-  if (!mil_type_is_static(t) || strcmp(g->pad_type, "custom") != 0) return ONNX_UNSUP(c, "dilated pooling on symbolic shapes or auto_pad");
+  if (!mil_type_is_static(t) || strcmp(g->pad_type, "custom") != 0)
+    return ONNX_UNSUP(c, "dilated pooling / Indices on symbolic shapes or auto_pad");
+  bool want_idx = onnx_out_used(n, 1);
+  bool colmajor = onnx_attr_i(n, "storage_order", 0) != 0; /* spatial dims counted first-fastest */
   bool ceil = onnx_attr_i(n, "ceil_mode", 0) != 0;
   int64_t out[8], pad[16], total = 1;
   for (int32_t i = 0; i < g->sp; i++) {
@@ -276,7 +282,9 @@ static mil_status dilated_max_pool(onnx_ctx *c, onnx_node *n, mil_var *x, conv_g
   mil_dtype dt = onnx_dtype(x);
   mil_var *xp = ONNX_OP(c, "pad", A("x", x), K("pad", onnx_i32s(c, 2 * g->sp, pad)), K("mode", onnx_str(c, "constant")),
                         K("constant_val", onnx_fscalar(c, dt, -INFINITY)));
-  mil_var *acc = NULL;
+  mil_var *acc = NULL, *acc_i = NULL;
+  int64_t N = t->dims[0].size, C = t->dims[1].size, nout = 1, in_sz = 1;
+  for (int32_t i = 0; i < g->sp; i++) nout *= out[i], in_sz *= t->dims[2 + i].size;
   for (int64_t tap = 0; tap < total && xp; tap++) {
     int64_t b[10] = {0}, e[10] = {0}, st[10] = {1, 1}, r = tap;
     mil_value *em = mil_value_new_tensor(c->p, MIL_DT_BOOL, 1, (int64_t[]){rank}, false, NULL);
@@ -292,7 +300,43 @@ static mil_status dilated_max_pool(onnx_ctx *c, onnx_node *n, mil_var *x, conv_g
     }
     mil_var *sl = ONNX_OP(c, "slice_by_index", A("x", xp), K("begin", onnx_i32s(c, rank, b)), K("end", onnx_i32s(c, rank, e)),
                           K("stride", onnx_i32s(c, rank, st)), K("end_mask", em));
-    acc = acc ? ONNX_OP(c, "maximum", A("x", acc), A("y", sl)) : sl;
+    mil_var *idx = NULL;
+    if (want_idx) {
+      /* this tap's source position in x for every output position */
+      int64_t oshape[10] = {N, C};
+      for (int32_t i = 0; i < g->sp; i++) oshape[2 + i] = out[i];
+      mil_value *iv = mil_value_new_tensor(c->p, MIL_DT_INT32, rank, oshape, false, NULL);
+      if (!iv) return MIL_ERR_NOMEM;
+      for (int64_t nc = 0; nc < N * C; nc++)
+        for (int64_t o = 0; o < nout; o++) {
+          int64_t rem = o, flat = 0, src[8];
+          for (int32_t i = g->sp - 1; i >= 0; i--) {
+            int64_t oi = rem % out[i];
+            rem /= out[i];
+            src[i] = oi * g->strides[i] + b[2 + i] - g->pad[2 * i];
+            if (src[i] < 0) src[i] = 0;
+            if (src[i] >= t->dims[2 + i].size) src[i] = t->dims[2 + i].size - 1;
+          }
+          for (int32_t k = 0, mul = 1; k < g->sp; k++) {
+            int32_t i = colmajor ? k : g->sp - 1 - k;
+            flat += src[i] * mul;
+            mul *= (int32_t)t->dims[2 + i].size;
+          }
+          mil_value_set_i64(iv, nc * nout + o, nc * in_sz + flat);
+        }
+      idx = onnx_const(c, iv);
+    }
+    if (!acc) {
+      acc = sl;
+      acc_i = idx;
+    } else {
+      if (want_idx) acc_i = ONNX_OP(c, "select", A("cond", ONNX_OP(c, "greater", A("x", sl), A("y", acc))), A("a", idx), A("b", acc_i));
+      acc = ONNX_OP(c, "maximum", A("x", acc), A("y", sl));
+    }
+  }
+  if (want_idx) {
+    mil_status st = onnx_set_out(c, n, 1, acc_i);
+    if (st != MIL_OK) return st;
   }
   return onnx_set_out(c, n, 0, acc);
 }
@@ -308,7 +352,7 @@ static mil_status conv_pool(onnx_ctx *c, onnx_node *n) {
       if (strcmp(n->op_type, "MaxPool") != 0 || onnx_out_used(n, 1)) return ONNX_UNSUP(c, "dilated %s", n->op_type);
       return dilated_max_pool(c, n, x, &g);
     }
-  if (onnx_out_used(n, 1)) return ONNX_UNSUP(c, "the Indices output of MaxPool");
+  if (onnx_out_used(n, 1)) return dilated_max_pool(c, n, x, &g);
   const char *type = n->entry->mil_ops;
   mil_dtype dt = onnx_dtype(x);
   x = onnx_cast(c, x, mil_dtype_is_float(dt) ? dt : MIL_DT_FP32);
