@@ -1,9 +1,10 @@
 /* ONNX linear algebra: MatMul, Gemm (transA / transB / alpha / beta),
  * Einsum. Gemm with a known B and C becomes linear (coremltools' torch
  * addmm / linear), otherwise matmul with transposes plus scaling. Einsum
- * of one or two operands (no ellipsis, no repeated index in a term)
- * becomes reduce_sum / transpose / reshape / matmul, the way coremltools'
- * torch frontend lowers einsum equations MIL's einsum op does not take. */
+ * of one or two operands (ellipses of equal length, diagonals through an
+ * identity mask) becomes reduce_sum / transpose / reshape / matmul, the way
+ * coremltools' torch frontend lowers einsum equations MIL's einsum op does
+ * not take. */
 #include <string.h>
 
 #include "onnx/import_internal.h"
@@ -45,16 +46,55 @@ typedef struct es_term {
   int n;
 } es_term;
 
-static bool parse_term(const char *s, const char *e, es_term *t) {
+/* Parses the letters of a term; "..." stands for `ell` dims, named by
+ * the placeholders '0', '1', ... (aligned from the right, as numpy
+ * broadcasts them). Repeated letters (diagonals) are kept. */
+static bool parse_term(const char *s, const char *e, es_term *t, int ell) {
   t->n = 0;
   for (const char *p = s; p < e; p++) {
     if (*p == ' ') continue;
+    if (*p == '.' && p + 2 < e + 1 && p[1] == '.' && p[2] == '.') {
+      for (int k = 0; k < ell && t->n < 16; k++) t->idx[t->n++] = (char)('0' + (9 - ell + 1 + k));
+      p += 2;
+      continue;
+    }
     if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) || t->n >= 16) return false;
-    for (int i = 0; i < t->n; i++)
-      if (t->idx[i] == *p) return false; /* a diagonal */
     t->idx[t->n++] = *p;
   }
   return true;
+}
+
+/* letters of a term (no ellipsis) */
+static int term_letters(const char *s, const char *e) {
+  int k = 0;
+  for (const char *p = s; p < e; p++) k += (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z');
+  return k;
+}
+
+/* x's diagonals: a letter repeated in its term keeps one axis, x * eye
+ * summed over the other. */
+static mil_var *diagonals(onnx_ctx *c, mil_var *x, es_term *t) {
+  for (int p = 0; p < t->n && x; p++)
+    for (int q = p + 1; q < t->n && x; q++) {
+      if (t->idx[p] != t->idx[q]) continue;
+      int64_t d = x->type->dims[p].size;
+      if (d < 0 || d != x->type->dims[q].size) return NULL;
+      int64_t shape[16];
+      for (int i = 0; i < t->n; i++) shape[i] = i == p || i == q ? d : 1;
+      mil_value *eye = mil_value_new_tensor(c->p, onnx_dtype(x), t->n, shape, false, NULL);
+      if (!eye) return NULL;
+      int64_t stride_p = 1, stride_q = 1;
+      for (int i = t->n - 1; i > p; i--) stride_p *= shape[i];
+      for (int i = t->n - 1; i > q; i--) stride_q *= shape[i];
+      for (int64_t k = 0; k < d; k++) mil_value_set_f64(eye, k * stride_p + k * stride_q, 1);
+      int64_t qa = q;
+      x = ONNX_OP(c, "reduce_sum", A("x", ONNX_OP(c, "mul", A("x", x), K("y", eye))), K("axes", onnx_i32s(c, 1, &qa)),
+                  K("keep_dims", onnx_bool(c, false)));
+      for (int i = q; i < t->n - 1; i++) t->idx[i] = t->idx[i + 1];
+      t->n--;
+      q--;
+    }
+  return x;
 }
 
 static int find(const es_term *t, char ch) {
@@ -93,25 +133,34 @@ static int64_t dim_of(const mil_var *x, const es_term *t, char ch) { return x->t
 
 static mil_status conv_einsum(onnx_ctx *c, onnx_node *n) {
   const char *eq = onnx_attr_s(c, n, "equation", "");
-  if (strstr(eq, "...")) return ONNX_UNSUP(c, "einsum with an ellipsis ('%s')", eq);
   const char *arrow = strstr(eq, "->"), *end = arrow ? arrow : eq + strlen(eq);
   const char *comma = memchr(eq, ',', (size_t)(end - eq));
   es_term a, b = {{0}, 0}, o = {{0}, 0};
   int nops = comma ? 2 : 1;
-  if (nops != n->n_in || !parse_term(eq, comma ? comma : end, &a) || (comma && !parse_term(comma + 1, end, &b)))
-    return ONNX_UNSUP(c, "equation '%s' (diagonals, or more than two operands)", eq);
-  if (arrow) {
-    if (!parse_term(arrow + 2, eq + strlen(eq), &o)) return ONNX_UNSUP(c, "equation '%s'", eq);
-  } else {
-    /* implicit output: the indices seen once, in alphabetical order */
-    for (char ch = 'A'; ch <= 'z'; ch++) {
-      int cnt = (find(&a, ch) >= 0) + (find(&b, ch) >= 0);
-      if (cnt == 1) o.idx[o.n++] = ch;
-    }
-  }
+  if (nops != n->n_in) return ONNX_UNSUP(c, "equation '%s' with more than two operands", eq);
   mil_var *x = onnx_req(c, n, 0), *y = nops == 2 ? onnx_req(c, n, 1) : NULL;
   if (!x || (nops == 2 && !y)) return MIL_ERR_INVALID;
+  /* the dims an ellipsis stands for in each operand */
+  int ea = onnx_rank(x) - term_letters(eq, comma ? comma : end);
+  int eb = y ? onnx_rank(y) - term_letters(comma + 1, end) : 0;
+  int eo = ea > eb ? ea : eb;
+  if (eo > 9 || (y && strstr(eq, "...") && ea != eb)) return ONNX_UNSUP(c, "equation '%s' (broadcast ellipses)", eq);
+  if (!parse_term(eq, comma ? comma : end, &a, ea) || (comma && !parse_term(comma + 1, end, &b, eb)))
+    return ONNX_UNSUP(c, "equation '%s'", eq);
+  if (arrow) {
+    if (!parse_term(arrow + 2, eq + strlen(eq), &o, eo)) return ONNX_UNSUP(c, "equation '%s'", eq);
+  } else {
+    /* implicit output: the indices seen once, in alphabetical order */
+    /* (the ellipsis dims first) */
+    for (char ch = '0'; ch <= 'z'; ch++) {
+      int cnt = (find(&a, ch) >= 0) + (find(&b, ch) >= 0);
+      if (cnt == 1 || (ch <= '9' && cnt)) o.idx[o.n++] = ch;
+    }
+  }
   if (onnx_rank(x) != a.n || (y && onnx_rank(y) != b.n)) return onnx_fail(c, MIL_ERR_INVALID, "ranks do not match '%s'", eq);
+  x = diagonals(c, x, &a);
+  if (y) y = diagonals(c, y, &b);
+  if (!x || (nops == 2 && !y)) return ONNX_UNSUP(c, "diagonals of '%s' over symbolic dims", eq);
   if (nops == 1) {
     x = sum_away(c, x, &a, &o, NULL);
     return onnx_set_out(c, n, 0, ONNX_OP(c, "identity", A("x", reorder(c, x, &a, &o))));
