@@ -192,6 +192,11 @@ static mil_status convert_node(onnx_ctx *c, const Onnx__NodeProto *np) {
       st = onnx_fail(c, MIL_ERR_INVALID, "input %d '%s' is not defined before the node", (int)i, nm);
       break;
     }
+    /* the converters read dims: every input is a tensor of known rank */
+    if (!mil_type_is_tensor(in[i]->type) || in[i]->type->rank < 0) {
+      st = onnx_fail(c, MIL_ERR_UNSUPPORTED, "input %d '%s' is not a tensor of known rank", (int)i, nm);
+      break;
+    }
   }
   if (st == MIL_OK) {
     size_t errs = c->d ? c->d->n_errors : 0;
