@@ -4,7 +4,8 @@
  *    conv_transpose take const weights only) reproduce ONNX's outputs;
  *  - errors name the node, op_type, domain, opset and the reason;
  *  - ONNX names become MIL identifiers (coremltools' sanitizer);
- *  - --input-shape fixes a dim_param, which otherwise stays symbolic;
+ *  - --input-shape fixes a dim_param, which otherwise stays symbolic
+ *    (through the pipeline, and the model runs at any size);
  *  - the converter table lists the required ops;
  *  - Attention (decomposed, and scaled_dot_product_attention for iOS18)
  *    and RotaryEmbedding reproduce their formulas computed here.
@@ -277,6 +278,25 @@ static void test_names_and_shapes(void **state) {
   assert_int_equal(f->inputs[0]->type->dims[0].size, -1);
   assert_string_equal(f->inputs[0]->type->dims[0].sym, "batch");
   mil_model_free(m);
+  /* ... through the pipeline, and runs at any size */
+  o.no_pipeline = false;
+  o.fp32 = true;
+  assert_int_equal(import(buf, len, &o, &m, &d), MIL_OK);
+  mil_interp *ip = NULL;
+  assert_int_equal(mil_interp_new(mil_model_program(m), NULL, &ip, &d), MIL_OK);
+  float xs[15], *ys;
+  for (int i = 0; i < 15; i++) xs[i] = (float)i - 7;
+  mil_tensor in = {MIL_DT_FP32, 2, (int64_t[]){5, 3}, xs, sizeof xs, 15};
+  assert_int_equal(mil_interp_set_input(ip, "input_0", &in, &d), MIL_OK);
+  assert_int_equal(mil_interp_run(ip, NULL, &d), MIL_OK);
+  const mil_tensor *y = mil_interp_output_at(ip, 0);
+  assert_int_equal(y->numel, 15);
+  ys = (float *)y->data;
+  for (int i = 0; i < 15; i++) assert_true(ys[i] == (xs[i] > 0 ? xs[i] : 0));
+  mil_interp_free(ip);
+  mil_model_free(m);
+  o.no_pipeline = true;
+  o.fp32 = false;
   /* --input-shape fixes it */
   int64_t dims[2] = {4, 3};
   mil_onnx_input_shape is = {"input:0", 2, dims};
