@@ -361,8 +361,11 @@ mil_status onnx_block_outputs(onnx_ctx *c, mil_block *b, const Onnx__ValueInfoPr
         break;
       }
       if (rename) {
-        idv->name = want;
-        idv->op->name = want;
+        /* a graph input listed as an output keeps its name: the output
+         * gets a fresh one */
+        const char *nm = v->name == want ? pass_names_fresh(pass_bld_names(&c->bld), c->p, want) : want;
+        idv->name = nm;
+        idv->op->name = nm;
       }
       v = idv;
     }
