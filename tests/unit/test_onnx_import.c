@@ -164,67 +164,130 @@ static void test_recurrent_const_weights(void **state) {
   }
 }
 
-/* A one-node model: op_type on x (float [2, 3], or `dim` for dim 0 when
- * non-NULL) -> y. */
-static uint8_t *one_node(const char *op_type, const char *in_name, const char *out_name, const char *dim,
-                         int64_t opset, size_t *len) {
+/* ---------- models built here: one node on float inputs ---------- */
+
+typedef struct mini_in {
+  const char *name;
+  int rank;
+  int64_t dims[4];
+} mini_in;
+
+typedef struct mini_attr {
+  const char *name;
+  int64_t i;
+} mini_attr;
+
+/* Where a model differs from the defaults (opset 23, node "n", output
+ * "y", every dim a value). */
+typedef struct mini_opts {
+  int64_t opset;
+  const char *node_name, *out_name;
+  const char *dim_param; /* when set: dim 0 of input 0 is this dim_param */
+} mini_opts;
+
+/* A model of one node op_type with float inputs `ins`, int attributes
+ * `attrs` and one float output of unknown shape. */
+static uint8_t *mini_model_opts(const char *op_type, const mini_in *ins, int n_in, const mini_attr *attrs, int n_attr,
+                                const mini_opts *mo, size_t *len) {
   Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
   Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT, *osp = &os;
   os.domain = "";
   os.has_version = true;
-  os.version = opset;
+  os.version = mo && mo->opset ? mo->opset : 23;
   m.has_ir_version = true;
-  m.ir_version = 8;
+  m.ir_version = 10;
   m.n_opset_import = 1;
   m.opset_import = &osp;
   Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
   m.graph = &g;
   Onnx__NodeProto nd = ONNX__NODE_PROTO__INIT, *ndp = &nd;
-  char *ins[1] = {(char *)in_name}, *outs[1] = {(char *)out_name};
+  char *in_names[8], *outs[1] = {(char *)(mo && mo->out_name ? mo->out_name : "y")};
+  for (int i = 0; i < n_in; i++) in_names[i] = (char *)ins[i].name;
   nd.op_type = (char *)op_type;
-  nd.name = "the_node";
-  nd.n_input = 1;
-  nd.input = ins;
+  nd.name = (char *)(mo && mo->node_name ? mo->node_name : "n");
+  nd.n_input = (size_t)n_in;
+  nd.input = in_names;
   nd.n_output = 1;
   nd.output = outs;
+  Onnx__AttributeProto at[8], *atp[8];
+  for (int i = 0; i < n_attr; i++) {
+    onnx__attribute_proto__init(&at[i]);
+    at[i].name = (char *)attrs[i].name;
+    at[i].has_type = true;
+    at[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    at[i].has_i = true;
+    at[i].i = attrs[i].i;
+    atp[i] = &at[i];
+  }
+  nd.n_attribute = (size_t)n_attr;
+  nd.attribute = atp;
   g.n_node = 1;
   g.node = &ndp;
-  Onnx__TensorShapeProto__Dimension d0 = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT,
-                                    d1 = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
-  Onnx__TensorShapeProto__Dimension *dims[2] = {&d0, &d1};
-  if (dim) {
-    d0.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-    d0.dim_param = (char *)dim;
-  } else {
-    d0.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-    d0.dim_value = 2;
+  Onnx__TensorShapeProto__Dimension dm[8][4], *dmp[8][4];
+  Onnx__TensorShapeProto sh[8];
+  Onnx__TypeProto__Tensor tt[8];
+  Onnx__TypeProto tp[8];
+  Onnx__ValueInfoProto vi[9], *vip[8], *vop;
+  for (int i = 0; i < n_in; i++) {
+    for (int k = 0; k < ins[i].rank; k++) {
+      onnx__tensor_shape_proto__dimension__init(&dm[i][k]);
+      if (i == 0 && k == 0 && mo && mo->dim_param) {
+        dm[i][k].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+        dm[i][k].dim_param = (char *)mo->dim_param;
+      } else {
+        dm[i][k].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        dm[i][k].dim_value = ins[i].dims[k];
+      }
+      dmp[i][k] = &dm[i][k];
+    }
+    onnx__tensor_shape_proto__init(&sh[i]);
+    sh[i].n_dim = (size_t)ins[i].rank;
+    sh[i].dim = dmp[i];
+    onnx__type_proto__tensor__init(&tt[i]);
+    tt[i].has_elem_type = true;
+    tt[i].elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    tt[i].shape = &sh[i];
+    onnx__type_proto__init(&tp[i]);
+    tp[i].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    tp[i].tensor_type = &tt[i];
+    onnx__value_info_proto__init(&vi[i]);
+    vi[i].name = (char *)ins[i].name;
+    vi[i].type = &tp[i];
+    vip[i] = &vi[i];
   }
-  d1.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-  d1.dim_value = 3;
-  Onnx__TensorShapeProto sh = ONNX__TENSOR_SHAPE_PROTO__INIT;
-  sh.n_dim = 2;
-  sh.dim = dims;
-  Onnx__TypeProto__Tensor tt = ONNX__TYPE_PROTO__TENSOR__INIT;
-  tt.has_elem_type = true;
-  tt.elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-  tt.shape = &sh;
-  Onnx__TypeProto tp = ONNX__TYPE_PROTO__INIT;
-  tp.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-  tp.tensor_type = &tt;
-  Onnx__ValueInfoProto vi = ONNX__VALUE_INFO_PROTO__INIT, vo = ONNX__VALUE_INFO_PROTO__INIT;
-  Onnx__ValueInfoProto *vip = &vi, *vop = &vo;
-  vi.name = (char *)in_name;
-  vi.type = &tp;
-  vo.name = (char *)out_name;
-  vo.type = &tp;
-  g.n_input = 1;
-  g.input = &vip;
+  /* the output: a float tensor of unknown shape */
+  Onnx__TypeProto__Tensor ot = ONNX__TYPE_PROTO__TENSOR__INIT;
+  ot.has_elem_type = true;
+  ot.elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+  Onnx__TypeProto otp = ONNX__TYPE_PROTO__INIT;
+  otp.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+  otp.tensor_type = &ot;
+  onnx__value_info_proto__init(&vi[8]);
+  vi[8].name = outs[0];
+  vi[8].type = &otp;
+  vop = &vi[8];
+  g.n_input = (size_t)n_in;
+  g.input = vip;
   g.n_output = 1;
   g.output = &vop;
   *len = onnx__model_proto__get_packed_size(&m);
   uint8_t *buf = malloc(*len);
   onnx__model_proto__pack(&m, buf);
   return buf;
+}
+
+static uint8_t *mini_model(const char *op_type, const mini_in *ins, int n_in, const mini_attr *attrs, int n_attr,
+                           size_t *len) {
+  return mini_model_opts(op_type, ins, n_in, attrs, n_attr, NULL, len);
+}
+
+/* A one-node model: op_type on in_name (float [2, 3], or [dim, 3] for a
+ * dim_param) -> out_name, node "the_node". */
+static uint8_t *one_node(const char *op_type, const char *in_name, const char *out_name, const char *dim,
+                         int64_t opset, size_t *len) {
+  mini_in in = {in_name, 2, {2, 3}};
+  mini_opts mo = {opset, "the_node", out_name, dim};
+  return mini_model_opts(op_type, &in, 1, NULL, 0, &mo, len);
 }
 
 static mil_status import(const uint8_t *buf, size_t len, const mil_onnx_options *o, mil_model **m, mil_diag *d) {
@@ -333,104 +396,6 @@ static void test_op_table(void **state) {
     assert_true(strcmp(a->domain, b->domain) < 0 || (strcmp(a->domain, b->domain) == 0 && strcmp(a->op_type, b->op_type) <= 0));
     assert_non_null(b->family);
   }
-}
-
-/* ---------- models built here: one node on float inputs ---------- */
-
-typedef struct mini_in {
-  const char *name;
-  int rank;
-  int64_t dims[4];
-} mini_in;
-
-typedef struct mini_attr {
-  const char *name;
-  int64_t i;
-} mini_attr;
-
-/* A model of one node op_type (opset 23) with float inputs `ins`, int
- * attributes `attrs` and one float output "y" of rank out_rank. */
-static uint8_t *mini_model(const char *op_type, const mini_in *ins, int n_in, const mini_attr *attrs, int n_attr,
-                           size_t *len) {
-  Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
-  Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT, *osp = &os;
-  os.domain = "";
-  os.has_version = true;
-  os.version = 23;
-  m.has_ir_version = true;
-  m.ir_version = 10;
-  m.n_opset_import = 1;
-  m.opset_import = &osp;
-  Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
-  m.graph = &g;
-  Onnx__NodeProto nd = ONNX__NODE_PROTO__INIT, *ndp = &nd;
-  char *in_names[8], *outs[1] = {"y"};
-  for (int i = 0; i < n_in; i++) in_names[i] = (char *)ins[i].name;
-  nd.op_type = (char *)op_type;
-  nd.n_input = (size_t)n_in;
-  nd.input = in_names;
-  nd.n_output = 1;
-  nd.output = outs;
-  Onnx__AttributeProto at[8], *atp[8];
-  for (int i = 0; i < n_attr; i++) {
-    onnx__attribute_proto__init(&at[i]);
-    at[i].name = (char *)attrs[i].name;
-    at[i].has_type = true;
-    at[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-    at[i].has_i = true;
-    at[i].i = attrs[i].i;
-    atp[i] = &at[i];
-  }
-  nd.n_attribute = (size_t)n_attr;
-  nd.attribute = atp;
-  g.n_node = 1;
-  g.node = &ndp;
-  Onnx__TensorShapeProto__Dimension dm[8][4], *dmp[8][4];
-  Onnx__TensorShapeProto sh[8];
-  Onnx__TypeProto__Tensor tt[8];
-  Onnx__TypeProto tp[8];
-  Onnx__ValueInfoProto vi[9], *vip[8], *vop;
-  for (int i = 0; i < n_in; i++) {
-    for (int k = 0; k < ins[i].rank; k++) {
-      onnx__tensor_shape_proto__dimension__init(&dm[i][k]);
-      dm[i][k].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-      dm[i][k].dim_value = ins[i].dims[k];
-      dmp[i][k] = &dm[i][k];
-    }
-    onnx__tensor_shape_proto__init(&sh[i]);
-    sh[i].n_dim = (size_t)ins[i].rank;
-    sh[i].dim = dmp[i];
-    onnx__type_proto__tensor__init(&tt[i]);
-    tt[i].has_elem_type = true;
-    tt[i].elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-    tt[i].shape = &sh[i];
-    onnx__type_proto__init(&tp[i]);
-    tp[i].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    tp[i].tensor_type = &tt[i];
-    onnx__value_info_proto__init(&vi[i]);
-    vi[i].name = (char *)ins[i].name;
-    vi[i].type = &tp[i];
-    vip[i] = &vi[i];
-  }
-  /* the output: a float tensor of unknown shape */
-  Onnx__TypeProto__Tensor ot = ONNX__TYPE_PROTO__TENSOR__INIT;
-  ot.has_elem_type = true;
-  ot.elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-  Onnx__TypeProto otp = ONNX__TYPE_PROTO__INIT;
-  otp.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-  otp.tensor_type = &ot;
-  onnx__value_info_proto__init(&vi[8]);
-  vi[8].name = "y";
-  vi[8].type = &otp;
-  vop = &vi[8];
-  g.n_input = (size_t)n_in;
-  g.input = vip;
-  g.n_output = 1;
-  g.output = &vop;
-  *len = onnx__model_proto__get_packed_size(&m);
-  uint8_t *buf = malloc(*len);
-  onnx__model_proto__pack(&m, buf);
-  return buf;
 }
 
 static uint64_t g_rng = 88172645463325252ULL;
