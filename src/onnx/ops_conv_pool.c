@@ -278,10 +278,30 @@ static mil_status dilated_max_pool(onnx_ctx *c, onnx_node *n, mil_var *x, conv_g
     pad[2 * i + 1] = need > g->pad[2 * i + 1] ? need : g->pad[2 * i + 1];
     total *= g->kernel[i];
   }
-  if (total > 1024) return ONNX_UNSUP(c, "a dilated kernel of %lld taps", (long long)total);
   mil_dtype dt = onnx_dtype(x);
   mil_var *xp = ONNX_OP(c, "pad", A("x", x), K("pad", onnx_i32s(c, 2 * g->sp, pad)), K("mode", onnx_str(c, "constant")),
                         K("constant_val", onnx_fscalar(c, dt, -INFINITY)));
+  if (!want_idx) {
+    /* the maximum is separable: one spatial axis at a time */
+    for (int32_t i = 0; i < g->sp && xp; i++) {
+      mil_var *acc = NULL;
+      mil_value *m = mil_value_new_tensor(c->p, MIL_DT_BOOL, 1, (int64_t[]){rank}, false, NULL);
+      if (!m) return MIL_ERR_NOMEM;
+      for (int32_t k = 0; k < rank; k++) mil_value_set_i64(m, k, k != 2 + i);
+      for (int64_t k = 0; k < g->kernel[i] && xp; k++) {
+        int64_t b[10] = {0}, e[10] = {0}, st[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+        b[2 + i] = k * g->dil[i];
+        e[2 + i] = b[2 + i] + (out[i] - 1) * g->strides[i] + 1;
+        st[2 + i] = g->strides[i];
+        mil_var *sl = ONNX_OP(c, "slice_by_index", A("x", xp), K("begin", onnx_i32s(c, rank, b)), K("end", onnx_i32s(c, rank, e)),
+                              K("stride", onnx_i32s(c, rank, st)), K("begin_mask", m), K("end_mask", m));
+        acc = acc ? ONNX_OP(c, "maximum", A("x", acc), A("y", sl)) : sl;
+      }
+      xp = acc;
+    }
+    return onnx_set_out(c, n, 0, xp);
+  }
+  if (total > 1024) return ONNX_UNSUP(c, "the Indices of a %lld-tap kernel", (long long)total);
   mil_var *acc = NULL, *acc_i = NULL;
   int64_t N = t->dims[0].size, C = t->dims[1].size, nout = 1, in_sz = 1;
   for (int32_t i = 0; i < g->sp; i++) nout *= out[i], in_sz *= t->dims[2 + i].size;
