@@ -86,6 +86,19 @@ mil_status onnx_bind(onnx_ctx *c, const char *name, mil_var *v) {
   return scope_put(c->scope, k, v);
 }
 
+/* Sequences: ONNX name -> onnx_seq (stored as the value). */
+onnx_seq *onnx_seq_lookup(onnx_ctx *c, const char *name) {
+  const char *k = mil_program_find_string(c->p, name, (size_t)-1);
+  return k && c->seqs ? (onnx_seq *)(void *)scope_get(c->seqs, k) : NULL;
+}
+
+mil_status onnx_seq_bind(onnx_ctx *c, const char *name, onnx_seq *s) {
+  const char *k = mil_program_intern(c->p, name, (size_t)-1);
+  if (!k) return MIL_ERR_NOMEM;
+  if (!c->seqs && !(c->seqs = calloc(1, sizeof *c->seqs))) return MIL_ERR_NOMEM;
+  return scope_put(c->seqs, k, (mil_var *)(void *)s);
+}
+
 /* The sanitized name memo: ONNX name -> MIL name (stored as the value). */
 const char *onnx_san_get(onnx_ctx *c, const char *k) {
   return c->san ? (const char *)(void *)scope_get(c->san, k) : NULL;
@@ -188,6 +201,7 @@ static mil_status convert_node(onnx_ctx *c, const Onnx__NodeProto *np) {
     in[i] = NULL;
     if (!nm || !nm[0]) continue;
     in[i] = onnx_lookup(c, nm);
+    if (!in[i] && onnx_seq_lookup(c, nm)) continue; /* a sequence: onnx_in_seq */
     if (!in[i]) {
       st = onnx_fail(c, MIL_ERR_INVALID, "input %d '%s' is not defined before the node", (int)i, nm);
       break;
@@ -208,7 +222,7 @@ static mil_status convert_node(onnx_ctx *c, const Onnx__NodeProto *np) {
   }
   if (st == MIL_OK)
     for (int32_t i = 0; i < n.n_out; i++)
-      if (onnx_out_used(&n, i) && !onnx_lookup(c, np->output[i])) {
+      if (onnx_out_used(&n, i) && !onnx_lookup(c, np->output[i]) && !onnx_seq_lookup(c, np->output[i])) {
         st = onnx_fail(c, MIL_ERR_UNSUPPORTED, "output %d '%s' is not produced by the converter", (int)i,
                        np->output[i]);
         break;
@@ -324,6 +338,11 @@ mil_status onnx_block_outputs(onnx_ctx *c, mil_block *b, const Onnx__ValueInfoPr
   for (size_t i = 0; i < n && st == MIL_OK; i++) {
     const char *name = outs[i]->name ? outs[i]->name : "";
     mil_var *v = onnx_lookup(c, name);
+    if (!v && onnx_seq_lookup(c, name)) {
+      st = mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "%s: graph output '%s' is a sequence (sequences are converted only "
+                          "inside a graph)", c->path, name);
+      break;
+    }
     if (!v) {
       st = mil_diag_error(c->d, MIL_ERR_INVALID, "%s: graph output '%s' is produced by no node", c->path, name);
       break;
@@ -454,6 +473,10 @@ mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name
   while (c.scope) onnx_scope_pop(&c);
   if (c.san) {
     c.scope = c.san;
+    onnx_scope_pop(&c);
+  }
+  if (c.seqs) {
+    c.scope = c.seqs;
     onnx_scope_pop(&c);
   }
   pass_bld_free(&c.bld);

@@ -61,6 +61,7 @@ struct onnx_ctx {
   onnx_node *node;      /* the node being converted (messages) */
   pass_ptrset named;    /* vars that carry an ONNX name */
   onnx_scope *san;      /* ONNX name -> sanitized MIL name */
+  onnx_scope *seqs;     /* ONNX name -> onnx_seq (sequences known at conversion) */
 };
 
 /* ---------- errors ---------- */
@@ -160,6 +161,18 @@ mil_status onnx_tensor_value(onnx_ctx *c, const Onnx__TensorProto *t, mil_value 
  * (initializer, input, output, value_info), 0 when unknown: for ops whose
  * meaning depends on a dtype the importer narrows (uint8 vs int8). */
 int onnx_declared_elem_type(onnx_ctx *c, const char *name);
+
+/* ---------- sequences ---------- */
+
+/* An ONNX sequence whose structure is known at conversion time: its
+ * tensors, in order (arena memory; never changed once bound). */
+typedef struct onnx_seq {
+  int32_t n;
+  mil_var **items;
+  mil_dtype dtype;
+} onnx_seq;
+onnx_seq *onnx_seq_lookup(onnx_ctx *c, const char *name);
+mil_status onnx_seq_bind(onnx_ctx *c, const char *name, onnx_seq *s);
 
 /* ---------- graphs ---------- */
 
