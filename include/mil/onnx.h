@@ -68,9 +68,11 @@ typedef struct mil_onnx_options {
 
 /* Imports the ONNX model at `path` (opts may be NULL for the defaults) and
  * returns a model for specification version of opts->target in *out (NULL
- * on failure). External data is resolved against the directory of `path`.
- * The model owns the decoded ONNX tensors its consts view; free it with
- * mil_model_free.
+ * on failure). External data is resolved against the directory of `path`
+ * and mapped. Large fp32 / fp16 / int32 initializers stored as raw_data
+ * are viewed in the decoded ModelProto, which the program then keeps (a
+ * clone of the program, such as an interpreter's, views it too: keep the
+ * model alive while those are used). Free it with mil_model_free.
  * Errors (d gets a message naming the file and, for a node, the node name,
  * op_type, domain, opset and the reason):
  *   MIL_ERR_IO           the file (or an external data file) cannot be read;

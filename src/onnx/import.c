@@ -420,6 +420,8 @@ static mil_status convert_model(onnx_ctx *c, const mil_onnx_options *o) {
   return onnx_block_outputs(c, c->blk, outs, g->n_output, true);
 }
 
+static void drop_model(void *ud) { onnx__model_proto__free_unpacked(ud, NULL); }
+
 static mil_status run_pipeline(mil_program *p, const mil_onnx_options *o, mil_diag *d) {
   if (o->no_pipeline) return MIL_OK;
   mil_pipeline *pl = NULL;
@@ -466,10 +468,15 @@ mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name
   c.dir = dir ? dir : ".";
   c.model = m;
   mil_status st = convert_model(&c, o);
-  /* every value and name was copied or interned (external data is mapped
-   * by the program): the decoded message is no longer needed */
-  onnx__model_proto__free_unpacked(m, NULL);
   c.model = NULL;
+  /* large raw_data initializers are viewed in place (onnx_tensor_value):
+   * then the decoded message lives as long as the program; otherwise
+   * every value and name was copied or interned and it goes now */
+  if (c.views) {
+    mil_status ms = mil_program_add_mapping(p, NULL, 0, drop_model, m);
+    if (st == MIL_OK) st = ms;
+  } else
+    onnx__model_proto__free_unpacked(m, NULL);
   while (c.scope) onnx_scope_pop(&c);
   if (c.san) {
     c.scope = c.san;

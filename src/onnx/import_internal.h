@@ -62,6 +62,7 @@ struct onnx_ctx {
   pass_ptrset named;    /* vars that carry an ONNX name */
   onnx_scope *san;      /* ONNX name -> sanitized MIL name */
   onnx_scope *seqs;     /* ONNX name -> onnx_seq (sequences known at conversion) */
+  bool views;           /* some value views the decoded message's raw_data */
 };
 
 /* ---------- errors ---------- */

@@ -4,6 +4,7 @@
  * clipping like coremltools' const). The importer then widens the small
  * integer dtypes (int8, uint8, int16, uint16) to int32 and bf16 / fp8 to
  * fp32, as the ops it emits take int32 and fp16 / fp32 only. */
+#include <stdint.h>
 #include <stdio.h>
 
 #include "onnx/import_internal.h"
@@ -17,7 +18,34 @@ mil_dtype onnx_mil_dtype(int onnx_dt) {
   return MIL_DT_UNUSED;
 }
 
+/* A large raw_data tensor whose bytes are already MIL's layout (fp32,
+ * fp16, int32, bool on a little-endian host) is viewed in place, not
+ * copied: the decoded message then stays with the program. */
+static mil_value *view_raw(onnx_ctx *c, const Onnx__TensorProto *t) {
+  static const uint16_t probe = 1;
+  if (!t->has_raw_data || (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
+      t->segment || t->raw_data.len < 4096 || *(const uint8_t *)&probe != 1 || t->n_dims > MIL_INTERP_MAX_RANK_ONNX)
+    return NULL;
+  mil_dtype dt;
+  switch (t->data_type) {
+  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: dt = MIL_DT_FP32; break;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: dt = MIL_DT_FP16; break;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: dt = MIL_DT_INT32; break;
+  default: return NULL;
+  }
+  int64_t numel = 1;
+  for (size_t i = 0; i < t->n_dims; i++) {
+    if (t->dims[i] < 0 || (t->dims[i] && numel > INT64_MAX / t->dims[i])) return NULL;
+    numel *= t->dims[i];
+  }
+  if ((uint64_t)numel * mil_dtype_size(dt) != t->raw_data.len || ((uintptr_t)t->raw_data.data % 8) != 0) return NULL;
+  mil_value *v = mil_value_new_view(c->p, dt, (int32_t)t->n_dims, t->dims, t->raw_data.data, t->raw_data.len);
+  if (v) c->views = true;
+  return v;
+}
+
 mil_status onnx_tensor_value(onnx_ctx *c, const Onnx__TensorProto *t, mil_value **out) {
+  if ((*out = view_raw(c, t))) return MIL_OK;
   char where[512];
   snprintf(where, sizeof where, "%s: tensor '%s'", c->path, t->name ? t->name : "");
   mil_value *v = NULL;
