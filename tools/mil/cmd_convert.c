@@ -1,4 +1,6 @@
-/* mil convert IN OUT: rewrite a model in the format OUT's extension names. */
+/* mil convert IN OUT: rewrite a model in the format OUT's extension names;
+ * an ONNX model (.onnx) is imported (mil/onnx.h) and optimized with the
+ * pipeline ct.convert runs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,11 +8,15 @@
 #include "cli.h"
 #include "load.h"
 #include "mil/model.h"
+#include "mil/onnx.h"
 #include "mil/ops.h"
 
 static void help(void) {
-  printf("usage: mil convert [--target iOS15..iOS18] [--spec-version N] [--inline-weights] IN OUT\n\n"
-         "Read model IN (.mlpackage, .mlmodel or .mil) and write it to OUT, in the\n"
+  printf("usage: mil convert [--target iOS15..iOS18] [--spec-version N] [--inline-weights] IN OUT\n"
+         "       mil convert MODEL.onnx OUT [--target iOS15..iOS18] [--precision fp16|fp32]\n"
+         "                   [--pipeline NAME] [--input-shape NAME=D1,D2,...]... [--inline-weights]\n"
+         "       mil convert --list-ops\n\n"
+         "Read model IN (.mlpackage, .mlmodel, .mil or .onnx) and write it to OUT, in the\n"
          "format OUT's extension names:\n"
          "  .mlpackage  a Core ML package (Manifest.json, model.mlmodel, weights/weight.bin)\n"
          "  .mlmodel    the bare Model protobuf; large consts go to a weight file of\n"
@@ -30,65 +36,157 @@ static void help(void) {
          "                    iOS18 or iOS26) and write that specification version, as\n"
          "                    ct.convert(minimum_deployment_target=T): every op must\n"
          "                    exist in T with inputs T accepts. Needed to write a\n"
-         "                    CoreML3/CoreML4 program (iOS13/iOS14) as an ML Program\n"
+         "                    CoreML3/CoreML4 program (iOS13/iOS14) as an ML Program.\n"
+         "                    For ONNX input: the deployment target (default iOS15)\n"
          "  --spec-version N  write specification version N (6..10); default: keep\n"
          "                    the input's (for .mil: the one its opset implies)\n"
-         "  --inline-weights  .mil output: every const value in the text, no weight file\n");
+         "  --inline-weights  .mil output: every const value in the text, no weight file\n\n"
+         "ONNX models (IN ending in .onnx) are imported: initializers become consts,\n"
+         "graph inputs and outputs the function's I/O (int64 and double as int32 and\n"
+         "fp32), each node the MIL ops coremltools' frontends emit; then the pass\n"
+         "pipeline runs as ct.convert runs it. Options for ONNX input:\n"
+         "  --precision P     fp16 (default: the pipeline with add_fp16_cast) or fp32\n"
+         "  --pipeline NAME   the pass pipeline (default: default; empty: none)\n"
+         "  --input-shape NAME=D1,D2,...\n"
+         "                    fix the shape of input NAME (repeatable); dims the model\n"
+         "                    leaves symbolic (dim_param) stay symbolic otherwise\n"
+         "  --list-ops        print the ONNX ops libmil converts (op x opset range)\n");
 }
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int list_ops(void) {
+  printf("%-28s %-10s %-8s %-16s %s\n", "op_type", "domain", "opsets", "family", "MIL ops");
+  for (size_t i = 0; i < mil_onnx_op_count(); i++) {
+    const mil_onnx_op_info *o = mil_onnx_op_at(i);
+    char range[32];
+    snprintf(range, sizeof range, "%d-%d", o->since, o->until);
+    printf("%-28s %-10s %-8s %-16s %s\n", o->op_type, o->domain[0] ? o->domain : "ai.onnx", range, o->family, o->mil_ops);
+  }
+  return CLI_OK;
+}
+
+/* "NAME=1,3,224,224" -> shape entry; false on a malformed spec. */
+static bool parse_shape(const char *spec, mil_onnx_input_shape *out, int64_t *dims) {
+  const char *eq = strrchr(spec, '=');
+  if (!eq || eq == spec || !eq[1]) return false;
+  char *name = strndup(spec, (size_t)(eq - spec));
+  if (!name) return false;
+  int32_t r = 0;
+  const char *p = eq + 1;
+  while (*p && r < 32) {
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || v < 0 || (*end && *end != ',')) {
+      free(name);
+      return false;
+    }
+    dims[r++] = v;
+    p = *end ? end + 1 : end;
+  }
+  out->name = name;
+  out->rank = r;
+  out->dims = dims;
+  return true;
+}
+
+typedef struct onnx_args {
+  mil_onnx_options o;
+  mil_onnx_input_shape shapes[64];
+  int64_t dims[64][32];
+} onnx_args;
 
 int cmd_convert(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
   int spec = 0, target = 0;
   bool inline_weights = false;
+  onnx_args *oa = calloc(1, sizeof *oa);
+  if (!oa) return CLI_FAIL;
+  bool onnx_opts = false;
+  int rc = CLI_OK;
+#define USAGE(...)                                 \
+  do {                                             \
+    rc = cli_usage_error("convert", __VA_ARGS__); \
+    goto done;                                     \
+  } while (0)
   for (int i = 1; i < argc; i++) {
+    const char *s = argv[i];
     if (cli_is_help(argv[i])) {
       help();
-      return CLI_OK;
+      goto done;
+    } else if (strcmp(s, "--list-ops") == 0) {
+      rc = list_ops();
+      goto done;
+    } else if (strcmp(s, "--inline-weights") == 0) {
+      inline_weights = true;
+    } else if (strcmp(s, "--target") == 0) {
+      if (i + 1 >= argc) USAGE("--target needs a value");
+      if ((rc = cli_parse_target("convert", argv[++i], &target)) != CLI_OK) goto done;
+    } else if (strcmp(s, "--precision") == 0 || strcmp(s, "--pipeline") == 0 || strcmp(s, "--input-shape") == 0) {
+      if (i + 1 >= argc) USAGE("%s needs a value", s);
+      const char *v = argv[++i];
+      onnx_opts = true;
+      if (s[3] == 'r') {
+        if (strcmp(v, "fp16") && strcmp(v, "fp32")) USAGE("--precision must be fp16 or fp32, got '%s'", v);
+        oa->o.fp32 = strcmp(v, "fp32") == 0;
+      } else if (s[3] == 'i') {
+        oa->o.pipeline = v;
+      } else {
+        int32_t k = oa->o.n_input_shapes;
+        if (k >= 64 || !parse_shape(v, &oa->shapes[k], oa->dims[k]))
+          USAGE("--input-shape expects NAME=D1,D2,... with dims >= 0, got '%s'", v);
+        oa->o.n_input_shapes = k + 1;
+      }
     } else if (strcmp(argv[i], "--spec-version") == 0) {
-      if (i + 1 >= argc) return cli_usage_error("convert", "--spec-version needs a value");
+      if (i + 1 >= argc) USAGE("--spec-version needs a value");
       char *end;
       long v = strtol(argv[++i], &end, 10);
       if (*end || v < MIL_SPEC_VERSION_MIN || v > MIL_SPEC_VERSION_MAX)
-        return cli_usage_error("convert", "--spec-version must be %d..%d, got '%s'", MIL_SPEC_VERSION_MIN,
-                               MIL_SPEC_VERSION_MAX, argv[i]);
+        USAGE("--spec-version must be %d..%d, got '%s'", MIL_SPEC_VERSION_MIN, MIL_SPEC_VERSION_MAX, argv[i]);
       spec = (int)v;
-    } else if (strcmp(argv[i], "--inline-weights") == 0) {
-      inline_weights = true;
-    } else if (strcmp(argv[i], "--target") == 0) {
-      if (i + 1 >= argc) return cli_usage_error("convert", "--target needs a value");
-      int rc = cli_parse_target("convert", argv[++i], &target);
-      if (rc != CLI_OK) return rc;
     } else if (argv[i][0] == '-' && argv[i][1]) {
-      return cli_usage_error("convert", "unknown option '%s'", argv[i]);
+      USAGE("unknown option '%s'", argv[i]);
     } else if (!in) {
       in = argv[i];
     } else if (!out) {
       out = argv[i];
     } else {
-      return cli_usage_error("convert", "unexpected argument '%s'", argv[i]);
+      USAGE("unexpected argument '%s'", argv[i]);
     }
   }
-  if (!in || !out) return cli_usage_error("convert", "expected IN and OUT");
+  if (!in || !out) USAGE("expected IN and OUT");
   if (!cli_output_format_ok(out, false))
-    return cli_usage_error("convert", "%s: unknown output format; choose one of .mlpackage, .mlmodel, .mil", out);
-  size_t on = strlen(out);
-  bool to_text = on > 4 && strcmp(out + on - 4, ".mil") == 0;
-  if (inline_weights && !to_text) return cli_usage_error("convert", "--inline-weights applies to .mil output only");
+    USAGE("%s: unknown output format; choose one of .mlpackage, .mlmodel, .mil", out);
+  bool to_text = ends_with(out, ".mil");
+  if (inline_weights && !to_text) USAGE("--inline-weights applies to .mil output only");
+  bool onnx = ends_with(in, ".onnx");
+  if (onnx_opts && !onnx) USAGE("--precision, --pipeline and --input-shape apply to .onnx input only");
+  oa->o.input_shapes = oa->shapes;
+  if (onnx) oa->o.target = target;
   mil_diag d;
   mil_diag_init(&d);
   mil_model *m = NULL;
-  mil_status st = mil_model_load(in, &m, &d);
-  if (st == MIL_OK && target) st = mil_program_retarget(mil_model_program(m), target, &d);
-  if (st == MIL_OK && target && !spec) st = mil_model_set_spec_version(m, target);
+  mil_status st = onnx ? mil_onnx_import(in, &oa->o, &m, &d) : mil_model_load(in, &m, &d);
+  if (st == MIL_OK && target && !onnx) st = mil_program_retarget(mil_model_program(m), target, &d);
+  if (st == MIL_OK && target && !onnx && !spec) st = mil_model_set_spec_version(m, target);
   if (st == MIL_OK && spec) st = mil_model_set_spec_version(m, spec);
-  if (st == MIL_OK) st = to_text ? mil_save_text(mil_model_program(m), out, inline_weights, &d) : mil_model_save(m, out, &d);
-  int rc = CLI_OK;
+  if (st == MIL_OK)
+    st = to_text ? mil_save_text(mil_model_program(m), out, inline_weights, &d) : mil_model_save(m, out, &d);
   if (st != MIL_OK) {
     cli_print_diag(&d);
     if (d.n_errors == 0) fprintf(stderr, "mil: error: convert failed: %s\n", mil_status_str(st));
     rc = CLI_FAIL;
   }
+  else if (d.n_warnings)
+    cli_print_diag(&d);
   mil_model_free(m);
   mil_diag_clear(&d);
+done:
+  for (int32_t k = 0; k < oa->o.n_input_shapes; k++) free((char *)oa->shapes[k].name);
+  free(oa);
   return rc;
+#undef USAGE
 }

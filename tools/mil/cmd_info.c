@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "load.h"
 #include "mil/model.h"
 #include "mil/ops.h"
 
@@ -313,7 +314,7 @@ int cmd_info(int argc, char **argv) {
   mil_diag d;
   mil_diag_init(&d);
   mil_model *m = NULL;
-  if (mil_model_load(path, &m, &d) != MIL_OK) {
+  if (cli_load_model(path, &m, &d) != MIL_OK) {
     cli_print_diag(&d);
     mil_diag_clear(&d);
     return CLI_FAIL;

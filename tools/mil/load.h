@@ -1,4 +1,4 @@
-/* Loading any model the CLI accepts (.mil, .mlmodel, .mlpackage). */
+/* Loading any model the CLI accepts (.mil, .mlmodel, .mlpackage, and .onnx through the importer). */
 #ifndef MIL_CLI_LOAD_H
 #define MIL_CLI_LOAD_H
 
@@ -11,6 +11,8 @@ typedef struct cli_loaded {
 } cli_loaded;
 
 /* Loads path by its extension. On failure d holds the reason. */
+/* mil_model_load, or mil_onnx_import (default options) for a .onnx path. */
+mil_status cli_load_model(const char *path, mil_model **out, mil_diag *d);
 mil_status cli_load(const char *path, cli_loaded *out, mil_diag *d);
 void cli_unload(cli_loaded *m);
 /* Absolute paths of the weight files a loaded model's consts came from, for

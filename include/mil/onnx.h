@@ -1,0 +1,117 @@
+/* libmil: the ONNX importer — turns an ONNX model (.onnx, ModelProto) into a
+ * Core ML ML Program, the way coremltools' converters build MIL.
+ *
+ * What is read: the graph, its initializers (inline or external data,
+ * through the ONNX tensor reader), opset_import, and the subgraphs of If and
+ * Loop nodes. What is made:
+ *  - one function "main" whose inputs and outputs are the graph's inputs
+ *    (those not fed by an initializer) and outputs, in order. int64 and
+ *    double I/O become int32 and fp32, as coremltools does; other integer
+ *    dtypes become int32 as well. A dim_param becomes a symbolic dim (its
+ *    name when that is an identifier, else a fresh "is<N>"), unless an
+ *    input shape given in the options fixes it;
+ *  - initializers and Constant nodes become const ops (the model writer
+ *    puts those of 10 elements or more in weight.bin, as coremltools does);
+ *  - each node becomes the MIL ops coremltools' own frontends emit for the
+ *    same computation (converters/mil/frontend/torch/ops.py), built through
+ *    the op registry so that types are inferred and every op whose inputs
+ *    are known folds at once (shape subgraphs become consts);
+ *  - every name (vars, ops) goes through coremltools' NameSanitizer rule:
+ *    characters outside [A-Za-z0-9_] become '_', a leading digit gets the
+ *    prefix "var_" ("op_" for op names), reserved words get "_workaround",
+ *    and a collision gets "_0", "_1", ... appended.
+ * Then the pass pipeline runs as ct.convert runs it (DEFAULT, without
+ * common::add_fp16_cast and common::add_int16_cast for fp32 precision).
+ *
+ * Ops are converted by a table of (op_type, domain, opset range) ->
+ * converter entries, one source file per ONNX op family
+ * (src/onnx/ops_<family>.c, listed in src/onnx/ops_families.def);
+ * mil_onnx_op_at lists them. docs/onnx.md describes the mapping.
+ */
+#ifndef MIL_ONNX_H
+#define MIL_ONNX_H
+
+#include "model.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The newest ai.onnx opset whose changes libmil knows. A model importing a
+ * newer opset is converted with a warning when each of its ops kept the
+ * semantics of the newest version libmil handles. */
+#define MIL_ONNX_OPSET_KNOWN 23
+
+/* A fixed shape for one graph input (--input-shape NAME=1,3,224,224). */
+typedef struct mil_onnx_input_shape {
+  const char *name;    /* the ONNX input name (before sanitizing) */
+  int32_t rank;
+  const int64_t *dims; /* rank entries, each >= 0 */
+} mil_onnx_input_shape;
+
+typedef struct mil_onnx_options {
+  /* Minimum deployment target as an opset version of ops.h (MIL_IOS15 ..
+   * MIL_IOS18); 0 = MIL_IOS15, ct.convert's default for ML Programs. */
+  int target;
+  /* true: fp32 compute precision (the pipeline without add_fp16_cast and
+   * add_int16_cast); false: fp16, ct.convert's default. */
+  bool fp32;
+  /* Pipeline name (mil_pipeline_new: "default", "cleanup", "empty", ...);
+   * NULL = "default". */
+  const char *pipeline;
+  /* true: no pipeline at all (the program as the importer built it). */
+  bool no_pipeline;
+  int32_t n_input_shapes;
+  const mil_onnx_input_shape *input_shapes;
+} mil_onnx_options;
+
+/* Imports the ONNX model at `path` (opts may be NULL for the defaults) and
+ * returns a model for specification version of opts->target in *out (NULL
+ * on failure). External data is resolved against the directory of `path`
+ * and mapped. Large fp32 / fp16 / int32 initializers stored as raw_data
+ * are viewed in the decoded ModelProto, which the program then keeps (a
+ * clone of the program, such as an interpreter's, views it too: keep the
+ * model alive while those are used). Free it with mil_model_free.
+ * Errors (d gets a message naming the file and, for a node, the node name,
+ * op_type, domain, opset and the reason):
+ *   MIL_ERR_IO           the file (or an external data file) cannot be read;
+ *   MIL_ERR_FORMAT       not a valid ModelProto, malformed tensor;
+ *   MIL_ERR_UNSUPPORTED  an op (or op version, domain, attribute value,
+ *                        dtype, sequence / map / optional I/O) that libmil
+ *                        does not convert;
+ *   MIL_ERR_TYPE         type inference failed on a converted op;
+ *   MIL_ERR_INVALID      bad options (unknown input in input_shapes, target
+ *                        out of range), a node input never defined;
+ *   MIL_ERR_NOT_FOUND    an unknown pipeline name;
+ *   MIL_ERR_NOMEM. */
+MIL_API mil_status mil_onnx_import(const char *path, const mil_onnx_options *opts, mil_model **out, mil_diag *d);
+
+/* Same from a serialized ModelProto in memory (`name` for messages,
+ * `dir` for external data; both may be NULL). The buffer is not needed
+ * after the call. */
+MIL_API mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name, const char *dir,
+                                          const mil_onnx_options *opts, mil_model **out, mil_diag *d);
+
+/* One entry of the converter table. */
+typedef struct mil_onnx_op_info {
+  const char *op_type; /* "Conv" */
+  const char *domain;  /* "" for ai.onnx */
+  int since;           /* first opset this converter handles */
+  int until;           /* last opset it handles (MIL_ONNX_OPSET_KNOWN when current) */
+  const char *family;  /* "conv_pool" */
+  const char *mil_ops; /* the MIL ops it emits, as documentation */
+} mil_onnx_op_info;
+
+/* The converter table, sorted by op_type then since. */
+MIL_API size_t mil_onnx_op_count(void);
+MIL_API const mil_onnx_op_info *mil_onnx_op_at(size_t i);
+
+/* The converter for op_type/domain at `opset` (domain "" or "ai.onnx"),
+ * NULL when there is none. */
+MIL_API const mil_onnx_op_info *mil_onnx_op_find(const char *op_type, const char *domain, int opset);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
