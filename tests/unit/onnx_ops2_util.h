@@ -1,0 +1,143 @@
+/* One-node ONNX models built in memory and run through the importer and
+ * the interpreter, for the tests of the op families in test_onnx_ops2_*.c. */
+#ifndef MIL_TEST_ONNX_OPS2_UTIL_H
+#define MIL_TEST_ONNX_OPS2_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mil/interp.h"
+#include "mil/mil.h"
+#include "mil/onnx.h"
+#include "onnx.pb-c.h"
+
+typedef struct io {
+  const char *name;
+  int elem; /* ONNX DataType */
+  int rank;
+  int64_t dims[4];
+} io;
+
+/* A model (opset 13) of one node op_type on inputs ins, one output `out`
+ * and int attributes named in attr_names with the values attr_vals. */
+static uint8_t *model(const char *op_type, const io *ins, int n_in, const io *out, const char *const *attr_names,
+                      const int64_t *const *attr_vals, const int *attr_n, int n_attr, size_t *len) {
+  Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+  Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT, *osp = &os;
+  os.domain = "";
+  os.has_version = true;
+  os.version = 13;
+  m.has_ir_version = true;
+  m.ir_version = 7;
+  m.n_opset_import = 1;
+  m.opset_import = &osp;
+  Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+  m.graph = &g;
+  Onnx__NodeProto nd = ONNX__NODE_PROTO__INIT, *ndp = &nd;
+  char *in_names[9], *outs[1] = {(char *)out->name};
+  for (int i = 0; i < n_in; i++) in_names[i] = (char *)ins[i].name;
+  nd.op_type = (char *)op_type;
+  nd.n_input = (size_t)n_in;
+  nd.input = in_names;
+  nd.n_output = 1;
+  nd.output = outs;
+  Onnx__AttributeProto at[4], *atp[4];
+  for (int i = 0; i < n_attr; i++) {
+    onnx__attribute_proto__init(&at[i]);
+    at[i].name = (char *)attr_names[i];
+    at[i].has_type = true;
+    at[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    at[i].n_ints = (size_t)attr_n[i];
+    at[i].ints = (int64_t *)attr_vals[i];
+    atp[i] = &at[i];
+  }
+  nd.n_attribute = (size_t)n_attr;
+  nd.attribute = atp;
+  g.n_node = 1;
+  g.node = &ndp;
+  Onnx__TensorShapeProto__Dimension dm[10][4], *dmp[10][4];
+  Onnx__TensorShapeProto sh[10];
+  Onnx__TypeProto__Tensor tt[10];
+  Onnx__TypeProto tp[10];
+  Onnx__ValueInfoProto vi[10], *vip[10];
+  for (int i = 0; i <= n_in; i++) {
+    const io *v = i < n_in ? &ins[i] : out;
+    for (int k = 0; k < v->rank; k++) {
+      onnx__tensor_shape_proto__dimension__init(&dm[i][k]);
+      dm[i][k].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+      dm[i][k].dim_value = v->dims[k];
+      dmp[i][k] = &dm[i][k];
+    }
+    onnx__tensor_shape_proto__init(&sh[i]);
+    sh[i].n_dim = (size_t)v->rank;
+    sh[i].dim = dmp[i];
+    onnx__type_proto__tensor__init(&tt[i]);
+    tt[i].has_elem_type = true;
+    tt[i].elem_type = v->elem;
+    tt[i].shape = &sh[i];
+    onnx__type_proto__init(&tp[i]);
+    tp[i].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    tp[i].tensor_type = &tt[i];
+    onnx__value_info_proto__init(&vi[i]);
+    vi[i].name = (char *)v->name;
+    vi[i].type = &tp[i];
+    vip[i] = &vi[i];
+  }
+  g.n_input = (size_t)n_in;
+  g.input = vip;
+  g.n_output = 1;
+  g.output = &vip[n_in];
+  *len = onnx__model_proto__get_packed_size(&m);
+  uint8_t *buf = malloc(*len);
+  onnx__model_proto__pack(&m, buf);
+  return buf;
+}
+
+static int64_t numel(const io *v) {
+  int64_t n = 1;
+  for (int k = 0; k < v->rank; k++) n *= v->dims[k];
+  return n;
+}
+
+/* Imports and runs the model on data[i] (fp32 for float inputs, int32
+ * for the integer ones: the importer's dtypes); checks output 0 has n
+ * elements of dtype dt and copies them into out. */
+static void run(const uint8_t *buf, size_t len, const io *ins, int n_in, void *const *data, mil_dtype dt, void *out,
+                int64_t n) {
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_onnx_options o;
+  memset(&o, 0, sizeof o);
+  o.fp32 = true;
+  mil_model *m = NULL;
+  mil_status st = mil_onnx_import_buffer(buf, len, "ops2.onnx", NULL, &o, &m, &d);
+  if (st != MIL_OK) printf("  %s\n", mil_diag_first_error(&d));
+  assert_int_equal(st, MIL_OK);
+  mil_interp *ip = NULL;
+  assert_int_equal(mil_interp_new(mil_model_program(m), NULL, &ip, &d), MIL_OK);
+  for (int i = 0; i < n_in; i++) {
+    bool f = ins[i].elem == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    mil_tensor t = {f ? MIL_DT_FP32 : MIL_DT_INT32, ins[i].rank, ins[i].dims, data[i], (size_t)numel(&ins[i]) * 4,
+                    numel(&ins[i])};
+    assert_int_equal(mil_interp_set_input(ip, mil_interp_input_name(ip, i), &t, &d), MIL_OK);
+  }
+  st = mil_interp_run(ip, NULL, &d);
+  if (st != MIL_OK) printf("  %s\n", mil_diag_first_error(&d));
+  assert_int_equal(st, MIL_OK);
+  const mil_tensor *y = mil_interp_output_at(ip, 0);
+  assert_int_equal(y->numel, n);
+  assert_int_equal(y->dtype, dt);
+  memcpy(out, y->data, (size_t)n * 4);
+  mil_interp_free(ip);
+  mil_model_free(m);
+  mil_diag_clear(&d);
+}
+
+#endif
