@@ -25,15 +25,18 @@ typedef struct io {
   int64_t dims[4];
 } io;
 
-/* A model (opset 13) of one node op_type on inputs ins, one output `out`
- * and int attributes named in attr_names with the values attr_vals. */
+/* A model (opset 13, or g_opset when set) of one node op_type on inputs
+ * ins, one output `out` and int attributes attr_names[i]: INTS of
+ * attr_n[i] values attr_vals[i], or an INT attr_vals[i][0] when attr_n[i]
+ * is -1. */
+static int g_opset;
 static uint8_t *model(const char *op_type, const io *ins, int n_in, const io *out, const char *const *attr_names,
                       const int64_t *const *attr_vals, const int *attr_n, int n_attr, size_t *len) {
   Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
   Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT, *osp = &os;
   os.domain = "";
   os.has_version = true;
-  os.version = 13;
+  os.version = g_opset ? g_opset : 13;
   m.has_ir_version = true;
   m.ir_version = 7;
   m.n_opset_import = 1;
@@ -53,9 +56,15 @@ static uint8_t *model(const char *op_type, const io *ins, int n_in, const io *ou
     onnx__attribute_proto__init(&at[i]);
     at[i].name = (char *)attr_names[i];
     at[i].has_type = true;
-    at[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
-    at[i].n_ints = (size_t)attr_n[i];
-    at[i].ints = (int64_t *)attr_vals[i];
+    if (attr_n[i] < 0) {
+      at[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+      at[i].has_i = true;
+      at[i].i = attr_vals[i][0];
+    } else {
+      at[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+      at[i].n_ints = (size_t)attr_n[i];
+      at[i].ints = (int64_t *)attr_vals[i];
+    }
     atp[i] = &at[i];
   }
   nd.n_attribute = (size_t)n_attr;
