@@ -28,30 +28,45 @@ typedef struct io {
 /* A model (opset 13, or g_opset when set) of one node op_type on inputs
  * ins, one output `out` and int attributes attr_names[i]: INTS of
  * attr_n[i] values attr_vals[i], or an INT attr_vals[i][0] when attr_n[i]
- * is -1. */
+ * is -1. The node is in domain g_domain when set. */
 static int g_opset;
+static const char *g_domain; /* the node's domain, imported at version 1 besides ai.onnx */
+/* float attributes g_fnames[i] = g_fvals[i] (i < g_nf) and one string
+ * attribute g_sname = g_sval (when set), added to the int ones */
+static const char *g_fnames[6];
+static float g_fvals[6];
+static int g_nf;
+static const char *g_sname, *g_sval;
+static int g_nout; /* outputs out[0..g_nout) (1 when 0) */
 static uint8_t *model(const char *op_type, const io *ins, int n_in, const io *out, const char *const *attr_names,
                       const int64_t *const *attr_vals, const int *attr_n, int n_attr, size_t *len) {
   Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
-  Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT, *osp = &os;
+  Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT, os2 = ONNX__OPERATOR_SET_ID_PROTO__INIT,
+                           *osp[2] = {&os, &os2};
   os.domain = "";
   os.has_version = true;
   os.version = g_opset ? g_opset : 13;
   m.has_ir_version = true;
   m.ir_version = 7;
-  m.n_opset_import = 1;
-  m.opset_import = &osp;
+  os2.domain = (char *)g_domain;
+  os2.has_version = true;
+  os2.version = 1;
+  m.n_opset_import = g_domain ? 2 : 1;
+  m.opset_import = osp;
   Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
   m.graph = &g;
   Onnx__NodeProto nd = ONNX__NODE_PROTO__INIT, *ndp = &nd;
-  char *in_names[9], *outs[1] = {(char *)out->name};
+  int nout = g_nout ? g_nout : 1;
+  char *in_names[9], *outs[6];
+  for (int i = 0; i < nout; i++) outs[i] = (char *)out[i].name;
   for (int i = 0; i < n_in; i++) in_names[i] = (char *)ins[i].name;
   nd.op_type = (char *)op_type;
+  nd.domain = (char *)g_domain;
   nd.n_input = (size_t)n_in;
   nd.input = in_names;
-  nd.n_output = 1;
+  nd.n_output = (size_t)nout;
   nd.output = outs;
-  Onnx__AttributeProto at[4], *atp[4];
+  Onnx__AttributeProto at[12], *atp[12];
   for (int i = 0; i < n_attr; i++) {
     onnx__attribute_proto__init(&at[i]);
     at[i].name = (char *)attr_names[i];
@@ -67,17 +82,37 @@ static uint8_t *model(const char *op_type, const io *ins, int n_in, const io *ou
     }
     atp[i] = &at[i];
   }
+  for (int i = 0; i < g_nf; i++, n_attr++) {
+    onnx__attribute_proto__init(&at[n_attr]);
+    at[n_attr].name = (char *)g_fnames[i];
+    at[n_attr].has_type = true;
+    at[n_attr].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    at[n_attr].has_f = true;
+    at[n_attr].f = g_fvals[i];
+    atp[n_attr] = &at[n_attr];
+  }
+  if (g_sname) {
+    onnx__attribute_proto__init(&at[n_attr]);
+    at[n_attr].name = (char *)g_sname;
+    at[n_attr].has_type = true;
+    at[n_attr].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    at[n_attr].has_s = true;
+    at[n_attr].s.data = (uint8_t *)g_sval;
+    at[n_attr].s.len = strlen(g_sval);
+    atp[n_attr] = &at[n_attr];
+    n_attr++;
+  }
   nd.n_attribute = (size_t)n_attr;
   nd.attribute = atp;
   g.n_node = 1;
   g.node = &ndp;
-  Onnx__TensorShapeProto__Dimension dm[10][4], *dmp[10][4];
-  Onnx__TensorShapeProto sh[10];
-  Onnx__TypeProto__Tensor tt[10];
-  Onnx__TypeProto tp[10];
-  Onnx__ValueInfoProto vi[10], *vip[10];
-  for (int i = 0; i <= n_in; i++) {
-    const io *v = i < n_in ? &ins[i] : out;
+  Onnx__TensorShapeProto__Dimension dm[16][4], *dmp[16][4];
+  Onnx__TensorShapeProto sh[16];
+  Onnx__TypeProto__Tensor tt[16];
+  Onnx__TypeProto tp[16];
+  Onnx__ValueInfoProto vi[16], *vip[16];
+  for (int i = 0; i < n_in + nout; i++) {
+    const io *v = i < n_in ? &ins[i] : &out[i - n_in];
     for (int k = 0; k < v->rank; k++) {
       onnx__tensor_shape_proto__dimension__init(&dm[i][k]);
       dm[i][k].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
@@ -101,7 +136,7 @@ static uint8_t *model(const char *op_type, const io *ins, int n_in, const io *ou
   }
   g.n_input = (size_t)n_in;
   g.input = vip;
-  g.n_output = 1;
+  g.n_output = (size_t)nout;
   g.output = &vip[n_in];
   *len = onnx__model_proto__get_packed_size(&m);
   uint8_t *buf = malloc(*len);
@@ -116,8 +151,9 @@ static int64_t numel(const io *v) {
 }
 
 /* Imports and runs the model on data[i] (fp32 for float inputs, int32
- * for the integer ones: the importer's dtypes); checks output 0 has n
- * elements of dtype dt and copies them into out. */
+ * for the integer ones: the importer's dtypes); checks every output (1,
+ * or g_nout) has n elements of dtype dt and copies them one after the
+ * other into out. */
 static void run(const uint8_t *buf, size_t len, const io *ins, int n_in, void *const *data, mil_dtype dt, void *out,
                 int64_t n) {
   mil_diag d;
@@ -140,10 +176,12 @@ static void run(const uint8_t *buf, size_t len, const io *ins, int n_in, void *c
   st = mil_interp_run(ip, NULL, &d);
   if (st != MIL_OK) printf("  %s\n", mil_diag_first_error(&d));
   assert_int_equal(st, MIL_OK);
-  const mil_tensor *y = mil_interp_output_at(ip, 0);
-  assert_int_equal(y->numel, n);
-  assert_int_equal(y->dtype, dt);
-  memcpy(out, y->data, (size_t)n * 4);
+  for (int i = 0; i < (g_nout ? g_nout : 1); i++) {
+    const mil_tensor *y = mil_interp_output_at(ip, i);
+    assert_int_equal(y->numel, n);
+    assert_int_equal(y->dtype, dt);
+    memcpy((char *)out + (size_t)i * (size_t)n * 4, y->data, (size_t)n * 4);
+  }
   mil_interp_free(ip);
   mil_model_free(m);
   mil_diag_clear(&d);
