@@ -38,7 +38,7 @@ static float g_fvals[6];
 static int g_nf;
 static const char *g_sname, *g_sval;
 static int g_nout; /* outputs out[0..g_nout) (1 when 0) */
-static uint8_t *model(const char *op_type, const io *ins, int n_in, const io *out, const char *const *attr_names,
+static inline uint8_t *model(const char *op_type, const io *ins, int n_in, const io *out, const char *const *attr_names,
                       const int64_t *const *attr_vals, const int *attr_n, int n_attr, size_t *len) {
   Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
   Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT, os2 = ONNX__OPERATOR_SET_ID_PROTO__INIT,
@@ -144,36 +144,44 @@ static uint8_t *model(const char *op_type, const io *ins, int n_in, const io *ou
   return buf;
 }
 
-static int64_t numel(const io *v) {
+static inline int64_t numel(const io *v) {
   int64_t n = 1;
   for (int k = 0; k < v->rank; k++) n *= v->dims[k];
   return n;
+}
+
+/* The fp32 import of buf (or of the file at path when buf is NULL) and
+ * an interpreter on it; *m and *d to be freed by the caller. */
+static inline mil_interp *open_interp(const uint8_t *buf, size_t len, const char *path, mil_model **m, mil_diag *d) {
+  mil_diag_init(d);
+  mil_onnx_options o;
+  memset(&o, 0, sizeof o);
+  o.fp32 = true;
+  *m = NULL;
+  mil_status st = buf ? mil_onnx_import_buffer(buf, len, "ops2.onnx", NULL, &o, m, d) : mil_onnx_import(path, &o, m, d);
+  if (st != MIL_OK) printf("  %s\n", mil_diag_first_error(d));
+  assert_int_equal(st, MIL_OK);
+  mil_interp *ip = NULL;
+  assert_int_equal(mil_interp_new(mil_model_program(*m), NULL, &ip, d), MIL_OK);
+  return ip;
 }
 
 /* Imports and runs the model on data[i] (fp32 for float inputs, int32
  * for the integer ones: the importer's dtypes); checks every output (1,
  * or g_nout) has n elements of dtype dt and copies them one after the
  * other into out. */
-static void run(const uint8_t *buf, size_t len, const io *ins, int n_in, void *const *data, mil_dtype dt, void *out,
-                int64_t n) {
+static inline void run(const uint8_t *buf, size_t len, const io *ins, int n_in, void *const *data, mil_dtype dt,
+                       void *out, int64_t n) {
   mil_diag d;
-  mil_diag_init(&d);
-  mil_onnx_options o;
-  memset(&o, 0, sizeof o);
-  o.fp32 = true;
-  mil_model *m = NULL;
-  mil_status st = mil_onnx_import_buffer(buf, len, "ops2.onnx", NULL, &o, &m, &d);
-  if (st != MIL_OK) printf("  %s\n", mil_diag_first_error(&d));
-  assert_int_equal(st, MIL_OK);
-  mil_interp *ip = NULL;
-  assert_int_equal(mil_interp_new(mil_model_program(m), NULL, &ip, &d), MIL_OK);
+  mil_model *m;
+  mil_interp *ip = open_interp(buf, len, NULL, &m, &d);
   for (int i = 0; i < n_in; i++) {
     bool f = ins[i].elem == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
     mil_tensor t = {f ? MIL_DT_FP32 : MIL_DT_INT32, ins[i].rank, ins[i].dims, data[i], (size_t)numel(&ins[i]) * 4,
                     numel(&ins[i])};
     assert_int_equal(mil_interp_set_input(ip, mil_interp_input_name(ip, i), &t, &d), MIL_OK);
   }
-  st = mil_interp_run(ip, NULL, &d);
+  mil_status st = mil_interp_run(ip, NULL, &d);
   if (st != MIL_OK) printf("  %s\n", mil_diag_first_error(&d));
   assert_int_equal(st, MIL_OK);
   for (int i = 0; i < (g_nout ? g_nout : 1); i++) {

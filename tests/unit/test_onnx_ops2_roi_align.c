@@ -4,21 +4,10 @@
  * element must agree within 1e-4 (the last decimal). Skipped without
  * libonnx-testdata. */
 #include <math.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 
-#include <cmocka.h>
-
-#include "mil/interp.h"
-#include "mil/mil.h"
-#include "mil/onnx.h"
 #include "mil/onnx_tensor.h"
+#include "onnx_ops2_util.h"
 
 #define NODE_DIR "/usr/share/libonnx-testdata/data/node/"
 
@@ -35,14 +24,8 @@ static void check(const char *name) {
   char path[512];
   snprintf(path, sizeof path, NODE_DIR "%s/model.onnx", name);
   mil_diag d;
-  mil_diag_init(&d);
-  mil_onnx_options o;
-  memset(&o, 0, sizeof o);
-  o.fp32 = true;
-  mil_model *m = NULL;
-  assert_int_equal(mil_onnx_import(path, &o, &m, &d), MIL_OK);
-  mil_interp *ip = NULL;
-  assert_int_equal(mil_interp_new(mil_model_program(m), NULL, &ip, &d), MIL_OK);
+  mil_model *m;
+  mil_interp *ip = open_interp(NULL, 0, path, &m, &d);
   for (int i = 0; i < 3; i++) {
     snprintf(path, sizeof path, NODE_DIR "%s/test_data_set_0/input_%d.pb", name, i);
     mil_onnx_tensor *t = NULL;
