@@ -37,6 +37,10 @@ static const char *g_fnames[6];
 static float g_fvals[6];
 static int g_nf;
 static const char *g_sname, *g_sval;
+/* one FLOATS attribute g_fsname = g_fsvals[0..g_fsn) (when set) */
+static const char *g_fsname;
+static const float *g_fsvals;
+static int g_fsn;
 static int g_nout; /* outputs out[0..g_nout) (1 when 0) */
 static inline uint8_t *model(const char *op_type, const io *ins, int n_in, const io *out, const char *const *attr_names,
                       const int64_t *const *attr_vals, const int *attr_n, int n_attr, size_t *len) {
@@ -90,6 +94,16 @@ static inline uint8_t *model(const char *op_type, const io *ins, int n_in, const
     at[n_attr].has_f = true;
     at[n_attr].f = g_fvals[i];
     atp[n_attr] = &at[n_attr];
+  }
+  if (g_fsname) {
+    onnx__attribute_proto__init(&at[n_attr]);
+    at[n_attr].name = (char *)g_fsname;
+    at[n_attr].has_type = true;
+    at[n_attr].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+    at[n_attr].n_floats = (size_t)g_fsn;
+    at[n_attr].floats = (float *)g_fsvals;
+    atp[n_attr] = &at[n_attr];
+    n_attr++;
   }
   if (g_sname) {
     onnx__attribute_proto__init(&at[n_attr]);
