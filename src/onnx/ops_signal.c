@@ -1,5 +1,5 @@
 /* ONNX signal ops (opset 17): HannWindow, HammingWindow, BlackmanWindow,
- * DFT, STFT. MIL has no FFT (coremltools' complex dialect lowers torch's
+ * DFT, STFT, MelWeightMatrix (formula at conv_mel). MIL has no FFT (coremltools' complex dialect lowers torch's
  * fft ops to real ops only inside its frontend), so:
  *   windows  a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), n = 0..size-1,
  *            N = size (periodic) or size - 1 (symmetric); Hann (0.5, 0.5,
@@ -242,11 +242,87 @@ static mil_status conv_stft(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, onnx_cast(c, complex_pair(c, yr, yi), onnx_dtype(x)));
 }
 
+
+/* ---------- mel filter bank ---------- */
+
+/* v as a rank-0 var of dtype dt */
+static mil_var *scalar_of(onnx_ctx *c, mil_var *v, mil_dtype dt) {
+  v = onnx_cast(c, v, dt);
+  return onnx_rank(v) > 0 ? ONNX_OP(c, "reshape", A("x", v), K("shape", onnx_i32s(c, 0, NULL))) : v;
+}
+
+/* 0 .. n - 1 (n a rank-0 int32 var) as fp32 */
+static mil_var *arange_f(onnx_ctx *c, mil_var *n) {
+  return onnx_cast(c, ONNX_OP(c, "range_1d", K("start", onnx_i32(c, 0)), A("end", n), K("step", onnx_i32(c, 1))), MIL_DT_FP32);
+}
+
+/* mel(f) = 2595 log10(1 + f / 700) */
+static mil_var *to_mel(onnx_ctx *c, mil_var *f) {
+  mil_var *l = ONNX_OP(c, "log", A("x", ONNX_OP(c, "add", A("x", ONNX_OP(c, "real_div", A("x", f), K("y", onnx_f32(c, 700)))),
+                                               K("y", onnx_f32(c, 1)))));
+  return ONNX_OP(c, "mul", A("x", l), K("y", onnx_f32(c, 2595 / log(10.0))));
+}
+
+/* MelWeightMatrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz,
+ * upper_edge_hertz) -> [dft_length / 2 + 1, num_mel_bins], as ONNX's
+ * reference computes it: M + 2 band edges evenly spaced in mel over
+ * [lower, lower + (M + 1) / (M + 2) (upper - lower)], back to hertz and to
+ * DFT bins floor((dft_length + 1) hz / sample_rate); band i rises from
+ * edge i to edge i + 1 (1 at the center) and falls to edge i + 2. All at
+ * run time (the output shape follows the inputs). */
+static mil_status conv_mel(onnx_ctx *c, onnx_node *n) {
+  mil_var *in[5];
+  for (int32_t i = 0; i < 5; i++)
+    if (!(in[i] = onnx_req(c, n, i))) return MIL_ERR_INVALID;
+  int odt = (int)onnx_attr_i(n, "output_datatype", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+  mil_dtype dt = onnx_mil_dtype(odt);
+  if (dt == MIL_DT_UNUSED || dt == MIL_DT_STRING) return ONNX_UNSUP(c, "output_datatype %d", odt);
+  mil_var *M = scalar_of(c, in[0], MIL_DT_INT32), *D = scalar_of(c, in[1], MIL_DT_INT32);
+  mil_var *sr = scalar_of(c, in[2], MIL_DT_FP32), *lo = scalar_of(c, in[3], MIL_DT_FP32), *hi = scalar_of(c, in[4], MIL_DT_FP32);
+  mil_var *M2 = ONNX_OP(c, "add", A("x", M), K("y", onnx_i32(c, 2)));
+  mil_var *lmel = to_mel(c, lo);
+  mil_var *step = ONNX_OP(c, "real_div", A("x", ONNX_OP(c, "sub", A("x", to_mel(c, hi)), A("y", lmel))), A("y", onnx_cast(c, M2, MIL_DT_FP32)));
+  mil_var *mel = ONNX_OP(c, "add", A("x", ONNX_OP(c, "mul", A("x", arange_f(c, M2)), A("y", step))), A("y", lmel));
+  mil_var *hz = ONNX_OP(c, "mul", A("x", ONNX_OP(c, "sub", A("x", ONNX_OP(c, "exp", A("x", ONNX_OP(c, "mul", A("x", mel), K("y", onnx_f32(c, log(10.0) / 2595)))))),
+                                                K("y", onnx_f32(c, 1)))),
+                        K("y", onnx_f32(c, 700)));
+  mil_var *d1 = onnx_cast(c, ONNX_OP(c, "add", A("x", D), K("y", onnx_i32(c, 1))), MIL_DT_FP32);
+  mil_var *bins = ONNX_OP(c, "floor", A("x", ONNX_OP(c, "real_div", A("x", ONNX_OP(c, "mul", A("x", hz), A("y", d1))), A("y", sr))));
+  /* edges [1, M]: left, center, right */
+  mil_var *e[3];
+  mil_var *idx = ONNX_OP(c, "range_1d", K("start", onnx_i32(c, 0)), A("end", M), K("step", onnx_i32(c, 1)));
+  for (int k = 0; k < 3; k++) {
+    mil_var *ik = k ? ONNX_OP(c, "add", A("x", idx), K("y", onnx_i32(c, k))) : idx;
+    e[k] = ONNX_OP(c, "expand_dims", A("x", ONNX_OP(c, "gather", A("x", bins), A("indices", ik), K("axis", onnx_i32(c, 0)))),
+                   K("axes", onnx_i32s(c, 1, (int64_t[]){0})));
+  }
+  mil_var *S = ONNX_OP(c, "add", A("x", ONNX_OP(c, "floor_div", A("x", D), K("y", onnx_i32(c, 2)))), K("y", onnx_i32(c, 1)));
+  mil_var *j = ONNX_OP(c, "expand_dims", A("x", arange_f(c, S)), K("axes", onnx_i32s(c, 1, (int64_t[]){1}))); /* [S, 1] */
+  mil_var *lc = ONNX_OP(c, "sub", A("x", e[1]), A("y", e[0])), *ch = ONNX_OP(c, "sub", A("x", e[2]), A("y", e[1]));
+  mil_var *one = onnx_const(c, onnx_f32(c, 1));
+  mil_var *up = ONNX_OP(c, "real_div", A("x", ONNX_OP(c, "sub", A("x", j), A("y", e[0]))), A("y", ONNX_OP(c, "maximum", A("x", lc), A("y", one))));
+  mil_var *down = ONNX_OP(c, "real_div", A("x", ONNX_OP(c, "sub", A("x", e[2]), A("y", j))), A("y", ONNX_OP(c, "maximum", A("x", ch), A("y", one))));
+  mil_var *in_up = ONNX_OP(c, "logical_and", A("x", ONNX_OP(c, "greater_equal", A("x", j), A("y", e[0]))),
+                           A("y", ONNX_OP(c, "less_equal", A("x", j), A("y", e[1]))));
+  mil_var *peak = ONNX_OP(c, "equal", A("x", j), A("y", e[1]));
+  mil_var *in_down = ONNX_OP(c, "logical_and", A("x", ONNX_OP(c, "greater_equal", A("x", j), A("y", e[1]))),
+                             A("y", ONNX_OP(c, "less", A("x", j), A("y", e[2]))));
+  in_down = ONNX_OP(c, "logical_and", A("x", in_down), A("y", ONNX_OP(c, "greater", A("x", ch), K("y", onnx_f32(c, 0)))));
+  /* rising part (lc > 0), or the single peak when lc == 0; the falling part overrides */
+  mil_var *lc0 = ONNX_OP(c, "equal", A("x", lc), K("y", onnx_f32(c, 0)));
+  mil_var *w = ONNX_OP(c, "select", A("cond", in_up), A("a", up), K("b", onnx_f32(c, 0)));
+  mil_var *pk = ONNX_OP(c, "logical_and", A("x", lc0), A("y", peak));
+  w = ONNX_OP(c, "select", A("cond", pk), K("a", onnx_f32(c, 1)), A("b", ONNX_OP(c, "select", A("cond", lc0), K("a", onnx_f32(c, 0)), A("b", w))));
+  w = ONNX_OP(c, "select", A("cond", in_down), A("a", down), A("b", w));
+  return onnx_set_out(c, n, 0, onnx_cast(c, w, dt));
+}
+
 const onnx_op_entry onnx_ops_signal[] = {
     {"HannWindow", "", 17, 0, conv_window, "range_1d, cast, real_div, mul, cos, sub"},
     {"HammingWindow", "", 17, 0, conv_window, "range_1d, cast, real_div, mul, cos, sub"},
     {"BlackmanWindow", "", 17, 0, conv_window, "range_1d, cast, real_div, mul, cos, sub, add"},
     {"DFT", "", 17, 0, conv_dft, "gather, transpose, slice_by_index, matmul, add, sub, real_div, expand_dims, concat"},
+    {"MelWeightMatrix", "", 17, 0, conv_mel, "range_1d, log, exp, floor, gather, real_div, select"},
     {"STFT", "", 17, 0, conv_stft, "floor_div, range_1d, mul, add, gather, matmul, sub, expand_dims, concat"},
     {NULL, NULL, 0, 0, NULL, NULL},
 };
