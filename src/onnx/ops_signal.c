@@ -13,9 +13,9 @@
  *            truncates or zero-pads; onesided keeps L / 2 + 1 bins.
  *   STFT     the frames gathered at start + [0, frame_length) (starts
  *            f * frame_step, computed at run time when frame_step is),
- *            times the window, then the DFT of the frame length.
- * The transform length (signal dim, dft_length, frame_length or window
- * size) must be known at conversion. */
+ *            times the window, then the DFT of the frame length (its
+ *            matrices computed at run time when frame_length is).
+ * DFT's length (signal dim, dft_length) must be known at conversion. */
 #include <math.h>
 #include <string.h>
 
@@ -88,11 +88,32 @@ static mil_var *dft_matrix(onnx_ctx *c, int64_t rows, int64_t cols, int64_t L, b
   return onnx_const(c, v);
 }
 
-/* The DFT along the last axis of xr (and xi, NULL for a real signal),
- * whose length is m (<= L, the rest zeros); cols bins; into *yr, *yi. */
-static bool dft_last(onnx_ctx *c, mil_var *xr, mil_var *xi, int64_t m, int64_t L, int64_t cols, bool inverse,
+/* The cos and sin matrices [fl, cols] of a transform length fl known
+ * only at run time (fl a rank-0 int32 var): the angles 2 pi ((m k) mod
+ * fl) / fl from exact integer products. */
+static void dft_matrices_rt(onnx_ctx *c, mil_var *fl, mil_var *cols, mil_var **C, mil_var **S) {
+  mil_var *m = ONNX_OP(c, "range_1d", K("start", onnx_i32(c, 0)), A("end", fl), K("step", onnx_i32(c, 1)));
+  mil_var *k = ONNX_OP(c, "range_1d", K("start", onnx_i32(c, 0)), A("end", cols), K("step", onnx_i32(c, 1)));
+  mil_var *mk = ONNX_OP(c, "mul", A("x", ONNX_OP(c, "expand_dims", A("x", m), K("axes", onnx_i32s(c, 1, (int64_t[]){1})))),
+                        A("y", ONNX_OP(c, "expand_dims", A("x", k), K("axes", onnx_i32s(c, 1, (int64_t[]){0})))));
+  mil_var *r = ONNX_OP(c, "mod", A("x", mk), A("y", fl));
+  mil_var *t = ONNX_OP(c, "real_div", A("x", onnx_cast(c, r, MIL_DT_FP32)), A("y", onnx_cast(c, fl, MIL_DT_FP32)));
+  t = ONNX_OP(c, "mul", A("x", t), K("y", onnx_f32(c, 2 * k_pi)));
+  /* exact zeros where fp32's pi would leave ~1e-7: sin at r = 0, fl / 2; cos at r = fl / 4, 3 fl / 4 */
+  mil_var *sz = ONNX_OP(c, "equal", A("x", ONNX_OP(c, "mod", A("x", ONNX_OP(c, "mul", A("x", r), K("y", onnx_i32(c, 2)))), A("y", fl))),
+                        K("y", onnx_i32(c, 0)));
+  mil_var *f2 = ONNX_OP(c, "mul", A("x", fl), K("y", onnx_i32(c, 2)));
+  mil_var *cz = ONNX_OP(c, "equal", A("x", ONNX_OP(c, "mod", A("x", ONNX_OP(c, "mul", A("x", r), K("y", onnx_i32(c, 4)))), A("y", f2))),
+                        A("y", fl));
+  *C = ONNX_OP(c, "select", A("cond", cz), K("a", onnx_f32(c, 0)), A("b", ONNX_OP(c, "cos", A("x", t))));
+  *S = ONNX_OP(c, "select", A("cond", sz), K("a", onnx_f32(c, 0)), A("b", ONNX_OP(c, "sin", A("x", t))));
+}
+
+/* The DFT along the last axis of xr (and xi, NULL for a real signal) with
+ * the cos / sin matrices C, S [length, bins] of transform length L; into
+ * *yr, *yi. */
+static bool dft_last(onnx_ctx *c, mil_var *xr, mil_var *xi, mil_var *C, mil_var *S, int64_t L, bool inverse,
                      mil_var **yr, mil_var **yi) {
-  mil_var *C = dft_matrix(c, m, cols, L, false), *S = dft_matrix(c, m, cols, L, true);
   if (!C || !S) return false;
   mil_var *rc = ONNX_OP(c, "matmul", A("x", xr), A("y", C)), *rs = ONNX_OP(c, "matmul", A("x", xr), A("y", S));
   mil_var *ic = xi ? ONNX_OP(c, "matmul", A("x", xi), A("y", C)) : NULL;
@@ -188,7 +209,9 @@ static mil_status conv_dft(onnx_ctx *c, onnx_node *n) {
     if (xi) xi = ONNX_OP(c, "slice_by_index", A("x", xi), K("begin", b), K("end", ev), K("end_mask", mv));
   }
   mil_var *yr, *yi;
-  if (!dft_last(c, xr, xi, m, L, onesided ? L / 2 + 1 : L, inverse, &yr, &yi)) return MIL_ERR_TYPE;
+  int64_t cols = onesided ? L / 2 + 1 : L;
+  if (!dft_last(c, xr, xi, dft_matrix(c, m, cols, L, false), dft_matrix(c, m, cols, L, true), L, inverse, &yr, &yi))
+    return MIL_ERR_TYPE;
   if (move) {
     int64_t inv[MIL_INTERP_MAX_RANK_ONNX];
     for (int32_t i = 0; i < pr; i++) inv[perm[i]] = i;
@@ -207,12 +230,17 @@ static mil_status conv_stft(onnx_ctx *c, onnx_node *n) {
                                           (int)onnx_rank(x));
   bool onesided = onnx_attr_i(n, "onesided", 1) != 0;
   int64_t W = win && onnx_rank(win) == 1 ? win->type->dims[0].size : -1, fl;
-  if (!known_int(c, n, 3, W, &fl)) return ONNX_UNSUP(c, "frame_length not known at conversion");
-  if (fl < 1) return ONNX_UNSUP(c, "the frame length must be known at conversion (frame_length or the window's size)");
+  mil_var *flv = NULL; /* a frame length known only at run time */
+  if (!known_int(c, n, 3, W, &fl)) {
+    if (W >= 0) fl = W;
+    else flv = ONNX_OP(c, "reshape", A("x", onnx_cast(c, onnx_in(n, 3), MIL_DT_INT32)), K("shape", onnx_i32s(c, 0, NULL)));
+  }
+  if (!flv && fl < 1) return ONNX_UNSUP(c, "the frame length must be given (frame_length or the window's size)");
   if (W >= 0 && W != fl) return onnx_fail(c, MIL_ERR_INVALID, "window has %lld values for frame_length %lld", (long long)W, (long long)fl);
   int64_t T = x->type->dims[1].size;
   if (T < 0) return ONNX_UNSUP(c, "the signal length must be known at conversion");
-  if (T < fl) return onnx_fail(c, MIL_ERR_INVALID, "signal length %lld is shorter than the frame %lld", (long long)T, (long long)fl);
+  if (!flv && T < fl) return onnx_fail(c, MIL_ERR_INVALID, "signal length %lld is shorter than the frame %lld", (long long)T, (long long)fl);
+  if (!flv) flv = onnx_const(c, onnx_i32(c, fl));
   mil_var *xr, *xi;
   mil_status st = planes(c, x, &xr, &xi);
   if (st != MIL_OK) return st;
@@ -220,16 +248,14 @@ static mil_status conv_stft(onnx_ctx *c, onnx_node *n) {
   /* frame starts f * step for f < (T - fl) / step + 1, plus [0, fl) */
   mil_var *s = onnx_cast(c, step, MIL_DT_INT32);
   if (onnx_rank(s) > 0) s = ONNX_OP(c, "reshape", A("x", s), K("shape", onnx_i32s(c, 0, NULL)));
-  mil_var *nf = ONNX_OP(c, "add", A("x", ONNX_OP(c, "floor_div", K("x", onnx_i32(c, T - fl)), A("y", s))),
-                        K("y", onnx_i32(c, 1)));
+  mil_var *span = ONNX_OP(c, "sub", K("x", onnx_i32(c, T)), A("y", flv));
+  mil_var *nf = ONNX_OP(c, "add", A("x", ONNX_OP(c, "floor_div", A("x", span), A("y", s))), K("y", onnx_i32(c, 1)));
   mil_var *starts = ONNX_OP(c, "mul", A("x", ONNX_OP(c, "range_1d", K("start", onnx_i32(c, 0)), A("end", nf),
                                                      K("step", onnx_i32(c, 1)))),
                             A("y", s));
   starts = ONNX_OP(c, "expand_dims", A("x", starts), K("axes", onnx_i32s(c, 1, (int64_t[]){1})));
-  mil_value *off = mil_value_new_tensor(c->p, MIL_DT_INT32, 2, (int64_t[]){1, fl}, false, NULL);
-  if (!off) return MIL_ERR_NOMEM;
-  for (int64_t i = 0; i < fl; i++) mil_value_set_i64(off, i, i);
-  mil_var *idx = ONNX_OP(c, "add", A("x", starts), K("y", off)); /* [frames, fl] */
+  mil_var *off = ONNX_OP(c, "range_1d", K("start", onnx_i32(c, 0)), A("end", flv), K("step", onnx_i32(c, 1)));
+  mil_var *idx = ONNX_OP(c, "add", A("x", starts), A("y", off)); /* [frames, fl] */
   xr = ONNX_OP(c, "gather", A("x", xr), A("indices", idx), K("axis", onnx_i32(c, 1)));
   if (xi) xi = ONNX_OP(c, "gather", A("x", xi), A("indices", idx), K("axis", onnx_i32(c, 1)));
   if (win) {
@@ -238,7 +264,17 @@ static mil_status conv_stft(onnx_ctx *c, onnx_node *n) {
     if (xi) xi = ONNX_OP(c, "mul", A("x", xi), A("y", wf));
   }
   mil_var *yr, *yi;
-  if (!dft_last(c, xr, xi, fl, fl, onesided ? fl / 2 + 1 : fl, false, &yr, &yi)) return MIL_ERR_TYPE;
+  mil_var *C, *S;
+  if (flv->val) {
+    int64_t cols = onesided ? fl / 2 + 1 : fl;
+    C = dft_matrix(c, fl, cols, fl, false);
+    S = dft_matrix(c, fl, cols, fl, true);
+  } else {
+    mil_var *cols = onesided ? ONNX_OP(c, "add", A("x", ONNX_OP(c, "floor_div", A("x", flv), K("y", onnx_i32(c, 2)))), K("y", onnx_i32(c, 1)))
+                             : flv;
+    dft_matrices_rt(c, flv, cols, &C, &S);
+  }
+  if (!dft_last(c, xr, xi, C, S, fl, false, &yr, &yi)) return MIL_ERR_TYPE;
   return onnx_set_out(c, n, 0, onnx_cast(c, complex_pair(c, yr, yi), onnx_dtype(x)));
 }
 
