@@ -18,7 +18,7 @@ from ._errors import (MILError, MILFormatError, MILInvalidError, MILIOError, MIL
                       MILTypeError, MILUnsupportedError, Diag)
 from ._model import Description, Feature, Model, OptimizeReport, State
 
-__all__ = ["load", "from_mil_text", "verify", "diff", "passes", "pipelines", "Model", "State", "OptimizeReport",
+__all__ = ["load", "convert", "from_mil_text", "verify", "diff", "passes", "pipelines", "Model", "State", "OptimizeReport",
            "Feature", "Description", "VerifyResult", "DiffResult", "MILError", "MILParseError", "MILIOError",
            "MILFormatError", "MILTypeError", "MILInvalidError", "MILUnsupportedError", "MILNotFoundError",
            "library_path"]
@@ -35,12 +35,47 @@ def load(path):
     protobuf, package or weight file), MILParseError (.mil text),
     MILUnsupportedError (not an ML Program, unknown extension)."""
     path = os.fspath(path)
+    if path.endswith(".onnx"):
+        return convert(path)
     h = _capi.c_void_p()
     with Diag() as d:
-        if path.endswith(".onnx") and _capi.onnx_import is not None:
-            d.raise_for(_capi.onnx_import(path.encode(), _capi.byref(h), d.ref))
-        else:
-            d.raise_for(_capi.model_load(path.encode(), _capi.byref(h), d.ref))
+        d.raise_for(_capi.model_load(path.encode(), _capi.byref(h), d.ref))
+    return Model(h.value, path)
+
+
+def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", pass_pipeline="default",
+            input_shapes=None):
+    """Imports an ONNX model (`mil convert model.onnx`), as ct.convert would
+    convert the same network: initializers become consts (external data
+    mapped), the DEFAULT pipeline runs (with add_fp16_cast for
+    compute_precision "fp16", without for "fp32"; pass_pipeline names
+    another pipeline, None runs none). minimum_deployment_target: "iOS15"
+    .. "iOS18". input_shapes: dict ONNX input name -> tuple of ints fixing
+    dims the model leaves symbolic. Returns a Model (save it with .save()).
+    Raises MILUnsupportedError naming the node, op_type, domain and opset of
+    an op libmil does not convert, MILIOError / MILFormatError for a file
+    that cannot be read."""
+    if _capi.onnx_import is None:
+        raise MILUnsupportedError("this libmil was built without the ONNX importer")
+    if minimum_deployment_target not in _capi.TARGETS:
+        raise MILInvalidError("minimum_deployment_target must be one of %s, got %r" %
+                              (", ".join(_capi.TARGETS), minimum_deployment_target))
+    if compute_precision not in ("fp16", "fp32"):
+        raise MILInvalidError("compute_precision must be 'fp16' or 'fp32', got %r" % (compute_precision,))
+    shapes = list((input_shapes or {}).items())
+    keep = []
+    arr = (_capi.OnnxInputShape * max(len(shapes), 1))()
+    for i, (name, dims) in enumerate(shapes):
+        dv = (_capi.c_int64 * max(len(dims), 1))(*dims)
+        keep.append(dv)
+        arr[i] = _capi.OnnxInputShape(name.encode(), len(dims), dv)
+    opts = _capi.OnnxOptions(_capi.TARGETS[minimum_deployment_target], compute_precision == "fp32",
+                             pass_pipeline.encode() if pass_pipeline else None, pass_pipeline is None,
+                             len(shapes), arr)
+    path = os.fspath(path)
+    h = _capi.c_void_p()
+    with Diag() as d:
+        d.raise_for(_capi.onnx_import(path.encode(), _capi.byref(opts), _capi.byref(h), d.ref))
     return Model(h.value, path)
 
 

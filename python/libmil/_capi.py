@@ -228,5 +228,18 @@ pipeline_set_options_json = _fn("mil_pipeline_set_options_json", c_int, P, c_cha
 pipeline_run = _fn("mil_pipeline_run", c_int, P, P, c_void_p, POINTER(PipelineReport), pDiag)
 pipeline_report_free = _fn("mil_pipeline_report_free", None, POINTER(PipelineReport))
 
-# The ONNX importer, in builds that have it.
-onnx_import = None
+
+
+class OnnxInputShape(Structure):  # mil_onnx_input_shape (onnx.h)
+    _fields_ = [("name", c_char_p), ("rank", c_int32), ("dims", POINTER(c_int64))]
+
+
+class OnnxOptions(Structure):  # mil_onnx_options (onnx.h)
+    _fields_ = [("target", c_int), ("fp32", c_bool), ("pipeline", c_char_p), ("no_pipeline", c_bool),
+                ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape))]
+
+
+# The ONNX importer (None in a library built without it).
+onnx_import = _fn("mil_onnx_import", c_int, c_char_p, POINTER(OnnxOptions), POINTER(P), pDiag, optional=True)
+# opset versions of the deployment targets (ops.h MIL_IOS15..)
+TARGETS = {"iOS15": 6, "iOS16": 7, "iOS17": 8, "iOS18": 9}

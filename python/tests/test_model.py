@@ -136,3 +136,35 @@ def test_state_persists_across_predictions():
     other = libmil.from_mil_text(STATEFUL)
     with pytest.raises(libmil.MILInvalidError):
         other.predict({"x": np.array([1.0, 2.5])}, state=st)
+
+
+def _onnx_cases():
+    import glob
+    from conftest import SHARED
+    return sorted(glob.glob(os.path.join(SHARED, "corpus", "onnx", "*", "opset*", "model.onnx")))
+
+
+@pytest.mark.parametrize("path", _onnx_cases() or ["(corpus absent)"])
+def test_onnx_convert_reproduces_pytorch(path, tmp_path):
+    if not os.path.exists(path):
+        pytest.skip("ONNX corpus not found")
+    import glob
+    d = os.path.join(os.path.dirname(path), "test_data_set_0")
+    m = libmil.convert(path, compute_precision="fp32")
+    (name,) = list(m.input_description)
+    ins = sorted(glob.glob(os.path.join(d, "input_*.pb")))
+    outs = sorted(glob.glob(os.path.join(d, "output_*.pb")))
+    assert len(ins) == 1 and outs
+    # the .pb tensors to .npy through `mil tensor convert`
+    cli = os.environ.get("MIL_CLI") or os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "build", "mil")
+    if not os.path.exists(cli):
+        pytest.skip("mil CLI not built")
+    subprocess.run([cli, "tensor", "convert", ins[0], str(tmp_path / "x.npy")], check=True)
+    subprocess.run([cli, "tensor", "convert", outs[0], str(tmp_path / "y.npy")], check=True)
+    x, y = np.load(tmp_path / "x.npy"), np.load(tmp_path / "y.npy")
+    (got,) = m.predict({name: x}).values()
+    assert got.shape == y.shape
+    assert np.max(np.abs(got - y) / (1 + np.abs(y))) <= 1e-4
+    # load() of an .onnx runs the same import with ct.convert's defaults (fp16)
+    assert "fp16" in str(libmil.load(path))
