@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "io/fsafe.h"
@@ -74,6 +75,26 @@ int io_fs_open_regular(const char *path, const char *root, const char *what, str
   if (sb) *sb = s;
   *st = MIL_OK;
   return fd;
+}
+
+const void *io_fs_map_regular(const char *path, const char *what, size_t *len, mil_status *st, mil_diag *d) {
+  struct stat sb;
+  *len = 0;
+  int fd = io_fs_open_regular(path, NULL, what, &sb, st, d);
+  if (fd < 0) return NULL;
+  if (sb.st_size == 0) {
+    close(fd);
+    return "";
+  }
+  void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  int e = errno;
+  close(fd);
+  if (map == MAP_FAILED) {
+    *st = mil_diag_error(d, MIL_ERR_IO, "%s: cannot map %s: %s", path, what, strerror(e));
+    return NULL;
+  }
+  *len = (size_t)sb.st_size;
+  return map;
 }
 
 /* ------------------------------------------------------------------------ */

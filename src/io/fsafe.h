@@ -29,6 +29,14 @@
 IO_FSAFE_HIDDEN int io_fs_open_regular(const char *path, const char *root, const char *what, struct stat *sb,
                                        mil_status *st, mil_diag *d);
 
+/* Maps the regular file at path read-only (io_fs_open_regular with no
+ * root, then mmap; the descriptor is closed). Returns the mapping and its
+ * length in *len (release with munmap(map, *len)); an empty file gives a
+ * pointer to a static empty string and *len 0 (nothing to unmap). NULL
+ * with *st set and the reason in d (MIL_ERR_IO) on failure. */
+IO_FSAFE_HIDDEN const void *io_fs_map_regular(const char *path, const char *what, size_t *len, mil_status *st,
+                                              mil_diag *d);
+
 /* The canonical form of directory `dir` (realpath), malloc'ed; NULL when it
  * cannot be resolved. */
 IO_FSAFE_HIDDEN char *io_fs_root(const char *dir);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "mil/passes.h"
+#include "io/fsafe.h"
 #include "onnx/import_internal.h"
 
 /* ---------- name scopes ---------- */
@@ -499,27 +500,20 @@ mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name
 mil_status mil_onnx_import(const char *path, const mil_onnx_options *opts, mil_model **out, mil_diag *d) {
   if (out) *out = NULL;
   if (!path) return mil_diag_error(d, MIL_ERR_INVALID, "mil_onnx_import: path is NULL");
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return mil_diag_error(d, MIL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    close(fd);
-    return mil_diag_error(d, MIL_ERR_IO, "%s: not a regular file", path);
-  }
-  size_t len = (size_t)sb.st_size;
-  void *map = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
-  close(fd);
-  if (len && map == MAP_FAILED) return mil_diag_error(d, MIL_ERR_IO, "%s: cannot map: %s", path, strerror(errno));
+  size_t len;
+  mil_status st;
+  const void *map = io_fs_map_regular(path, "ONNX model", &len, &st, d);
+  if (!map) return st;
   char *dir = strdup(path);
   if (!dir) {
-    if (map) munmap(map, len);
+    if (len) munmap((void *)map, len);
     return MIL_ERR_NOMEM;
   }
   char *slash = strrchr(dir, '/');
   if (slash) slash[slash == dir ? 1 : 0] = 0;
   else strcpy(dir, ".");
-  mil_status st = mil_onnx_import_buffer(map ? map : "", len, path, dir, opts, out, d);
+  st = mil_onnx_import_buffer(map, len, path, dir, opts, out, d);
   free(dir);
-  if (map) munmap(map, len);
+  if (len) munmap((void *)map, len);
   return st;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "io/model_internal.h"
+#include "io/fsafe.h"
 #include "onnx/onnx_tensor_internal.h"
 
 enum { WT_VARINT = 0, WT_LEN = 2 };
@@ -237,22 +238,13 @@ mil_status mil_onnx_tensor_read(const char *path, const mil_onnx_read_opts *opts
                                 mil_diag *d) {
   if (out) *out = NULL;
   if (!path || !out) return mil_diag_error(d, MIL_ERR_INVALID, "mil_onnx_tensor_read: NULL argument");
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block: fstat refuses it */
-  if (fd < 0) return mil_diag_error(d, MIL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    close(fd);
-    return mil_diag_error(d, MIL_ERR_IO, "%s: not a regular file", path);
-  }
-  size_t len = (size_t)sb.st_size;
-  void *buf = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
-  int e = errno;
-  close(fd);
-  if (buf == MAP_FAILED) return mil_diag_error(d, MIL_ERR_IO, "%s: cannot map: %s", path, strerror(e));
+  size_t len;
+  mil_status st;
+  const void *buf = io_fs_map_regular(path, "tensor file", &len, &st, d);
+  if (!buf) return st;
   char *dir = strdup(path);
-  mil_status st = dir ? read_buf(len ? buf : "", len, path, opts, dirname(dir), out, d)
-                      : mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory", path);
+  st = dir ? read_buf(buf, len, path, opts, dirname(dir), out, d) : mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory", path);
   free(dir);
-  if (len) munmap(buf, len);
+  if (len) munmap((void *)buf, len);
   return st;
 }

@@ -50,6 +50,15 @@ timeout 20 "$MIL" tensor "$tmp/t.pb" >/dev/null 2>"$tmp/err"
 rc=$?
 [ $rc -eq 124 ] && fail "mil tensor hangs on a FIFO"
 [ $rc -eq 1 ] || fail "mil tensor on a FIFO: exit $rc ($(cat "$tmp/err"))"
+# an ONNX model as a FIFO, for each command that reads one
+mkfifo "$tmp/m.onnx" || fail "mkfifo"
+for cmd in "convert $tmp/m.onnx $tmp/o.mlpackage" "info $tmp/m.onnx" "run $tmp/m.onnx --random-inputs --no-write"; do
+  timeout 20 "$MIL" $cmd >/dev/null 2>"$tmp/err"
+  rc=$?
+  [ $rc -eq 124 ] && fail "mil $cmd hangs on a FIFO"
+  [ $rc -eq 1 ] || fail "mil $cmd on a FIFO: exit $rc ($(cat "$tmp/err"))"
+  grep -q "FIFO" "$tmp/err" || fail "mil $cmd on a FIFO does not say so: $(cat "$tmp/err")"
+done
 
 # --- @blob leaving the text's directory ---------------------------------------
 mkdir -p "$tmp/t"
