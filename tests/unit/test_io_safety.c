@@ -215,7 +215,9 @@ static void test_symlinks_out_of_a_package(void **state) {
   mil_diag_clear(&d);
   /* a link inside the package stays allowed */
   unlink(wb);
-  assert_int_equal(rename(owb, mt_path(wd, "real.bin")), 0);
+  char *real_bin = mt_path(wd, "real.bin");
+  assert_int_equal(rename(owb, real_bin), 0);
+  free(real_bin);
   assert_int_equal(symlink("real.bin", wb), 0);
   assert_int_equal(load_v(pkg, NULL, 0), 1);
   /* the model file a link to outside */
