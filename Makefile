@@ -6,7 +6,7 @@ CMAKEOPT ?=
 DEPS      = cmake gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libcjson-dev \
             libcmocka-dev libopenblas-dev clang libonnx-dev libonnx-testdata
 
-.PHONY: all deps configure build demo test test-asan fuzz bench install clean
+.PHONY: all deps configure build demo test test-asan test-ubsan-clang fuzz bench install clean
 
 all: build
 
@@ -28,6 +28,11 @@ test: build
 test-asan:
 	@$(MAKE) --no-print-directory test BUILD=build-asan CMAKEOPT="-DMIL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
 
+# clang's UndefinedBehaviorSanitizer over the whole suite (clang flags some
+# undefined behaviour gcc's does not, e.g. a zero offset applied to NULL)
+test-ubsan-clang:
+	@$(MAKE) --no-print-directory test BUILD=build-ubsan CMAKEOPT="-DCMAKE_C_COMPILER=clang -DMIL_UBSAN=ON"
+
 fuzz: deps
 	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DMIL_FUZZ=ON -DMIL_BUILD_TESTS=OFF >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
@@ -40,4 +45,4 @@ install: build
 	@cmake --install $(BUILD)
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-ubsan build-fuzz

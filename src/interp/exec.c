@@ -125,13 +125,37 @@ static mil_status exec_op(interp_run *r, mil_op *op) {
   return MIL_OK;
 }
 
+/* Whether running op has an effect besides its outputs: a state update, a
+ * random draw (it advances the run's generator) or nested blocks (which
+ * may hold either). */
+static bool has_effect(const mil_op *op) {
+  return op->n_blocks > 0 || strcmp(op->type, "coreml_update_state") == 0 || strncmp(op->type, "random_", 7) == 0;
+}
+
+static char k_dead; /* op->aux of an op whose outputs nothing needs */
+
+/* Marks (op->aux = &k_dead) the ops of b whose outputs nothing needs: no
+ * block output, no op of a nested block and no needed op of b uses them.
+ * They are not run, so an unused fill of a 4 GB shape allocates nothing. */
+static void mark_dead(mil_block *b) {
+  for (mil_op *op = b->last; op; op = op->prev) {
+    bool live = has_effect(op);
+    for (int32_t i = 0; i < op->n_outputs && !live; i++)
+      for (const mil_use *u = op->outputs[i]->uses; u && !live; u = u->next_use)
+        live = !u->op || u->op->block != b || u->op->aux != &k_dead;
+    op->aux = live ? NULL : &k_dead;
+  }
+}
+
 mil_status interp_exec_block(interp_run *r, mil_block *b) {
   if (r->depth >= INTERP_MAX_DEPTH)
     return mil_diag_error(r->d, MIL_ERR_UNSUPPORTED, "function '%s': blocks nested deeper than %d", r->fn->name,
                           INTERP_MAX_DEPTH);
   r->depth++;
   mil_status st = MIL_OK;
-  for (mil_op *op = b->first; op && st == MIL_OK; op = op->next) st = exec_op(r, op);
+  mark_dead(b);
+  for (mil_op *op = b->first; op && st == MIL_OK; op = op->next)
+    if (op->aux != &k_dead) st = exec_op(r, op);
   r->depth--;
   if (st != MIL_OK) return st;
   for (int32_t i = 0; i < b->n_outputs; i++) {

@@ -191,6 +191,7 @@ typedef struct io_parser {
   char *sbuf, *nbuf; /* string and name scratch */
   size_t scap, ncap;
   bool saw_const, saw_literal;
+  const char *decl_name; /* the variable whose type is being read (for messages), or NULL */
   /* weight files opened for @blob values */
   struct io_parse_blob {
     char *path;

@@ -431,10 +431,12 @@ static mil_status load_mil_text(const char *path, mil_model **out, mil_diag *d) 
   if (st != MIL_OK) return st;
   int spec = spec_from_opsets(p);
   if (!spec) {
-    const char *opset = p->n_functions ? p->functions[0]->opset : "(none)";
+    /* report while the program (which owns the opset string) is alive */
+    const char *opset = p->n_functions && p->functions[0]->opset ? p->functions[0]->opset : "(none)";
+    st = mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: opset '%s' is not an ML Program opset (CoreML5..CoreML9)", path,
+                        opset);
     mil_program_free(p);
-    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: opset '%s' is not an ML Program opset (CoreML5..CoreML9)", path,
-                          opset);
+    return st;
   }
   mil_model *m = calloc(1, sizeof *m);
   if (!m || !(m->path = io_model_strdup(path))) {

@@ -387,6 +387,11 @@ int cmd_opt(int argc, char **argv) {
   if (!a.quiet && a.timing) print_timing(&rep);
   if (!a.quiet && a.stats) print_stats(&rep);
   if (st == MIL_OK && summary && sum.before && opt_census_take(m.program, spec, &after)) sum.after = &after;
+  /* any error, even one a pass reported without failing, and a program that
+   * does not validate (an op unknown in its opset, a type error) mean exit 1
+   * and nothing written */
+  if (st == MIL_OK && d.n_errors) st = MIL_ERR_INVALID;
+  if (st == MIL_OK) st = cli_validate_program(m.program, &d);
   if (st != MIL_OK) goto out;
 
   /* program text on a terminal's stdout must not share a line with the progress line */
