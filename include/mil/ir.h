@@ -258,6 +258,12 @@ MIL_API void mil_program_recount_ops(mil_program *p);
  * (compare with mil_type_equal all the same; types of other programs are
  * never shared). */
 
+/* Deepest nesting of blocks (a cond or while_loop block inside another's)
+ * libmil reads, writes and runs: the text parser, the protobuf reader and
+ * writer and the interpreter share it, so whatever libmil writes it reads
+ * back. A function body is depth 0. */
+#define MIL_MAX_BLOCK_DEPTH 64
+
 /* The largest tensor libmil represents: at most MIL_TENSOR_MAX_ELEMENTS
  * elements and MIL_TENSOR_MAX_BYTES bytes of storage (2^48 each, 256 TiB;
  * far above any Core ML model, far below where int64 sizes overflow). */

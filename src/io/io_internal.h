@@ -30,7 +30,7 @@
 #include <stdarg.h>
 
 /* Nesting limits that keep hostile input from exhausting the stack. */
-#define IO_PARSE_MAX_BLOCK_DEPTH 64 /* nested blocks (while_loop, cond) */
+#define IO_PARSE_MAX_BLOCK_DEPTH MIL_MAX_BLOCK_DEPTH /* nested blocks (while_loop, cond) */
 #define IO_PARSE_MAX_RANK 64        /* dims in one tensor type */
 #define IO_PARSE_MAX_LIST_DEPTH 32  /* nesting of an inline literal list */
 

@@ -332,7 +332,21 @@ static bool add_value_attrs(io_write *w, const mil_attr *attrs, int32_t n, void 
   return true;
 }
 
+static Milproto__Block *block_to_proto_at(io_write *w, const mil_block *b, bool is_body, const char *func);
+
+/* A block; nested ones count against MIL_MAX_BLOCK_DEPTH, like the readers. */
 static Milproto__Block *block_to_proto(io_write *w, const mil_block *b, bool is_body, const char *func) {
+  if (!is_body && w->depth >= MIL_MAX_BLOCK_DEPTH)
+    return fail(w, MIL_ERR_UNSUPPORTED, "%s: function '%s': blocks nested deeper than %d levels (libmil could not "
+                "read the model back)", w->file, func, MIL_MAX_BLOCK_DEPTH);
+  int saved = w->depth;
+  if (!is_body) w->depth++;
+  Milproto__Block *pb = block_to_proto_at(w, b, is_body, func);
+  w->depth = saved;
+  return pb;
+}
+
+static Milproto__Block *block_to_proto_at(io_write *w, const mil_block *b, bool is_body, const char *func) {
   char where[600];
   Milproto__Block *pb = io_pb_new(&milproto__block__descriptor);
   if (!pb) return oom(w);
@@ -506,6 +520,13 @@ mil_status io_model_encode(mil_model *m, mil_blob_writer *bw, const char *file, 
   model.isupdatable = m->is_updatable;
   model.type_case = COREML__MODEL__TYPE_ML_PROGRAM;
   model.mlprogram = pp;
+  int depth = 0;
+  if (!io_proto_depth_ok(&model.base, IO_PROTO_MAX_DEPTH, &depth)) {
+    io_wr_arena = NULL;
+    io_pb_arena_free(ar);
+    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: the model would nest protobuf messages %d levels deep, more "
+                          "than the %d libmil reads back", file, depth, IO_PROTO_MAX_DEPTH);
+  }
   size_t n = protobuf_c_message_get_packed_size(&model.base);
   uint8_t *buf = malloc(n ? n : 1);
   size_t packed = buf ? protobuf_c_message_pack(&model.base, buf) : 0;

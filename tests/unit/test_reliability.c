@@ -281,11 +281,78 @@ static void test_while_loop_memory_bounded(void **state) {
   run_limited(long_loop, base + ((size_t)512 << 20));
 }
 
+/* fault 4: n nested conds, as MIL text (malloc'ed). */
+static char *nested_conds(int n) {
+  size_t cap = 4096 + (size_t)n * 400, len = 0;
+  char *t = malloc(cap);
+  assert_non_null(t);
+#define PUT(...) len += (size_t)snprintf(t + len, cap - len, __VA_ARGS__)
+  PUT("main[CoreML7](%%x: (2, fp32)(Tensor)) {\n  block0() {\n");
+  PUT("    %%p: (bool)(Scalar) = const(val=True, name=\"p\")\n");
+  for (int k = n; k >= 1; k--) {
+    PUT("%%c%d: (2, fp32)(Tensor) = cond(pred=%%p, name=\"c%d\")\n", k, k);
+    PUT("cond_false%d() {\n%%e%d: (2, fp32)(Tensor) = relu(x=%%x, name=\"e%d\")\n} -> (%%e%d)\n", k, k, k, k);
+    PUT("cond_true%d() {\n", k);
+  }
+  PUT("%%r: (2, fp32)(Tensor) = relu(x=%%x, name=\"r\")\n");
+  for (int k = 1; k <= n; k++) PUT("} -> (%%%s%d)\n", k == 1 ? "r" : "c", k == 1 ? 0 : k - 1);
+  PUT("  } -> (%%c%d)\n}\n", n);
+#undef PUT
+  /* the innermost block returns %r */
+  char *r0 = strstr(t, "(%r0)");
+  if (r0) memcpy(r0, "(%r) ", 5);
+  return t;
+}
+
+/* Serializes the model and loads the bytes back. */
+static mil_model *round_trip(mil_model *m) {
+  mil_diag d;
+  mil_diag_init(&d);
+  void *buf = NULL;
+  size_t len = 0;
+  if (mil_model_serialize(m, NULL, &buf, &len, &d) != MIL_OK) fail_msg("serialize: %s", mil_diag_first_error(&d));
+  mil_model *back = NULL;
+  if (mil_model_load_proto(buf, len, "nested.mlmodel", NULL, &back, &d) != MIL_OK)
+    fail_msg("load back: %s", mil_diag_first_error(&d));
+  free(buf);
+  mil_diag_clear(&d);
+  return back;
+}
+
+static void test_nesting_round_trip(void **state) {
+  (void)state;
+  static const int depths[] = {46, MIL_MAX_BLOCK_DEPTH};
+  for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
+    char *text = nested_conds(depths[i]);
+    mil_program *p = parse_ok(text);
+    free(text);
+    mil_diag d;
+    mil_diag_init(&d);
+    if (mil_program_validate(p, &d) != MIL_OK) fail_msg("validate: %s", mil_diag_first_error(&d));
+    mil_model *m = NULL;
+    assert_int_equal(mil_model_from_program(p, 0, &m, &d), MIL_OK);
+    mil_model *back = round_trip(m);     /* text -> protobuf -> read */
+    mil_model *again = round_trip(back); /* protobuf -> protobuf -> read */
+    assert_int_equal(mil_program_count_ops(mil_model_program(again)), mil_program_count_ops(mil_model_program(m)));
+    mil_model_free(again);
+    mil_model_free(back);
+    mil_model_free(m);
+    mil_diag_clear(&d);
+  }
+  /* one level more is refused by the parser, with the limit named */
+  char *text = nested_conds(MIL_MAX_BLOCK_DEPTH + 1);
+  char *e = parse_error(text);
+  expect_has(e, "blocks nested deeper than 64 levels");
+  free(e);
+  free(text);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_refused_opset_message), cmocka_unit_test(test_empty_block),
       cmocka_unit_test(test_size_rule_text),        cmocka_unit_test(test_size_rule_proto),
       cmocka_unit_test(test_value_inference_bounded), cmocka_unit_test(test_while_loop_memory_bounded),
+      cmocka_unit_test(test_nesting_round_trip),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
