@@ -165,6 +165,11 @@ struct mil_program {
   bool marks_pending;
   struct ir_mappings *mappings; /* private: weight-file mappings its values view (src/core/bigval.c) */
   void *user;              /* free for embedders */
+  /* private: capacity of the functions array while it is the one
+   * mil_function_new grew (geometric growth: memory linear in the number
+   * of functions); code that replaces `functions` needs not update it */
+  mil_function **fn_grown;
+  int32_t cap_functions;
 };
 
 /* ---------- program ---------- */

@@ -123,12 +123,25 @@ mil_function *mil_function_new(mil_program *p, const char *name, const char *ops
   f->opset = mil_program_intern(p, opset, (size_t)-1);
   if (!f->name || !f->opset) return NULL;
   if (!mil_function_add_specialization(f, opset)) return NULL;
-  mil_function **nf = ir_arena_grow(p->arena, p->functions, (size_t)p->n_functions, (size_t)p->n_functions + 1,
-                                    sizeof *nf);
-  if (!nf) return NULL;
+  return ir_program_push_function(p, f) ? f : NULL;
+}
+
+bool ir_program_push_function(mil_program *p, mil_function *f) {
+  /* the array doubles when full (a copy per function made 20,000
+   * functions cost 1.6 GB) */
+  int32_t cap = p->functions && p->functions == p->fn_grown ? p->cap_functions : p->n_functions;
+  mil_function **nf = p->functions;
+  if (p->n_functions >= cap) {
+    if (p->n_functions > INT32_MAX / 2 - 1) return false;
+    cap = p->n_functions < 4 ? 4 : p->n_functions * 2;
+    nf = ir_arena_grow(p->arena, p->functions, (size_t)p->n_functions, (size_t)cap, sizeof *nf);
+    if (!nf) return false;
+  }
   nf[p->n_functions++] = f;
   p->functions = nf;
-  return f;
+  p->fn_grown = nf;
+  p->cap_functions = cap;
+  return true;
 }
 
 mil_block *mil_function_add_specialization(mil_function *f, const char *opset) {

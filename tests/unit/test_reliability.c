@@ -347,12 +347,81 @@ static void test_nesting_round_trip(void **state) {
   free(text);
 }
 
+/* fault 5: 20,000 functions parsed, validated and copied for a run; the
+ * function arrays grew by one copy per function (1.6 GB to parse, 4.7 GB
+ * to run). Now linear: well under 512 MB more than the process. */
+static void many_functions(void) {
+  enum { N = 20000 };
+  size_t cap = (size_t)N * 128, len = 0;
+  char *t = malloc(cap);
+  if (!t) child_fail("malloc", NULL);
+  for (int i = 0; i < N; i++)
+    len += (size_t)snprintf(t + len, cap - len,
+                            "f%d[CoreML7](%%x: (2, fp32)(Tensor)) {\n block0() {\n"
+                            "  %%y: (2, fp32)(Tensor) = relu(x=%%x, name=\"y\")\n } -> (%%y)\n}\n",
+                            i);
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_program *p = NULL;
+  if (mil_parse_program(t, len, NULL, &p, &d) != MIL_OK) child_fail("parse", &d);
+  free(t);
+  if (mil_program_validate(p, &d) != MIL_OK) child_fail("validate", &d);
+  mil_interp *ip = NULL;
+  if (mil_interp_new(p, "f19999", &ip, &d) != MIL_OK) child_fail("interp", &d);
+  float x[2] = {-1, 2};
+  int64_t shape[1] = {2};
+  mil_tensor in = {.dtype = MIL_DT_FP32, .rank = 1, .shape = shape, .data = x, .nbytes = sizeof x, .numel = 2};
+  if (mil_interp_set_input(ip, "x", &in, &d) != MIL_OK || mil_interp_run(ip, NULL, &d) != MIL_OK) child_fail("run", &d);
+  mil_interp_free(ip);
+  mil_program_free(p);
+  mil_diag_clear(&d);
+}
+
+static size_t vm_size(void) {
+  size_t base = 0;
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmSize:", 7)) base = (size_t)strtoull(line + 7, NULL, 10) * 1024;
+  if (f) fclose(f);
+  return base;
+}
+
+static void test_many_functions_linear(void **state) {
+  (void)state;
+  run_limited(many_functions, vm_size() + ((size_t)512 << 20));
+}
+
+/* fault 15: coremltools' rule (dedup_op_and_var_names): a function output
+ * named like a function input is an error for validate as for the pass;
+ * repeated op names and a var defined again in a scope are not. */
+static void test_duplicate_names(void **state) {
+  (void)state;
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_program *p = parse_ok("main[CoreML7](%x: (2, fp32)(Tensor)) {\n  block0() {\n"
+                            "    %x: (2, fp32)(Tensor) = relu(x=%x, name=\"r\")\n  } -> (%x)\n}\n");
+  assert_int_not_equal(mil_program_validate(p, &d), MIL_OK);
+  expect_has(mil_diag_first_error(&d), "var name 'x' is used both as function input and output");
+  mil_diag_clear(&d);
+  mil_program_free(p);
+  /* two ops named alike, a var defined twice: valid (the pass renames) */
+  p = parse_ok("main[CoreML7](%x: (2, fp32)(Tensor)) {\n  block0() {\n"
+               "    %y: (2, fp32)(Tensor) = relu(x=%x, name=\"r\")\n"
+               "    %y: (2, fp32)(Tensor) = relu(x=%y, name=\"r\")\n  } -> (%y)\n}\n");
+  assert_int_equal(mil_program_validate(p, &d), MIL_OK);
+  assert_int_equal(d.n_errors, 0);
+  mil_diag_clear(&d);
+  mil_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_refused_opset_message), cmocka_unit_test(test_empty_block),
       cmocka_unit_test(test_size_rule_text),        cmocka_unit_test(test_size_rule_proto),
       cmocka_unit_test(test_value_inference_bounded), cmocka_unit_test(test_while_loop_memory_bounded),
-      cmocka_unit_test(test_nesting_round_trip),
+      cmocka_unit_test(test_nesting_round_trip),     cmocka_unit_test(test_many_functions_linear),
+      cmocka_unit_test(test_duplicate_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
