@@ -356,13 +356,16 @@ mil_status mil_model_sync_description(mil_model *m, mil_diag *d) {
   return MIL_OK;
 }
 
-/* The highest spec version the program's opsets imply (0 if none is known). */
+/* The highest spec version the program's opsets imply (0 if none is known),
+ * and at least IO_SPEC_MULTI_FUNCTION for several functions: the one rule
+ * the description check (io_desc_validate) and the writer apply too. */
 static int spec_from_opsets(const mil_program *p) {
   int v = 0;
   for (int32_t i = 0; i < p->n_functions; i++) {
     int f = mil_spec_version_for_opset(p->functions[i]->opset);
     if (f > v) v = f;
   }
+  if (p->n_functions > 1 && v && v < IO_SPEC_MULTI_FUNCTION) v = IO_SPEC_MULTI_FUNCTION;
   return v;
 }
 

@@ -42,6 +42,11 @@
  * (io_proto_depth_ok), so whatever libmil writes it reads. */
 #define IO_PROTO_MAX_DEPTH (5 + 2 * MIL_MAX_BLOCK_DEPTH + 96)
 
+/* The first specification version with multi-function models (iOS18):
+ * a program with several functions needs it everywhere (loading .mil,
+ * mil_model_from_program, the writer, the description check). */
+#define IO_SPEC_MULTI_FUNCTION 9
+
 /* The fileName coremltools writes into every BlobFileValue. */
 #define IO_BLOB_FILE_NAME "@model_path/weights/weight.bin"
 

@@ -493,6 +493,7 @@ mil_status io_model_encode(mil_model *m, mil_blob_writer *bw, const char *file, 
                             "(CoreML5..CoreML9)", file, m->prog->functions[i]->name, m->prog->functions[i]->opset);
     if (need > spec) spec = need;
   }
+  if (m->prog->n_functions > 1 && spec < IO_SPEC_MULTI_FUNCTION) spec = IO_SPEC_MULTI_FUNCTION;
   /* array types the description uses (an int8 input, synced from the
    * program) may need a later specification version than the model had */
   int need_desc = io_desc_min_spec(m->desc);

@@ -392,6 +392,32 @@ static void test_many_functions_linear(void **state) {
   run_limited(many_functions, vm_size() + ((size_t)512 << 20));
 }
 
+/* fault 5: one spec-version rule for several functions (>= 9, iOS18):
+ * loading .mil, info and validate agree with the writer that opt uses. */
+static void test_multi_function_spec(void **state) {
+  (void)state;
+  char *dir = mt_tempdir();
+  char *path = mt_path(dir, "two.mil");
+  static const char text[] = "main[CoreML7](%x: (2, fp32)(Tensor)) {\n block0() {\n"
+                             "  %y: (2, fp32)(Tensor) = relu(x=%x, name=\"y\")\n } -> (%y)\n}\n"
+                             "other[CoreML7](%x: (2, fp32)(Tensor)) {\n block0() {\n"
+                             "  %y: (2, fp32)(Tensor) = relu(x=%x, name=\"y\")\n } -> (%y)\n}\n";
+  assert_true(mt_write(path, text, strlen(text)));
+  mil_model *m = NULL;
+  mil_diag d;
+  mil_diag_init(&d);
+  assert_int_equal(mil_model_load(path, &m, &d), MIL_OK);
+  assert_int_equal(mil_model_spec_version(m), 9);
+  mil_model *back = round_trip(m);
+  assert_int_equal(mil_model_spec_version(back), 9);
+  mil_model_free(back);
+  mil_model_free(m);
+  mil_diag_clear(&d);
+  mt_rm_rf(dir);
+  free(path);
+  free(dir);
+}
+
 /* fault 15: coremltools' rule (dedup_op_and_var_names): a function output
  * named like a function input is an error for validate as for the pass;
  * repeated op names and a var defined again in a scope are not. */
@@ -421,7 +447,7 @@ int main(void) {
       cmocka_unit_test(test_size_rule_text),        cmocka_unit_test(test_size_rule_proto),
       cmocka_unit_test(test_value_inference_bounded), cmocka_unit_test(test_while_loop_memory_bounded),
       cmocka_unit_test(test_nesting_round_trip),     cmocka_unit_test(test_many_functions_linear),
-      cmocka_unit_test(test_duplicate_names),
+      cmocka_unit_test(test_duplicate_names),       cmocka_unit_test(test_multi_function_spec),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
