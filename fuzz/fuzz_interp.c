@@ -5,20 +5,15 @@
  * 4,096 elements are skipped), at most 1,000 loop iterations. The run must
  * succeed or fail with a message. Any crash, sanitizer report, hang or
  * run-away allocation is a bug. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_mil.h"
 #include "mil/interp.h"
 #include "mil/mil.h"
 #include "mil/ops.h"
 #include "mil/text.h"
 
-static void die(const char *what, const char *detail) {
-  fprintf(stderr, "fuzz_interp: %s: %s\n", what, detail ? detail : "");
-  abort();
-}
+static void die(const char *what, const char *detail) { fuzz_die("fuzz_interp", what, detail); }
 
 static uint64_t next(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -70,17 +65,14 @@ static bool set_random(mil_interp *ip, const char *name, const mil_type *t, uint
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > 8192) return 0;
-  mil_diag d;
-  mil_diag_init(&d);
-  mil_program *p = NULL;
-  mil_parse_options opt = {.filename = "fuzz.mil", .base_dir = "/nonexistent-mil-fuzz"};
-  if (mil_parse_program((const char *)data, size, &opt, &p, &d) != MIL_OK || mil_program_validate(p, &d) != MIL_OK ||
-      p->n_functions < 1) {
+  mil_program *p = fuzz_parse(data, size, true);
+  if (!p) return 0;
+  if (p->n_functions < 1) {
     mil_program_free(p);
-    mil_diag_clear(&d);
     return 0;
   }
-  mil_diag_clear(&d);
+  mil_diag d;
+  mil_diag_init(&d);
   uint64_t seed = 0x6d696cull;
   for (size_t i = 0; i < size; i++) seed = seed * 131 + data[i];
   mil_interp *ip = NULL;

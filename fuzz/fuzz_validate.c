@@ -3,30 +3,15 @@
  * bounded by MIL_FOLD_MAX_BYTES). Validation must return a status that
  * agrees with its messages. Any crash, sanitizer report, hang or run-away
  * allocation (libFuzzer's -rss_limit_mb) is a bug. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "fuzz_mil.h"
 
-#include "mil/mil.h"
-#include "mil/ops.h"
-#include "mil/text.h"
-
-static void die(const char *what, const char *detail) {
-  fprintf(stderr, "fuzz_validate: %s: %s\n", what, detail ? detail : "");
-  abort();
-}
+static void die(const char *what, const char *detail) { fuzz_die("fuzz_validate", what, detail); }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  mil_program *p = fuzz_parse(data, size, false);
+  if (!p) return 0;
   mil_diag d;
   mil_diag_init(&d);
-  mil_program *p = NULL;
-  mil_parse_options opt = {.filename = "fuzz.mil", .base_dir = "/nonexistent-mil-fuzz"};
-  if (mil_parse_program((const char *)data, size, &opt, &p, &d) != MIL_OK) {
-    mil_diag_clear(&d);
-    return 0;
-  }
-  mil_diag_clear(&d);
   mil_status st = mil_program_validate(p, &d);
   if (st != MIL_OK && !d.n_errors) die("validation failed without a message", mil_status_str(st));
   if (st == MIL_OK && d.n_errors) die("validation passed with an error", mil_diag_first_error(&d));

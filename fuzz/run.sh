@@ -35,6 +35,10 @@ for exe in "$build"/fuzz/fuzz_*; do
   for s in "$root"/tests/data/*.mil; do
     [ -f "$s" ] && cp "$s" "$corpus/"
   done
+  # small valid programs for the targets that validate, optimize and run
+  case $name in fuzz_validate | fuzz_pipeline | fuzz_interp | fuzz_model_load | fuzz_text_parse)
+    cp "$here"/seeds/mil/*.mil "$corpus/" 2>/dev/null ;;
+  esac
   if [ -d "$here/seeds/$name" ]; then
     cp "$here/seeds/$name"/* "$corpus/" 2>/dev/null
   fi
