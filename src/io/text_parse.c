@@ -353,7 +353,9 @@ static bool parse_op(io_parser *P, mil_block *b, int depth) {
       const_val = a->lit;
       continue;
     }
-    mil_input *in = a->is_tuple ? mil_op_add_input_tuple(op, a->param, a->n_vars, &P->vars[a->first_var])
+    /* an empty tuple "()" binds no var: P->vars may still be NULL */
+    mil_var *const *tv = a->n_vars ? &P->vars[a->first_var] : NULL;
+    mil_input *in = a->is_tuple ? mil_op_add_input_tuple(op, a->param, a->n_vars, tv)
                                 : mil_op_add_input(op, a->param, P->vars[a->first_var]);
     if (!in) {
       nomem(P);

@@ -98,6 +98,12 @@ static void test_empty_block(void **state) {
   assert_int_equal(mil_program_validate(p, &d), MIL_OK);
   mil_diag_clear(&d);
   mil_program_free(p);
+  /* an empty tuple argument binds no var (found by fuzz_interp) */
+  p = parse_ok("main[CoreML7]() {\n  block0() {\n    %a: (int32)*(Scalar) = const(val=0, name=\"a\")\n"
+               "    %c: (2, fp32)(Tensor) = concat(values=(), axis=%a, name=\"c\")\n  } -> ()\n}\n");
+  assert_int_not_equal(mil_program_validate(p, &d), MIL_OK);
+  mil_diag_clear(&d);
+  mil_program_free(p);
 }
 
 /* fault 13: one size rule, in the type constructor. */
