@@ -4,9 +4,9 @@ BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKEOPT ?=
 DEPS      = cmake gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libcjson-dev \
-            libcmocka-dev libopenblas-dev clang libonnx-dev libonnx-testdata
+            libcmocka-dev libopenblas-dev clang libonnx-dev libonnx-testdata nettle-dev python3-numpy python3-pytest python3-venv python3-pip python3-setuptools
 
-.PHONY: all deps configure build demo test test-asan test-ubsan-clang fuzz bench install clean
+.PHONY: all deps configure build demo test test-asan test-ubsan-clang fuzz bench install clean python
 
 all: build
 
@@ -40,6 +40,13 @@ fuzz: deps
 
 bench: build
 	@sh bench/run.sh $(BUILD)
+
+# The Python package: builds libmil.so and puts it inside python/libmil/_lib/,
+# so that `pip install ./python` installs a package that needs no compiler.
+python: build
+	@mkdir -p python/libmil/_lib
+	@cp $$(readlink -f $(BUILD)/libmil.so) python/libmil/_lib/libmil.so
+	@echo "python/libmil/_lib/libmil.so ready: pip install ./python"
 
 install: build
 	@cmake --install $(BUILD)

@@ -11,14 +11,22 @@
  *   result <label> <ops_before> <ops_after> <in_bytes> <out_bytes>
  *          <out_weight_bytes> <load_s> <pipeline_s> <save_s>
  *          <rss_load_kb> <rss_pipeline_kb> <rss_peak_kb> <n_pass_runs>
- *          <n_skipped> <pipeline_cpu_s> <passes_s>
+ *          <n_skipped> <pipeline_cpu_s> <passes_s> <read_floor_s>
+ *          <weight_elements> <load_cpu_s> <save_cpu_s> <write_floor_cpu_s>
  *   (pipeline_cpu_s: user + system CPU time of the pipeline, less disturbed
  *    by other processes than the wall time; passes_s: the summed time of the
- *    pass run functions, the rest of pipeline_s is the pipeline driver)
+ *    pass run functions, the rest of pipeline_s is the pipeline driver;
+ *    read_floor_s: reading the input weight file once on two threads;
+ *    weight_elements: elements of the input's fp32 / fp16 const tensors;
+ *    write_floor_cpu_s: the CPU time of copying the written weight.bin to a
+ *    new file with read/write, what the kernel charges for writing that many
+ *    bytes through the page cache: a floor under any save)
  *   skipped <pass> ...                 (passes left out)
- *   pass <name> <runs> <seconds> <changes>
+ *   pass <name> <runs> <seconds> <changes> <cpu_seconds>
  *                                      (the N slowest passes, default 8,
- *                                       times summed over their runs)
+ *                                       times summed over their runs;
+ *                                       cpu_seconds: the process's CPU time
+ *                                       during them, every thread)
  * and a human-readable report on stderr. Exit status 1 on any failure. */
 #include <fcntl.h>
 #include <ftw.h>
@@ -73,6 +81,25 @@ static uint64_t tree_bytes(const char *path) {
 static uint64_t file_bytes(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* CPU seconds to copy file `path` to a new sibling file (removed after). */
+static double copy_cpu(const char *path) {
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.copy", path);
+  int in = open(path, O_RDONLY);
+  if (in < 0) return 0;
+  static char buf[1 << 20];
+  double c0 = cpu_s();
+  int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ssize_t r;
+  while (out >= 0 && (r = read(in, buf, sizeof buf)) > 0)
+    if (write(out, buf, (size_t)r) != r) break;
+  if (out >= 0) close(out);
+  double c = cpu_s() - c0;
+  close(in);
+  unlink(tmp);
+  return c;
 }
 
 static int fail(const char *what, mil_diag *d, mil_status st) {
@@ -139,7 +166,50 @@ typedef struct pass_total {
   int runs;
   double seconds;
   int64_t changes;
+  double cpu;
 } pass_total;
+
+/* CPU time of each pass run, in pipeline order, through the run hooks. */
+typedef struct cpu_log {
+  double *cpu;
+  int32_t n, cap;
+  double start;
+} cpu_log;
+
+static double process_cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void before_pass(void *ud, int32_t index, int32_t n, const char *pass, int64_t ops) {
+  (void)index, (void)n, (void)pass, (void)ops;
+  ((cpu_log *)ud)->start = process_cpu_s();
+}
+
+static void after_pass(void *ud, const mil_pass_record *r) {
+  (void)r;
+  cpu_log *l = ud;
+  double t = process_cpu_s() - l->start;
+  if (l->n == l->cap) {
+    int32_t cap = l->cap ? l->cap * 2 : 128;
+    double *c = realloc(l->cpu, (size_t)cap * sizeof *c);
+    if (!c) return;
+    l->cpu = c;
+    l->cap = cap;
+  }
+  l->cpu[l->n++] = t;
+}
+
+/* Elements of the fp32 / fp16 const tensors (the weights). */
+static int count_weights(mil_op *op, void *ud) {
+  if (op->n_outputs != 1 || strcmp(op->type, "const") != 0) return 0;
+  const mil_value *v = op->outputs[0]->val;
+  if (v && v->kind == MIL_VAL_TENSOR && v->type && v->type->rank > 0 &&
+      (v->type->dtype == MIL_DT_FP32 || v->type->dtype == MIL_DT_FP16))
+    *(int64_t *)ud += v->numel;
+  return 0;
+}
 
 static int cmp_total(const void *x, const void *y) {
   const pass_total *a = x, *b = y;
@@ -185,26 +255,34 @@ int main(int argc, char **argv) {
     i--;
   }
 
-  double t0 = now();
+  double t0 = now(), lc0 = cpu_s();
   mil_model *m = NULL;
   st = mil_model_load(in, &m, &d);
-  double load_s = now() - t0;
+  double load_s = now() - t0, load_cpu = cpu_s() - lc0;
   if (st != MIL_OK) return fail("load", &d, st);
   long rss_load = maxrss_kb();
 
   mil_program *p = mil_model_program(m);
+  int64_t weight_elems = 0;
+  mil_program_walk(p, count_weights, &weight_elems);
   mil_pipeline_report rep = {0};
+  cpu_log clog = {0};
+  mil_pipeline_run_options ro = {0};
+  ro.before_pass = before_pass;
+  ro.after_pass = after_pass;
+  ro.hook_ud = &clog;
   double c0 = cpu_s();
   t0 = now();
-  st = mil_pipeline_run(pl, p, NULL, &rep, &d);
+  st = mil_pipeline_run(pl, p, &ro, &rep, &d);
   double pipe_s = now() - t0;
   double pipe_cpu = cpu_s() - c0;
   if (st != MIL_OK) return fail("pipeline", &d, st);
   long rss_pipe = maxrss_kb();
 
   t0 = now();
+  double sc0 = cpu_s();
   st = mil_model_save(m, out, &d);
-  double save_s = now() - t0;
+  double save_s = now() - t0, save_cpu = cpu_s() - sc0;
   if (st != MIL_OK) return fail("save", &d, st);
   long rss_peak = maxrss_kb();
 
@@ -217,10 +295,10 @@ int main(int argc, char **argv) {
   m = NULL;
   uint32_t sink = 0;
   double floor_s = weight_read_floor(in, &sink);
-  printf("result %s %lld %lld %llu %llu %llu %.6f %.6f %.6f %ld %ld %ld %d %d %.6f %.6f %.6f\n", label,
+  printf("result %s %lld %lld %llu %llu %llu %.6f %.6f %.6f %ld %ld %ld %d %d %.6f %.6f %.6f %lld %.6f %.6f %.6f\n", label,
          (long long)rep.ops_before, (long long)rep.ops_after, (unsigned long long)in_bytes,
          (unsigned long long)out_bytes, (unsigned long long)out_w, load_s, pipe_s, save_s, rss_load, rss_pipe,
-         rss_peak, (int)rep.n_records, n_skipped, pipe_cpu, rep.seconds, floor_s);
+         rss_peak, (int)rep.n_records, n_skipped, pipe_cpu, rep.seconds, floor_s, (long long)weight_elems, load_cpu, save_cpu, copy_cpu(wpath));
   if (n_skipped) printf("skipped%s\n", skipped);
 
   /* per pass name: summed time of its runs */
@@ -233,10 +311,12 @@ int main(int argc, char **argv) {
     tot[j].runs++;
     tot[j].seconds += rep.records[i].seconds;
     tot[j].changes += rep.records[i].changes;
+    if (clog.n == rep.n_records) tot[j].cpu += clog.cpu[i];
   }
   if (tot) qsort(tot, (size_t)n_tot, sizeof *tot, cmp_total);
   for (int i = 0; tot && i < n_tot && i < n_show; i++)
-    printf("pass %s %d %.6f %lld\n", tot[i].name, tot[i].runs, tot[i].seconds, (long long)tot[i].changes);
+    printf("pass %s %d %.6f %lld %.6f\n", tot[i].name, tot[i].runs, tot[i].seconds, (long long)tot[i].changes,
+           tot[i].cpu);
 
   fprintf(stderr,
           "%s: %lld -> %lld ops; load %.3f s, pipeline %.3f s (%.0f ops/s, %d pass runs, %d passes skipped), "
@@ -247,6 +327,7 @@ int main(int argc, char **argv) {
           (double)rss_peak / 1024.0, (double)rss_load / 1024.0, (double)rss_pipe / 1024.0, (double)out_bytes / 1e6,
           (double)out_w / 1e6, floor_s, sink);
   free(tot);
+  free(clog.cpu);
   free(skipped);
   mil_pipeline_report_free(&rep);
   mil_pipeline_free(pl);

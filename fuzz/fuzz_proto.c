@@ -7,8 +7,10 @@
  *         blocks, constexpr ops, a state update), followed by an optional
  *         truncation, so the fuzzer starts deep inside the format.
  * A model that loads is also serialized again and the result reloaded: the
- * reload must succeed. Any crash, sanitizer report, hang or failed reload is
- * a bug. */
+ * reload must succeed. Names from the input reach messages and the printer:
+ * neither may carry a control byte or invalid UTF-8 (a terminal escape),
+ * and a string with a NUL must have been refused. Any crash, sanitizer
+ * report, hang, failed reload or raw control byte is a bug. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +100,27 @@ static void build_base(void) {
   mil_diag_clear(&d);
 }
 
+/* Messages and printed text never carry terminal escapes. */
+static void check_clean(const mil_diag *d, const mil_program *p) {
+  for (size_t i = 0; d && i < d->count; i++)
+    if (mil_escape_needed(d->msgs[i].text, 0)) {
+      fprintf(stderr, "message not escaped: %s\n", d->msgs[i].text);
+      abort();
+    }
+  if (!p) return;
+  mil_buf b = {0};
+  mil_print_options opt = {MIL_PRINT_COREMLTOOLS, false};
+  mil_print_program(p, &opt, &b);
+  for (size_t i = 0; i < b.len; i++) {
+    unsigned char c = (unsigned char)b.data[i];
+    if ((c < 0x20 && c != '\n') || c == 0x7f) {
+      fprintf(stderr, "raw control byte 0x%02x at %zu of the printed program\n", c, i);
+      abort();
+    }
+  }
+  mil_buf_free(&b);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
   build_base();
@@ -129,6 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mil_model *m = NULL;
   mil_diag d = {0};
   if (mil_model_load_proto(buf, len, "fuzz.mlmodel", NULL, &m, &d) == MIL_OK) {
+    check_clean(&d, mil_model_program(m));
     void *out = NULL;
     size_t out_len = 0;
     mil_diag d2 = {0};
@@ -144,6 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mil_diag_clear(&d2);
     mil_model_free(m);
   }
+  check_clean(&d, NULL);
   mil_diag_clear(&d);
   free(buf);
   return 0;

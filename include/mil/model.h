@@ -153,6 +153,10 @@ typedef struct mil_model_desc {
  *              weights/<last component of fileName>;
  *  .mlmodel    a bare Model protobuf; blob references are resolved against
  *              a "weights" directory next to the file;
+ * Only regular files are read (a FIFO or device is an error, never a
+ * blocking open), and every file the model names must resolve, symlinks
+ * followed, inside the package (or the .mlmodel's directory); otherwise
+ * MIL_ERR_IO "... resolves to ..., outside ...".
  *  .mil        complete-form MIL text (mil_parse_file); the specification
  *              version is the one the functions' opset implies (section 7);
  *              there is no description (one is synthesized on save, see
@@ -171,7 +175,9 @@ MIL_API mil_status mil_model_load(const char *path, mil_model **out, mil_diag *d
 
 /* Loads a model from an in-memory serialized Model protobuf (the contents of
  * a .mlmodel). `name` is used in messages; `weights_dir` (may be NULL) is the
- * directory that blob references resolve against. Errors as mil_model_load. */
+ * directory that blob references resolve against: the caller's explicit
+ * choice, so weight files found there are not confined to it (symlinks are
+ * followed); they must still be regular files. Errors as mil_model_load. */
 MIL_API mil_status mil_model_load_proto(const void *data, size_t len, const char *name, const char *weights_dir,
                                         mil_model **out, mil_diag *d);
 
@@ -181,27 +187,56 @@ MIL_API mil_status mil_model_load_proto(const void *data, size_t len, const char
  *              UUIDs, 4-space indentation, sorted keys), Data/com.apple.CoreML/
  *              model.mlmodel and weights/weight.bin;
  *  .mlmodel    the bare protobuf; consts that go to a weight file (see below)
- *              are written to weights/weight.bin in the same directory, which
- *              is where mil_model_load and coremltools' MLModel(spec,
- *              weights_dir=...) look; no weights directory is written when
- *              every const is immediate;
+ *              are written to weights/<stem>.<16 hex>.bin in the same
+ *              directory (a fresh name on every save, see below), which is
+ *              where mil_model_load and coremltools' MLModel(spec,
+ *              weights_dir=...) look (both use the last component of the
+ *              blob's fileName); no weights directory is written when every
+ *              const is immediate;
  *  .mil        complete-form MIL text with every const value in full.
  * Consts follow coremltools' rule (formats.md 3.1, mil_blob_should_store):
  * at least 10 elements of a blob dtype go to weight.bin, the rest are
  * immediate. Const values that view a loaded weight file are copied byte for
  * byte. Before writing, the description is brought in line with the program
  * (mil_model_sync_description).
- * Writing is atomic: everything goes to a temporary sibling (file or
- * directory) that is renamed over `path` at the end; on failure the
- * temporary is removed and an existing `path` is left untouched. An existing
- * .mlpackage directory is replaced; an existing path of another kind (a file
- * where a package goes, or a non-empty directory without Manifest.json) is
- * refused. Saving over the model's own source path is allowed.
+ * Writing is atomic: a crash at any moment leaves the old model or the new
+ * one at `path`, never a mix:
+ *  .mlpackage  is built in a temporary sibling directory and swapped with
+ *              the old package in one step (renameat2 RENAME_EXCHANGE; on
+ *              a file system without it the old package is moved aside
+ *              first), then the old one is removed;
+ *  .mlmodel    its weights go to a fresh file weights/<stem>.<16 hex>.bin
+ *              (stem: the file name without .mlmodel) that the new model
+ *              names, the model to a temporary sibling renamed over `path`
+ *              last; the old model's weight files (<stem>.<hex>.bin) are
+ *              removed after. Each .mlmodel thus owns its weight files: two
+ *              models in one directory never share one. Saves into one
+ *              weights directory are serialized with flock(2). A .mlmodel
+ *              target inside a .mlpackage is refused (MIL_ERR_IO);
+ *  .mil        a temporary sibling renamed over `path`.
+ * Temporaries are named "<path>.tmp-<pid>-<hex>"; on failure they are
+ * removed and an existing `path` is left untouched. A save removes the
+ * temporaries that earlier saves to the same path left when their process
+ * died; mil_save_cleanup_on_signals removes this process's on SIGINT,
+ * SIGTERM and SIGHUP. Loading (mil_model_load) reads again when what is at
+ * the path changed while it read, so a reader never combines parts of two
+ * saves. An existing .mlpackage directory is replaced; an existing path of
+ * another kind (a file where a package goes, or a non-empty directory
+ * without Manifest.json) is refused. Saving over the model's own source
+ * path is allowed.
  * Errors: MIL_ERR_IO, MIL_ERR_UNSUPPORTED (unknown extension, a type the
  * protobuf cannot express, I/O dtypes Core ML cannot describe),
  * MIL_ERR_INVALID (program refers to undefined vars, non-const input to a
  * constexpr op), MIL_ERR_NOMEM. */
 MIL_API mil_status mil_model_save(mil_model *m, const char *path, mil_diag *d);
+
+/* Removes the temporaries of the saves in progress in this process (see
+ * mil_model_save). Async-signal-safe: meant for a signal handler. */
+MIL_API void mil_save_remove_temporaries(void);
+/* Installs handlers for SIGINT, SIGTERM and SIGHUP (those not ignored) that
+ * call mil_save_remove_temporaries, then die of the signal as before. For
+ * programs without handlers of their own (the mil tool calls it). */
+MIL_API void mil_save_cleanup_on_signals(void);
 
 /* Serializes m's Model protobuf into a malloc'ed buffer (*data, *len; free
  * with free()). Blob consts are written through `weights` (may be NULL:

@@ -10,6 +10,7 @@
 #define MIL_STATUS_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,6 +69,26 @@ MIL_API mil_status mil_diag_error(mil_diag *d, mil_status st, const char *fmt, .
     __attribute__((format(printf, 3, 4)));
 /* The text of the first error, or NULL when there is none. */
 MIL_API const char *mil_diag_first_error(const mil_diag *d);
+
+/* Escaping text that comes from a model (names, op types, strings) before
+ * it reaches a terminal or a file name. Valid UTF-8 other than control
+ * characters is kept byte for byte; C0 controls (including newline and
+ * tab), DEL, the C1 controls U+0080..U+009F and every byte that is not part
+ * of valid UTF-8 (RFC 3629: no overlong forms, surrogates or code points
+ * above U+10FFFF) become "\xhh" (two lowercase hex digits). With
+ * MIL_ESCAPE_FILE_NAME they become "%hh" instead and '/' becomes '_'.
+ * Every message recorded in a mil_diag is escaped this way. */
+#define MIL_ESCAPE_FILE_NAME 1u
+/* Writes the escaped form of s (NULL: "") to out, at most cap - 1 bytes
+ * and a NUL (nothing when cap is 0; out may then be NULL). Returns the
+ * length of the whole escaped text, as snprintf does. */
+MIL_API size_t mil_escape(const char *s, char *out, size_t cap, unsigned flags);
+/* Whether s has anything mil_escape would change. */
+MIL_API bool mil_escape_needed(const char *s, unsigned flags);
+/* s itself when it needs no escaping, otherwise its escaped form in buf
+ * (cap bytes; cut to fit, ending in "..." when cut). For printing:
+ * printf("%s", mil_escaped(name, buf, sizeof buf)). NULL gives "". */
+MIL_API const char *mil_escaped(const char *s, char *buf, size_t cap);
 
 /* Allocator hook (Lua style): realloc semantics. alloc(ud, NULL, 0, n)
  * allocates, alloc(ud, p, old, 0) frees and returns NULL, otherwise resizes.

@@ -85,7 +85,11 @@ typedef struct mil_parse_options {
  *  - val=@blob("path", offset) reads the blob with the weight-file reader
  *    (mil/blob.h), resolving the path ("@model_path/" prefix dropped)
  *    against opt->base_dir, and copies it into the program (the value
- *    keeps blob_file/blob_offset).
+ *    keeps blob_file/blob_offset). The resolved path (realpath, symlinks
+ *    followed) must lie inside the base directory: "@blob(\"/etc/passwd\",
+ *    0)" or "../x" leaving it are errors unless the caller names a
+ *    base_dir that holds them. The file must be a regular file; messages
+ *    never show bytes of a file that is not a weight file.
  * Errors: MIL_ERR_PARSE (malformed text, undefined or out-of-scope names,
  * bad values, nesting beyond 64 blocks / 64 dims / 32 literal levels),
  * MIL_ERR_IO and MIL_ERR_FORMAT (a @blob file that cannot be read),

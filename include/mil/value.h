@@ -132,10 +132,40 @@ MIL_API mil_value *mil_value_new_deferred_cast(mil_program *p, const mil_value *
  * (bytes as for mil_value_new_deferred_cast, or deferred) whose perm,
  * leaving out axes of size 1, moves a leading run of axes behind the rest:
  * a matrix transpose of src seen as rows x columns, as every transposed
- * weight is. NULL for other perms, and when src is itself transposed along
- * another split. */
+ * weight is. NULL for other perms, when src is itself transposed along
+ * another split, and when src is a deferred scaling. */
 MIL_API mil_value *mil_value_new_deferred_transpose(mil_program *p, const mil_value *src, int32_t rank,
                                                     const int64_t *perm);
+/* Which factor scales each element of a weight (mil_value_new_deferred_scale):
+ * the elements, row-major, form runs of `run` consecutive elements, and run
+ * r takes factor (r % period) * mult + (r / period) / div. A conv weight
+ * (Cout, Cin/groups, *K) scaled per output channel is run = Cin/groups * K,
+ * period = Cout, mult = 1, div = 1; a conv_transpose weight (Cin,
+ * Cout/groups, *K), per row of coremltools' transpose + reshape to (Cout,
+ * Cin/groups, *K), is run = K, period = Cout/groups, mult = groups,
+ * div = Cin/groups; one factor for all is run = numel, period = 1, mult = 0,
+ * div = 1. */
+typedef struct mil_scale_map {
+  int64_t run, period, mult, div;
+} mil_scale_map;
+/* A deferred per-channel scaling of an fp32 or fp16 tensor `src` (bytes not
+ * deferred: a weight-file view or a computed value of the program): element
+ * e becomes numpy's `(src[e] * f).astype(src.dtype)` with f =
+ * factors[index of e's run, see mil_scale_map], the product computed in
+ * dtype `product` (fp32 or fp64 for fp32 src; fp16, fp32 or fp64 for fp16
+ * src; every factor must be a value of that dtype) and rounded to src's
+ * dtype. The value has src's dtype and shape; the factors are copied.
+ * Nothing is computed now: readers get the bytes through mil_value_data /
+ * mil_value_read (a few elements at a time, vector loops), a deferred cast
+ * to fp16 composes with it, so the weight writer streams the scaled fp16
+ * weight straight from the source. NULL when src is deferred or of another
+ * dtype, the product dtype does not fit, the map is malformed (run not
+ * dividing numel, period or div below 1) or asks for a factor index >=
+ * n_factors, or on allocation failure (the caller then computes it).
+ * Mirrors the per-channel weight products of coremltools'
+ * fuse_conv_batchnorm / fuse_conv_scale (passes/defs/optimize_conv.py). */
+MIL_API mil_value *mil_value_new_deferred_scale(mil_program *p, const mil_value *src, const mil_scale_map *map,
+                                                const double *factors, int64_t n_factors, mil_dtype product);
 /* Whether deferred value v holds exactly its source's elements, only
  * reordered or reshaped (a deferred transpose without a conversion):
  * order-free facts of its elements (largest magnitude, any NaN) are the

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "io/blob_internal.h"
+#include "io/fsafe.h"
 
 struct mil_blob_file {
   const uint8_t *base; /* mapping, size bytes */
@@ -120,20 +121,16 @@ bool mil_blob_should_store(const mil_value *v, int spec_version) {
 /* ---- open / close -------------------------------------------------------- */
 
 mil_status mil_blob_file_open(const char *path, mil_blob_file **out, mil_diag *d) {
+  return io_blob_file_open_in(path, NULL, out, d);
+}
+
+mil_status io_blob_file_open_in(const char *path, const char *root, mil_blob_file **out, mil_diag *d) {
   if (out) *out = NULL;
   if (!path || !out) return mil_diag_error(d, MIL_ERR_INVALID, "mil_blob_file_open: NULL path or out");
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return mil_diag_error(d, MIL_ERR_IO, "%s: cannot open weight file: %s", path, strerror(errno));
   struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    close(fd);
-    return mil_diag_error(d, MIL_ERR_IO, "%s: cannot stat weight file: %s", path, strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return mil_diag_error(d, MIL_ERR_IO, "%s: weight file is not a regular file", path);
-  }
+  mil_status ost;
+  int fd = io_fs_open_regular(path, root, "weight file", &st, &ost, d);
+  if (fd < 0) return ost;
   uint64_t size = (uint64_t)st.st_size;
   if (size < MIL_BLOB_HEADER_SIZE) {
     close(fd);
@@ -158,9 +155,14 @@ mil_status mil_blob_file_open(const char *path, mil_blob_file **out, mil_diag *d
   if (version != MIL_BLOB_VERSION) {
     munmap(base, (size_t)size);
     close(fd);
-    return mil_diag_error(d, MIL_ERR_FORMAT, "%s: storage header at offset %d: version %u, expected %u%s", path,
-                          IO_BLOB_HDR_VERSION, version, MIL_BLOB_VERSION,
-                          version == 1 ? " (version 1 is the old blob_v1 format, which is not supported)" : "");
+    /* the field's value is not shown: a file that is no weight file (a
+     * path pointing elsewhere) must not have its bytes echoed */
+    if (version == 1)
+      return mil_diag_error(d, MIL_ERR_FORMAT, "%s: storage header at offset %d: version 1, expected %u (version 1 is "
+                            "the old blob_v1 format, which is not supported)", path, IO_BLOB_HDR_VERSION,
+                            MIL_BLOB_VERSION);
+    return mil_diag_error(d, MIL_ERR_FORMAT, "%s: not a weight file: the storage header's version field (offset %d) "
+                          "is not %u", path, IO_BLOB_HDR_VERSION, MIL_BLOB_VERSION);
   }
   mil_blob_file *f = calloc(1, sizeof *f);
   char *p = strdup(path);

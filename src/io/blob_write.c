@@ -55,6 +55,8 @@ struct mil_blob_writer {
   mil_status err;   /* sticky I/O error */
   dedup_entry *tab; /* open addressing, power-of-two capacity */
   size_t tab_cap, tab_n;
+  uint8_t *stream_buf; /* the streamed blobs' buffer, kept from one blob to the next */
+  size_t stream_cap;
 };
 
 #define ULL(x) ((unsigned long long)(x))
@@ -370,11 +372,19 @@ mil_status mil_blob_writer_add_stream(mil_blob_writer *w, mil_dtype dt, mil_blob
   if (!read && w && w->err == MIL_OK)
     return mil_diag_error(d, MIL_ERR_INVALID, "%s: blob #%u: NULL reader", w->path, w->count);
   bsrc src = {NULL, read, ud, NULL};
-  if (w && !(src.buf = malloc(STREAM_CHUNK)))
-    return mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory in the weight writer", w->path);
-  mil_status st = add_src(w, dt, &src, nbytes, numel, meta_offset_out, d);
-  free(src.buf);
-  return st;
+  /* one buffer for every streamed blob of the writer (as large as the
+   * largest piece read so far): a model of many weights would otherwise
+   * map, fault in and unmap a fresh buffer per weight */
+  size_t want = nbytes < STREAM_CHUNK ? (nbytes > 64 ? nbytes : 64) : STREAM_CHUNK;
+  if (w && w->stream_cap < want) {
+    uint8_t *b = malloc(want);
+    if (!b) return mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory in the weight writer", w->path);
+    free(w->stream_buf);
+    w->stream_buf = b;
+    w->stream_cap = want;
+  }
+  if (w) src.buf = w->stream_buf;
+  return add_src(w, dt, &src, nbytes, numel, meta_offset_out, d);
 }
 
 static mil_status src_fail(mil_blob_writer *w, mil_diag *d) {
@@ -494,6 +504,7 @@ uint64_t mil_blob_writer_size(const mil_blob_writer *w) { return w ? logical_end
 /* ---- close --------------------------------------------------------------- */
 
 static void writer_free(mil_blob_writer *w) {
+  free(w->stream_buf);
   free(w->tab);
   free(w->buf);
   free(w->path);

@@ -198,6 +198,7 @@ typedef struct io_parser {
     io_blob_file_t *f;
   } *blobs;
   size_t n_blobs, cap_blobs;
+  char *blob_root; /* canonical base directory of @blob paths, on first use */
 } io_parser;
 
 /* Grows a malloc'd array to hold at least `need` elements. */
@@ -286,7 +287,11 @@ IO_HIDDEN void io_print_type(mil_buf *b, const mil_type *t, mil_mark mark);
  * escaped strings (the .mil form); otherwise Python's str(val.tolist()) as
  * coremltools prints an inline const. */
 IO_HIDDEN void io_print_value(io_out *o, const mil_value *v, bool complete);
-/* A double-quoted string; complete: with escapes, otherwise raw. */
+/* A name (var, op type, input, block, function) as it is when it is valid
+ * UTF-8 without control characters, otherwise escaped (mil_escape). */
+IO_HIDDEN void io_print_name(io_out *o, const char *s);
+/* A double-quoted string; complete: with escapes, otherwise as it is
+ * (but escaped as io_print_name does). */
 IO_HIDDEN void io_print_string(io_out *o, const char *s, bool complete);
 
 #endif /* MIL_IO_INTERNAL_PRINTER_H */

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/fsafe.h"
 #include "io/model_internal.h"
 #include "mil/text.h"
 
@@ -80,16 +81,14 @@ char *io_model_path_join(const char *a, const char *b) {
 
 #define IO_MAX_FILE ((size_t)2 << 30)
 
-mil_status io_model_read_file(const char *path, void **data, size_t *len, mil_diag *d) {
+mil_status io_model_read_file(const char *path, const char *root, const char *what, void **data, size_t *len,
+                              mil_diag *d) {
   *data = NULL;
   *len = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return mil_diag_error(d, MIL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return mil_diag_error(d, MIL_ERR_IO, "%s: not a regular file", path);
-  }
+  mil_status ost;
+  int fd = io_fs_open_regular(path, root, what, &st, &ost, d);
+  if (fd < 0) return ost;
   if ((uint64_t)st.st_size > IO_MAX_FILE) {
     close(fd);
     return mil_diag_error(d, MIL_ERR_FORMAT, "%s: %lld bytes, more than the 2 GiB a protobuf can hold", path,
@@ -150,18 +149,18 @@ void io_model_remove_tree(const char *path) {
   else remove(path);
 }
 
-static bool path_exists(const char *p) {
+bool io_model_path_exists(const char *p) {
   struct stat st;
   return lstat(p, &st) == 0;
 }
 
-static bool path_is_dir(const char *p) {
+bool io_model_path_is_dir(const char *p) {
   struct stat st;
   return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 /* The extension of the last path component ("mlpackage"), or "". */
-static const char *extension(const char *path) {
+const char *io_model_extension(const char *path) {
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   const char *dot = strrchr(base, '.');
@@ -169,7 +168,7 @@ static const char *extension(const char *path) {
 }
 
 /* A copy of path without trailing slashes. */
-static char *clean_path(const char *path) {
+char *io_model_clean_path(const char *path) {
   char *p = io_model_strdup(path);
   if (!p) return NULL;
   size_t n = strlen(p);
@@ -178,7 +177,7 @@ static char *clean_path(const char *path) {
 }
 
 /* The directory part of path ("." when none). */
-static char *dir_of(const char *path) {
+char *io_model_dir_of(const char *path) {
   const char *slash = strrchr(path, '/');
   if (!slash) return io_model_strdup(".");
   if (slash == path) return io_model_strdup("/");
@@ -189,44 +188,6 @@ static char *dir_of(const char *path) {
     s[n] = 0;
   }
   return s;
-}
-
-/* "<path>.tmp-<pid>-<random>": a sibling on the same file system. */
-static char *temp_sibling(const char *path) {
-  uint32_t r = 0;
-  if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) r = (uint32_t)(uintptr_t)&r;
-  size_t n = strlen(path) + 40;
-  char *s = malloc(n);
-  if (s) snprintf(s, n, "%s.tmp-%ld-%08x", path, (long)getpid(), r);
-  return s;
-}
-
-/* Puts tmp (a finished file or directory) at path, replacing what is
- * there; the old content is removed only once the new one is in place. */
-static mil_status replace_path(const char *tmp, const char *path, bool is_dir, mil_diag *d) {
-  if (!path_exists(path) || !is_dir) {
-    if (rename(tmp, path) != 0)
-      return mil_diag_error(d, MIL_ERR_IO, "%s: cannot move the new model into place: %s", path, strerror(errno));
-    return MIL_OK;
-  }
-  /* a directory cannot be renamed over a non-empty one: swap atomically */
-  if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
-    io_model_remove_tree(tmp); /* now the old package */
-    return MIL_OK;
-  }
-  char *old = temp_sibling(path);
-  if (!old) return MIL_ERR_NOMEM;
-  mil_status st = MIL_OK;
-  if (rename(path, old) != 0) {
-    st = mil_diag_error(d, MIL_ERR_IO, "%s: cannot move the old package aside: %s", path, strerror(errno));
-  } else if (rename(tmp, path) != 0) {
-    st = mil_diag_error(d, MIL_ERR_IO, "%s: cannot move the new package into place: %s", path, strerror(errno));
-    rename(old, path);
-  } else {
-    io_model_remove_tree(old);
-  }
-  free(old);
-  return st;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -398,13 +359,18 @@ mil_status mil_model_from_program(mil_program *prog, int spec_version, mil_model
 /* loading                                                                    */
 /* ------------------------------------------------------------------------ */
 
-mil_status mil_model_load_proto(const void *data, size_t len, const char *name, const char *weights_dir,
-                                mil_model **out, mil_diag *d) {
+/* The protobuf decoder behind mil_model_load_proto and the file loaders.
+ * root: canonical directory weight files must resolve into (NULL: any). */
+static mil_status load_proto(const void *data, size_t len, const char *name, const char *weights_dir,
+                             const char *root, mil_model **out, mil_diag *d) {
   *out = NULL;
   if (!data && len) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_load_proto: no data");
   io_weights w;
-  io_weights_init(&w, weights_dir);
-  if (weights_dir && !w.dir) return MIL_ERR_NOMEM;
+  io_weights_init(&w, weights_dir, root);
+  if ((weights_dir && !w.dir) || (root && !w.root)) {
+    io_weights_free(&w);
+    return MIL_ERR_NOMEM;
+  }
   mil_model *m = NULL;
   mil_status st = io_model_decode(data ? data : "", len, name ? name : "<memory>", &w, &m, d);
   if (st == MIL_OK && (st = io_weights_give(&w, m)) != MIL_OK) mil_diag_error(d, st, "out of memory");
@@ -418,12 +384,20 @@ mil_status mil_model_load_proto(const void *data, size_t len, const char *name, 
   return MIL_OK;
 }
 
-static mil_status load_protobuf_file(const char *file, const char *weights_dir, mil_model **out, mil_diag *d) {
+/* An explicit weights directory is the caller's choice: its files are not
+ * confined to it. */
+mil_status mil_model_load_proto(const void *data, size_t len, const char *name, const char *weights_dir,
+                                mil_model **out, mil_diag *d) {
+  return load_proto(data, len, name, weights_dir, NULL, out, d);
+}
+
+static mil_status load_protobuf_file(const char *file, const char *weights_dir, const char *root, mil_model **out,
+                                     mil_diag *d) {
   void *buf;
   size_t len;
-  mil_status st = io_model_read_file(file, &buf, &len, d);
+  mil_status st = io_model_read_file(file, root, "model file", &buf, &len, d);
   if (st != MIL_OK) return st;
-  st = mil_model_load_proto(buf, len, file, weights_dir, out, d);
+  st = load_proto(buf, len, file, weights_dir, root, out, d);
   free(buf);
   return st;
 }
@@ -453,33 +427,84 @@ static mil_status load_mil_text(const char *path, mil_model **out, mil_diag *d) 
   return MIL_OK;
 }
 
-mil_status mil_model_load(const char *path_in, mil_model **out, mil_diag *d) {
-  if (!out) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_load: out is NULL");
-  *out = NULL;
-  if (!path_in || !path_in[0]) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_load: empty path");
-  char *path = clean_path(path_in);
-  if (!path) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
-  const char *ext = extension(path);
+/* One attempt at loading path (clean, extension ext). */
+static mil_status load_once(const char *path, const char *ext, mil_model **m, mil_diag *d) {
   mil_status st;
-  mil_model *m = NULL;
   if (!strcmp(ext, "mlpackage")) {
     io_package pk;
     st = io_package_open(path, &pk, d);
     if (st == MIL_OK) {
-      st = load_protobuf_file(pk.model_path, pk.weights_dir, &m, d);
+      st = load_protobuf_file(pk.model_path, pk.weights_dir, pk.root, m, d);
       io_package_close(&pk);
     }
   } else if (!strcmp(ext, "mlmodel")) {
-    char *dir = dir_of(path);
+    /* the model and its weights/ directory: files must stay in its directory */
+    char *dir = io_model_dir_of(path);
     char *wdir = dir ? io_model_path_join(dir, "weights") : NULL;
-    st = wdir ? load_protobuf_file(path, path_is_dir(wdir) ? wdir : NULL, &m, d) : MIL_ERR_NOMEM;
+    char *root = dir ? io_fs_root(dir) : NULL;
+    if (!wdir) st = mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
+    else if (!root) st = mil_diag_error(d, MIL_ERR_IO, "%s: cannot resolve: %s", dir, strerror(errno));
+    else st = load_protobuf_file(path, io_model_path_is_dir(wdir) ? wdir : NULL, root, m, d);
     free(dir);
     free(wdir);
+    free(root);
   } else if (!strcmp(ext, "mil")) {
-    st = load_mil_text(path, &m, d);
+    st = load_mil_text(path, m, d);
   } else {
     st = mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: unknown model extension '%s%s' (expected .mlpackage, .mlmodel or "
                         ".mil)", path, ext[0] ? "." : "", ext);
+  }
+  return st;
+}
+
+/* Identity of what is at path (0, 0 when nothing is). */
+static void path_id(const char *path, dev_t *dev, ino_t *ino) {
+  struct stat st;
+  if (lstat(path, &st) != 0) st.st_dev = 0, st.st_ino = 0;
+  *dev = st.st_dev;
+  *ino = st.st_ino;
+}
+
+#define LOAD_ATTEMPTS 8
+
+mil_status mil_model_load(const char *path_in, mil_model **out, mil_diag *d) {
+  if (!out) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_load: out is NULL");
+  *out = NULL;
+  if (!path_in || !path_in[0]) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_load: empty path");
+  char *path = io_model_clean_path(path_in);
+  if (!path) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
+  const char *ext = io_model_extension(path);
+  mil_status st;
+  mil_model *m = NULL;
+  /* A save replaces a model while it may be read: a package is swapped
+   * whole, a .mlmodel renamed over (its new weights under a new name). When
+   * what is at path changed during the load, the parts read may come from
+   * both sides: read again (a few times at most). */
+  for (int attempt = 0;; attempt++) {
+    dev_t dev0, dev1;
+    ino_t ino0, ino1;
+    path_id(path, &dev0, &ino0);
+    mil_diag tmp;
+    mil_diag_init(&tmp);
+    tmp.max_msgs = d ? d->max_msgs : 0;
+    st = load_once(path, ext, &m, &tmp);
+    path_id(path, &dev1, &ino1);
+    bool moved = dev0 != dev1 || ino0 != ino1;
+    if (moved && attempt + 1 < LOAD_ATTEMPTS) {
+      mil_model_free(m);
+      m = NULL;
+      mil_diag_clear(&tmp);
+      continue;
+    }
+    size_t errs = 0, warns = 0;
+    for (size_t i = 0; d && i < tmp.count; i++) {
+      mil_diag_add(d, tmp.msgs[i].severity, "%s", tmp.msgs[i].text);
+      errs += tmp.msgs[i].severity == MIL_SEV_ERROR;
+      warns += tmp.msgs[i].severity == MIL_SEV_WARNING;
+    }
+    if (d) d->n_errors += tmp.n_errors - errs, d->n_warnings += tmp.n_warnings - warns; /* those not stored */
+    mil_diag_clear(&tmp);
+    break;
   }
   mil_release_free_memory(); /* the decoded protobuf tree, freed amid the program's arena */
   if (st == MIL_OK) {
@@ -500,125 +525,5 @@ mil_status mil_model_serialize(mil_model *m, mil_blob_writer *weights, void **da
   if (!m || !m->prog) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_serialize: no program");
   mil_status st = mil_model_sync_description(m, d);
   if (st != MIL_OK) return st;
-  return io_model_encode(m, weights, "<memory>", data, len, d);
-}
-
-/* Writes the model protobuf to `model_file`, blob consts to `weight_file`
- * (removed again when no const needed it). *wrote_blobs tells which. */
-static mil_status write_model_files(mil_model *m, const char *model_file, const char *weight_file, const char *name,
-                                    bool *wrote_blobs, mil_diag *d) {
-  mil_blob_writer *bw = NULL;
-  *wrote_blobs = false;
-  mil_status st = mil_blob_writer_open(weight_file, MIL_BLOB_WRITE_NO_DEDUP, &bw, d);
-  if (st != MIL_OK) return st;
-  void *data = NULL;
-  size_t len = 0;
-  st = io_model_encode(m, bw, name, &data, &len, d);
-  if (st != MIL_OK) {
-    mil_blob_writer_abort(bw);
-    return st;
-  }
-  uint32_t count = mil_blob_writer_count(bw);
-  st = mil_blob_writer_close(bw, d);
-  if (st == MIL_OK && count == 0) remove(weight_file);
-  if (st == MIL_OK) st = io_model_write_file(model_file, data, len, d);
-  free(data);
-  *wrote_blobs = count > 0;
-  return st;
-}
-
-static mil_status save_package(mil_model *m, const char *path, mil_diag *d) {
-  if (path_exists(path)) {
-    if (!path_is_dir(path)) return mil_diag_error(d, MIL_ERR_IO, "%s: exists and is not a directory; not replacing it", path);
-    char *man = io_model_path_join(path, "Manifest.json");
-    bool has_manifest = man && path_exists(man);
-    free(man);
-    if (!has_manifest && rmdir(path) != 0 && errno != ENOENT)
-      return mil_diag_error(d, MIL_ERR_IO, "%s: is a non-empty directory without Manifest.json; not replacing it", path);
-  }
-  char *tmp = temp_sibling(path);
-  if (!tmp) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
-  io_package pk;
-  mil_status st = io_package_create(tmp, &pk, d);
-  char *wfile = st == MIL_OK ? io_model_path_join(pk.weights_dir, "weight.bin") : NULL;
-  if (st == MIL_OK && !wfile) st = MIL_ERR_NOMEM;
-  if (st == MIL_OK) {
-    bool blobs;
-    char *name = io_model_path_join(path, "Data/com.apple.CoreML/model.mlmodel");
-    st = name ? write_model_files(m, pk.model_path, wfile, name, &blobs, d) : MIL_ERR_NOMEM;
-    free(name);
-  }
-  if (st == MIL_OK) st = replace_path(tmp, path, true, d);
-  if (st != MIL_OK) io_model_remove_tree(tmp);
-  if (pk.model_path || pk.weights_dir) io_package_close(&pk);
-  free(wfile);
-  free(tmp);
-  return st;
-}
-
-static mil_status save_mlmodel(mil_model *m, const char *path, mil_diag *d) {
-  if (path_is_dir(path)) return mil_diag_error(d, MIL_ERR_IO, "%s: is a directory; not replacing it", path);
-  char *dir = dir_of(path);
-  char *wdir = dir ? io_model_path_join(dir, "weights") : NULL;
-  char *wfinal = wdir ? io_model_path_join(wdir, "weight.bin") : NULL;
-  char *wtmp = wfinal ? temp_sibling(wfinal) : NULL;
-  char *tmp = temp_sibling(path);
-  mil_status st = (dir && wdir && wfinal && wtmp && tmp) ? MIL_OK : MIL_ERR_NOMEM;
-  bool made_wdir = false, blobs = false;
-  if (st == MIL_OK && !path_exists(wdir)) {
-    if (mkdir(wdir, 0777) != 0) st = mil_diag_error(d, MIL_ERR_IO, "%s: cannot create directory: %s", wdir, strerror(errno));
-    else made_wdir = true;
-  }
-  if (st == MIL_OK) st = write_model_files(m, tmp, wtmp, path, &blobs, d);
-  if (st == MIL_OK && blobs) st = replace_path(wtmp, wfinal, false, d);
-  if (st == MIL_OK) st = replace_path(tmp, path, false, d);
-  if (st != MIL_OK) {
-    if (tmp) remove(tmp);
-    if (wtmp) remove(wtmp);
-  }
-  if (made_wdir && !blobs) rmdir(wdir);
-  free(dir);
-  free(wdir);
-  free(wfinal);
-  free(wtmp);
-  free(tmp);
-  return st;
-}
-
-static mil_status save_mil_text(mil_model *m, const char *path, mil_diag *d) {
-  mil_buf buf = {0};
-  mil_print_options opt = {MIL_PRINT_COMPLETE, false};
-  mil_print_program(m->prog, &opt, &buf);
-  if (buf.oom) {
-    mil_buf_free(&buf);
-    return mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory while printing the program", path);
-  }
-  char *tmp = temp_sibling(path);
-  mil_status st = tmp ? io_model_write_file(tmp, buf.data ? buf.data : "", buf.len, d) : MIL_ERR_NOMEM;
-  if (st == MIL_OK) st = replace_path(tmp, path, false, d);
-  if (st != MIL_OK && tmp) remove(tmp);
-  free(tmp);
-  mil_buf_free(&buf);
-  return st;
-}
-
-mil_status mil_model_save(mil_model *m, const char *path_in, mil_diag *d) {
-  if (!m || !m->prog) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_save: no model or program");
-  if (!path_in || !path_in[0]) return mil_diag_error(d, MIL_ERR_INVALID, "mil_model_save: empty path");
-  char *path = clean_path(path_in);
-  if (!path) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
-  const char *ext = extension(path);
-  mil_status st;
-  if (!strcmp(ext, "mil")) {
-    st = save_mil_text(m, path, d);
-  } else if (strcmp(ext, "mlpackage") && strcmp(ext, "mlmodel")) {
-    st = mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: unknown model extension '%s%s' (expected .mlpackage, .mlmodel or "
-                        ".mil)", path, ext[0] ? "." : "", ext);
-  } else if ((st = mil_model_sync_description(m, d)) != MIL_OK) {
-    mil_diag_error(d, st, "%s: cannot describe the model's inputs and outputs", path);
-  } else {
-    st = !strcmp(ext, "mlpackage") ? save_package(m, path, d) : save_mlmodel(m, path, d);
-  }
-  free(path);
-  return st;
+  return io_model_encode(m, weights, NULL, "<memory>", data, len, d);
 }

@@ -130,12 +130,15 @@ IO_MODEL_HIDDEN char *io_model_strdup(const char *s);
 /* ---- weight files referenced while reading (proto_type.c) ---- */
 typedef struct io_weights {
   char *dir;              /* directory fileNames resolve against; NULL = none */
+  char *root;             /* canonical directory weight files must lie in; NULL = anywhere */
   int32_t n, cap;
   char **names;           /* last path component of each opened file */
   mil_blob_file **files;  /* one reference each */
 } io_weights;
 
-IO_MODEL_HIDDEN void io_weights_init(io_weights *w, const char *dir);
+/* root (may be NULL): the directory (canonical, io_fs_root) the files must
+ * resolve into; the model's package or directory. */
+IO_MODEL_HIDDEN void io_weights_init(io_weights *w, const char *dir, const char *root);
 /* Closes every file still held and frees the table. */
 IO_MODEL_HIDDEN void io_weights_free(io_weights *w);
 /* Moves the opened files into the model (appending to m->weights). */
@@ -176,6 +179,7 @@ typedef struct io_write {
   int spec_version;
   mil_blob_writer *bw;  /* NULL: every const immediate */
   const char *file;     /* output file, for messages */
+  const char *blob_name; /* fileName of blob references (NULL: IO_BLOB_FILE_NAME) */
   mil_diag *d;
   mil_status st;        /* first error */
   int depth;            /* nesting of the block being written (body: 0) */
@@ -198,9 +202,10 @@ IO_MODEL_HIDDEN Milproto__Value *io_string_value(const char *s);
 IO_MODEL_HIDDEN void io_write_free(io_write *w);
 
 IO_MODEL_HIDDEN Milproto__Program *io_program_to_proto(io_write *w);
-/* Packs the whole Model message of m into a malloc'ed buffer. */
-IO_MODEL_HIDDEN mil_status io_model_encode(mil_model *m, mil_blob_writer *bw, const char *file, void **data,
-                                           size_t *len, mil_diag *d);
+/* Packs the whole Model message of m into a malloc'ed buffer. Blob
+ * references name `blob_name` (NULL: IO_BLOB_FILE_NAME). */
+IO_MODEL_HIDDEN mil_status io_model_encode(mil_model *m, mil_blob_writer *bw, const char *blob_name, const char *file,
+                                           void **data, size_t *len, mil_diag *d);
 
 /* ---- model_desc.c ---- */
 /* A decoded view of desc (may be NULL: no functions). The view points into
@@ -224,8 +229,10 @@ IO_MODEL_HIDDEN mil_status io_desc_validate(const Coreml__ModelDescription *desc
 typedef struct io_package {
   char *model_path;   /* <pkg>/Data/<root item path> */
   char *weights_dir;  /* weights item directory, or NULL */
+  char *root;         /* canonical path of the package (io_package_open) */
 } io_package;
-/* Reads and checks Manifest.json (formats.md 5.3). */
+/* Reads and checks Manifest.json (formats.md 5.3). Every item must
+ * resolve (symlinks followed) inside the package. */
 IO_MODEL_HIDDEN mil_status io_package_open(const char *pkg, io_package *out, mil_diag *d);
 IO_MODEL_HIDDEN void io_package_close(io_package *pk);
 /* Creates the package layout in the (new, empty) directory `dir` and writes
@@ -233,13 +240,31 @@ IO_MODEL_HIDDEN void io_package_close(io_package *pk);
 IO_MODEL_HIDDEN mil_status io_package_create(const char *dir, io_package *out, mil_diag *d);
 
 /* ---- model.c ---- */
-/* Reads a whole file (regular files only; at most 2 GiB). */
-IO_MODEL_HIDDEN mil_status io_model_read_file(const char *path, void **data, size_t *len, mil_diag *d);
+/* Reads a whole file (regular files only, never blocking on a FIFO; at
+ * most 2 GiB). root (may be NULL): the canonical directory the file must
+ * resolve into. `what` names the file in messages. */
+IO_MODEL_HIDDEN mil_status io_model_read_file(const char *path, const char *root, const char *what, void **data,
+                                              size_t *len, mil_diag *d);
 /* Writes len bytes to path (creating/truncating it). */
 IO_MODEL_HIDDEN mil_status io_model_write_file(const char *path, const void *data, size_t len, mil_diag *d);
 /* Removes a file or a directory tree (best effort). */
 IO_MODEL_HIDDEN void io_model_remove_tree(const char *path);
 /* malloc'ed "<a>/<b>". */
 IO_MODEL_HIDDEN char *io_model_path_join(const char *a, const char *b);
+/* lstat succeeds / stat says directory. */
+IO_MODEL_HIDDEN bool io_model_path_exists(const char *p);
+IO_MODEL_HIDDEN bool io_model_path_is_dir(const char *p);
+/* The extension of the last path component ("mlpackage"), or "". */
+IO_MODEL_HIDDEN const char *io_model_extension(const char *path);
+/* malloc'ed copy of path without trailing slashes. */
+IO_MODEL_HIDDEN char *io_model_clean_path(const char *path);
+/* malloc'ed directory part of path ("." when none). */
+IO_MODEL_HIDDEN char *io_model_dir_of(const char *path);
+
+/* ---- model_save.c ---- */
+/* Tests only: when > 0, the n-th step of this process's saves raises
+ * io_save_crash_signal (0: SIGKILL), simulating a crash or an interruption
+ * between two steps of a save. */
+IO_MODEL_HIDDEN extern int io_save_crash_at, io_save_crash_signal;
 
 #endif

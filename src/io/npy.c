@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/fsafe.h"
 #include "mil/npy.h"
 
 #define NPY_MAGIC "\x93NUMPY"
@@ -397,9 +398,9 @@ mil_status mil_npy_read_mem(const void *buf, size_t len, const char *name, mil_n
   if (!name) name = "<memory>";
   if (!out || (!buf && len)) return mil_diag_error(d, MIL_ERR_INVALID, "%s: mil_npy_read_mem: NULL argument", name);
   const uint8_t *b = buf;
-  int major, minor;
+  int major = 0, minor = 0;
   size_t hstart;
-  uint64_t hlen;
+  uint64_t hlen = 0;
   mil_status st = parse_preamble(name, b, len, &major, &minor, &hstart, &hlen, d);
   if (st != MIL_OK) return st;
   if (hlen > len - hstart)
@@ -472,9 +473,9 @@ static mil_status read_fd(int fd, const char *path, uint64_t size, mil_npy **out
   uint8_t pre[12];
   ssize_t r = read_full(fd, pre, sizeof pre);
   if (r < 0) return mil_diag_error(d, MIL_ERR_IO, "%s: read failed at byte 0: %s", path, strerror(errno));
-  int major, minor;
+  int major = 0, minor = 0;
   size_t hstart;
-  uint64_t hlen;
+  uint64_t hlen = 0;
   mil_status st = parse_preamble(path, pre, (uint64_t)r, &major, &minor, &hstart, &hlen, d);
   if (st != MIL_OK) return st;
   if (hlen > size - hstart)
@@ -621,6 +622,8 @@ mil_status mil_npy_write(const char *path, mil_dtype dt, int rank, const int64_t
     free(tmp);
     return mil_diag_error(d, MIL_ERR_IO, "%s: cannot create a temporary file next to it: %s", path, strerror(e));
   }
+  const char *reg[] = {tmp};
+  int slot = io_tmp_register(reg, 1); /* removed if a signal interrupts the write */
   mil_status st = MIL_OK;
   if (!write_all_fd(fd, hdr, hsize))
     st = mil_diag_error(d, MIL_ERR_IO, "%s: write of the header failed at byte 0: %s", tmp, strerror(errno));
@@ -632,6 +635,7 @@ mil_status mil_npy_write(const char *path, mil_dtype dt, int rank, const int64_t
   if (st == MIL_OK && rename(tmp, path) != 0)
     st = mil_diag_error(d, MIL_ERR_IO, "%s: cannot rename the temporary file into place: %s", path, strerror(errno));
   if (st != MIL_OK) unlink(tmp);
+  io_tmp_unregister(slot);
   free(tmp);
   return st;
 }

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/fsafe.h"
 #include "io/model_internal.h"
 
 #define AUTHOR "com.apple.CoreML"
@@ -25,6 +26,7 @@
 void io_package_close(io_package *pk) {
   free(pk->model_path);
   free(pk->weights_dir);
+  free(pk->root);
   memset(pk, 0, sizeof *pk);
 }
 
@@ -75,18 +77,25 @@ mil_status io_package_open(const char *pkg, io_package *out, mil_diag *d) {
   memset(out, 0, sizeof *out);
   if (!exists(pkg)) return mil_diag_error(d, MIL_ERR_IO, "%s: no such package (%s)", pkg, strerror(ENOENT));
   if (!is_dir(pkg)) return mil_diag_error(d, MIL_ERR_FORMAT, "%s: a .mlpackage must be a directory", pkg);
+  /* every file the package names must resolve inside it */
+  if (!(out->root = io_fs_root(pkg))) return mil_diag_error(d, MIL_ERR_IO, "%s: cannot resolve: %s", pkg, strerror(errno));
   char *mpath = io_model_path_join(pkg, "Manifest.json");
-  if (!mpath) return MIL_ERR_NOMEM;
+  if (!mpath) {
+    io_package_close(out);
+    return MIL_ERR_NOMEM;
+  }
   mil_status st;
   if (!exists(mpath)) {
     st = mil_diag_error(d, MIL_ERR_FORMAT, "%s: not a valid package: Manifest.json is missing", pkg);
     free(mpath);
+    io_package_close(out);
     return st;
   }
   void *buf;
   size_t len;
-  if ((st = io_model_read_file(mpath, &buf, &len, d)) != MIL_OK) {
+  if ((st = io_model_read_file(mpath, out->root, "the manifest", &buf, &len, d)) != MIL_OK) {
     free(mpath);
+    io_package_close(out);
     return st;
   }
   const char *end = NULL;
@@ -155,12 +164,14 @@ mil_status io_package_open(const char *pkg, io_package *out, mil_diag *d) {
       break;
     }
     bool ok = exists(full);
+    if (ok) st = io_fs_check_inside(full, out->root, "a package item", NULL, d);
     free(full);
     if (!ok) {
       st = mil_diag_error(d, MIL_ERR_FORMAT, "%s: item '%s' (%s) refers to Data/%s, which does not exist", mpath,
                           it->string, json_str(it, "name"), ip);
       break;
     }
+    if (st != MIL_OK) break;
     if (!strcmp(it->string, root_id)) root_path = ip;
     if (!strcmp(json_str(it, "name"), "weights") && !strcmp(json_str(it, "author"), AUTHOR)) weights_path = ip;
   }

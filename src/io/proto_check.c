@@ -195,6 +195,16 @@ static mil_status check_field(checker *c, const ProtobufCFieldDescriptor *f, int
   size_t body = *pos, body_end = *pos + (size_t)len;
   *pos = body_end;
   if (want != WT_LEN) return check_packed(c, f, want, body, body_end);
+  if (f->type == PROTOBUF_C_TYPE_STRING) {
+    /* protobuf-c hands strings over NUL-terminated: "y\0z" would silently
+     * become "y" */
+    const uint8_t *nul = len ? memchr(c->buf + body, 0, (size_t)len) : NULL;
+    if (nul)
+      return fail(c, (size_t)(nul - c->buf), "string field '%s' (%u) holds a NUL byte (byte %zu of its %llu); a name "
+                  "or string cannot contain one", f->name, (unsigned)f->id, (size_t)(nul - (c->buf + body)),
+                  (unsigned long long)len);
+    return MIL_OK;
+  }
   if (f->type != PROTOBUF_C_TYPE_MESSAGE) return MIL_OK;
   if (c->depth >= IO_PROTO_MAX_DEPTH)
     return fail(c, tag_at, "messages nested deeper than %d levels", IO_PROTO_MAX_DEPTH);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "io/fsafe.h"
 #include "io/model_internal.h"
 
 static bool dtype_ok(int dt) { return mil_dtype_is_valid(dt) && dt != MIL_DT_UNUSED && !mil_dtype_is_complex(dt); }
@@ -91,9 +92,10 @@ bool io_pb_push(void *arr_ptr, size_t *n, void *elem) {
 /* weight files                                                               */
 /* ------------------------------------------------------------------------ */
 
-void io_weights_init(io_weights *w, const char *dir) {
+void io_weights_init(io_weights *w, const char *dir, const char *root) {
   memset(w, 0, sizeof *w);
   if (dir) w->dir = io_model_strdup(dir);
+  if (root) w->root = io_model_strdup(root);
 }
 
 void io_weights_free(io_weights *w) {
@@ -104,6 +106,7 @@ void io_weights_free(io_weights *w) {
   free(w->names);
   free(w->files);
   free(w->dir);
+  free(w->root);
   memset(w, 0, sizeof *w);
 }
 
@@ -145,7 +148,7 @@ mil_status io_weights_lookup(io_read *r, const char *file_name, const char *wher
   char *path = io_model_path_join(w->dir, base);
   if (!path) return MIL_ERR_NOMEM;
   mil_blob_file *f = NULL;
-  mil_status st = mil_blob_file_open(path, &f, r->d);
+  mil_status st = io_blob_file_open_in(path, w->root, &f, r->d);
   free(path);
   if (st != MIL_OK) {
     mil_diag_error(r->d, st, "%s: cannot open weight file '%s'", where, file_name);

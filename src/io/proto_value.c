@@ -330,9 +330,12 @@ static size_t seen_slot(const void *data, size_t cap) {
 }
 
 /* What identifies a value's bytes: their address, or for a deferred value
- * its source (a value record, never the address of any value's bytes). */
+ * the value record itself (never the address of any value's bytes). Not its
+ * source: deferred values of one source with different recipes (a cast and
+ * a transposed cast, or two scalings of one conv weight) hold different
+ * bytes of the same size and dtype. */
 static const void *seen_key(const mil_value *v) {
-  return mil_value_is_deferred(v) ? (const void *)mil_value_deferred_source(v) : mil_value_data(v);
+  return mil_value_is_deferred(v) ? (const void *)v : mil_value_data(v);
 }
 
 static const struct io_seen_blob *seen_find(const io_write *w, const mil_value *v) {
@@ -495,7 +498,7 @@ static Milproto__Value *blob_value(io_write *w, const mil_value *v, const char *
   if (!(pv->type = io_type_to_proto(w, &tt, where))) goto fail;
   pv->value_case = MILPROTO__VALUE__VALUE_BLOB_FILE_VALUE;
   if (!(pv->blobfilevalue = io_pb_new(&milproto__value__blob_file_value__descriptor))) goto fail;
-  if (!(pv->blobfilevalue->filename = io_model_strdup(IO_BLOB_FILE_NAME))) goto fail;
+  if (!(pv->blobfilevalue->filename = io_model_strdup(w->blob_name ? w->blob_name : IO_BLOB_FILE_NAME))) goto fail;
   pv->blobfilevalue->offset = off;
   return pv;
 fail:

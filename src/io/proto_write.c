@@ -481,8 +481,8 @@ fail:
   return NULL;
 }
 
-mil_status io_model_encode(mil_model *m, mil_blob_writer *bw, const char *file, void **data, size_t *len,
-                           mil_diag *d) {
+mil_status io_model_encode(mil_model *m, mil_blob_writer *bw, const char *blob_name, const char *file, void **data,
+                           size_t *len, mil_diag *d) {
   *data = NULL;
   *len = 0;
   int spec = m->spec_version;
@@ -504,6 +504,7 @@ mil_status io_model_encode(mil_model *m, mil_blob_writer *bw, const char *file, 
   w.spec_version = spec;
   w.bw = bw;
   w.file = file;
+  w.blob_name = blob_name;
   w.d = d;
   io_pb_arena *ar = io_pb_arena_new();
   if (!ar) return mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory", file);

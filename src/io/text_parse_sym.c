@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "io/fsafe.h"
 #include "io/io_internal.h"
 #include "mil/blob.h"
 
@@ -467,13 +470,33 @@ static char *blob_base_dir(const io_parser *P) {
 
 static void blob_drop(void *f) { mil_blob_file_close(f); }
 
+/* Opens the weight file at path (as written, joined to the base
+ * directory) once it is known to resolve inside the base directory. */
 static mil_blob_file *blob_open(io_parser *P, const char *path, const char *at) {
   for (size_t i = 0; i < P->n_blobs; i++)
     if (strcmp(P->blobs[i].path, path) == 0) return P->blobs[i].f;
   mil_diag tmp;
   mil_diag_init(&tmp);
   mil_blob_file *f = NULL;
-  mil_status st = mil_blob_file_open(path, &f, &tmp);
+  mil_status st = MIL_OK;
+  char *real = realpath(path, NULL);
+  if (!real) st = mil_diag_error(&tmp, MIL_ERR_IO, "%s: %s", path, strerror(errno));
+  if (st == MIL_OK && !P->blob_root) {
+    char *base = blob_base_dir(P);
+    P->blob_root = base ? io_fs_root(base) : NULL;
+    if (!P->blob_root)
+      st = mil_diag_error(&tmp, MIL_ERR_IO, "%s: cannot resolve the directory @blob paths resolve against (%s): %s",
+                          path, base ? base : "?", strerror(errno));
+    free(base);
+  }
+  if (st == MIL_OK) {
+    if (io_fs_check_inside(real, P->blob_root, "the @blob path", NULL, NULL) != MIL_OK)
+      st = mil_diag_error(&tmp, MIL_ERR_IO, "%s resolves to %s, outside %s (the directory @blob paths resolve "
+                          "against); refusing to read it", path, real, P->blob_root);
+    else
+      st = io_blob_file_open_in(real, P->blob_root, &f, &tmp);
+  }
+  free(real);
   if (st != MIL_OK) {
     const char *msg = mil_diag_first_error(&tmp);
     io_lex_error_st(&P->L, st, at, "cannot open the weight file: %s", msg ? msg : path);
@@ -571,8 +594,14 @@ const mil_value *io_parse_blob_ref(io_parser *P, const mil_type *t, const char *
 mil_status io_read_file(const char *path, char **text, size_t *len, mil_diag *d) {
   *text = NULL;
   *len = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return mil_diag_error(d, MIL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  mil_status ost;
+  int fd = io_fs_open_regular(path, NULL, "the MIL text file", NULL, &ost, d);
+  if (fd < 0) return ost;
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory reading the file", path);
+  }
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap);
   for (;;) {
@@ -615,4 +644,5 @@ void io_parser_free(io_parser *P) {
     mil_blob_file_close(P->blobs[i].f);
   }
   free(P->blobs);
+  free(P->blob_root);
 }

@@ -36,7 +36,6 @@ static inline void put(io_out *o, const char *s, size_t n) {
   o->b->len += n;
 }
 
-static inline void puts_(io_out *o, const char *s) { put(o, s, strlen(s)); }
 
 static inline void spaces(io_out *o, size_t n) {
   if (!io_out_room(o, n)) return;
@@ -146,26 +145,17 @@ void io_print_type(mil_buf *b, const mil_type *t, mil_mark mark) {
 /* "%name: <type>"; function inputs never carry a marker. */
 static void put_var_decl(printer *pr, const mil_var *v, bool with_mark) {
   io_out *o = &pr->o;
-  size_t n = strlen(v->name ? v->name : "");
-  if (!io_out_room(o, n + 3)) return;
-  char *p = o->b->data + o->b->len;
-  *p++ = '%';
-  memcpy(p, v->name ? v->name : "", n);
-  p[n] = ':';
-  p[n + 1] = ' ';
-  o->b->len += n + 3;
+  put(o, "%", 1);
+  io_print_name(o, v->name ? v->name : "");
+  put(o, ": ", 2);
   mil_mark mark = MIL_MARK_NONE;
   if (with_mark) mark = v->val ? MIL_MARK_VALUE : v->mark;
   io_print_type(o->b, v->type, mark);
 }
 
 static void put_var_ref(io_out *o, const mil_var *v) {
-  const char *name = v && v->name ? v->name : "";
-  size_t n = strlen(name);
-  if (!io_out_room(o, n + 1)) return;
-  o->b->data[o->b->len] = '%';
-  memcpy(o->b->data + o->b->len + 1, name, n);
-  o->b->len += n + 1;
+  put(o, "%", 1);
+  io_print_name(o, v && v->name ? v->name : "");
 }
 
 /* ---------- ops ---------- */
@@ -189,7 +179,7 @@ static void put_arg(printer *pr, const mil_arg *a, bool in_tuple) {
 
 static void put_input(printer *pr, const mil_input *in) {
   io_out *o = &pr->o;
-  puts_(o, in->name ? in->name : "");
+  io_print_name(o, in->name ? in->name : "");
   put(o, "=", 1);
   if (in->is_tuple || in->n_args != 1) {
     put(o, "(", 1);
@@ -215,7 +205,7 @@ static void print_op(printer *pr, const mil_op *op, size_t indent) {
     put_var_decl(pr, op->outputs[i], true);
   }
   put(o, " = ", 3);
-  puts_(o, op->type ? op->type : "");
+  io_print_name(o, op->type ? op->type : "");
   put(o, "(", 1);
   bool first = true;
   if (is_const && op->n_outputs > 0 && op->outputs[0]->val) {
@@ -250,7 +240,7 @@ static void print_block(printer *pr, const mil_block *b, size_t indent) {
   io_out *o = &pr->o;
   spaces(o, indent);
   if (b->name) {
-    puts_(o, b->name);
+    io_print_name(o, b->name);
   } else {
     char tmp[32] = "block";
     put(o, tmp, 5 + (size_t)io_fmt_u64(tmp + 5, pr->next_block++));
@@ -281,9 +271,9 @@ static size_t utf8_len(const char *s) {
 static void print_function(printer *pr, const mil_function *f) {
   io_out *o = &pr->o;
   const char *name = f->name ? f->name : "", *opset = f->opset ? f->opset : "";
-  puts_(o, name);
+  io_print_name(o, name);
   put(o, "[", 1);
-  puts_(o, opset);
+  io_print_name(o, opset);
   put(o, "](", 2);
   size_t pad = utf8_len(name) + utf8_len(opset) + 3; /* len("name[opset]") + 1 */
   for (int32_t i = 0; i < f->n_inputs; i++) {

@@ -39,15 +39,23 @@ static inline void out_rep(io_out *o, char c, size_t n) {
 
 static const char k_hex[] = "0123456789abcdef";
 
+void io_print_name(io_out *o, const char *s) {
+  if (!mil_escape_needed(s, 0)) {
+    out_put(o, s, strlen(s));
+    return;
+  }
+  size_t n = mil_escape(s, NULL, 0, 0);
+  if (!io_out_room(o, n + 1)) return;
+  mil_escape(s, o->b->data + o->b->len, n + 1, 0);
+  o->b->len += n;
+}
+
 void io_print_string(io_out *o, const char *s, bool complete) {
   size_t n = strlen(s);
-  if (!complete) {
-    if (!io_out_room(o, n + 2)) return;
-    char *p = o->b->data + o->b->len;
-    *p++ = '"';
-    memcpy(p, s, n);
-    p[n] = '"';
-    o->b->len += n + 2;
+  if (!complete) { /* as it is, but never a control byte or invalid UTF-8 */
+    out_put(o, "\"", 1);
+    io_print_name(o, s);
+    out_put(o, "\"", 1);
     return;
   }
   if (!io_out_room(o, 4 * n + 2)) return;

@@ -141,20 +141,21 @@ static void *scan_job_run(void *arg) {
 #define SCAN_PIECE ((size_t)8 << 20)
 #define SCAN_SPLIT_MIN ((size_t)1 << 20)
 
-/* A deferred weight, read in pieces (never computed whole). */
+/* A deferred weight (a cast, a transpose, a fused conv weight's scaling),
+ * read in pieces that stay in the L2 cache (never computed whole, no
+ * buffer to allocate and fault in per weight). */
 static mag scan_deferred(const mil_value *w) {
-  enum { N = 1 << 18 };
+  enum { N = 1 << 14 };
+  uint32_t buf[N];
   mag m = {0, false};
-  uint32_t *buf = malloc(N * sizeof *buf);
   size_t n = (size_t)w->numel;
-  for (size_t at = 0; buf && at < n; at += N) {
+  for (size_t at = 0; at < n; at += N) {
     size_t len = n - at < N ? n - at : N;
     if (!mil_value_read(w, at * 4, len * 4, buf)) break;
     mag a = scan_range(buf, len);
     if (a.below > m.below) m.below = a.below;
     m.huge |= a.huge;
   }
-  free(buf);
   return m;
 }
 
@@ -252,7 +253,11 @@ static int collect_weight(mil_op *op, void *ud) {
   const mil_value *w = op->outputs[0]->val;
   if (!w || w->kind != MIL_VAL_TENSOR || !w->type || w->type->dtype != MIL_DT_FP32) return 0;
   if (mil_value_deferred_is_permutation(w)) w = mil_value_deferred_source(w);
-  if (mil_value_is_deferred(w) || w->nbytes < PRESCAN_MIN || !mil_value_data(w)) return 0;
+  /* a deferred fp32 weight left is a fused conv weight's scaling (scanned
+   * in pieces, never computed whole); an fp16 rounding goes by its source
+   * in weight_mag */
+  bool deferred = mil_value_is_deferred(w);
+  if (w->nbytes < PRESCAN_MIN || (deferred ? mil_value_deferred_is_fp16_rounding(w) : !mil_value_data(w))) return 0;
   if ((g_mags.n + 1) * 2 > g_mags.cap) return 0;
   size_t s = (size_t)(((uintptr_t)w >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (g_mags.cap - 1);
   for (; g_mags.key[s]; s = (s + 1) & (g_mags.cap - 1))
@@ -284,6 +289,10 @@ static void *prescan_run(void *arg) {
   prescan_job *j = arg;
   for (size_t i = j->from; i < j->to; i++) {
     const mil_value *w = j->ps->w[i];
+    if (mil_value_is_deferred(w)) { /* its reads give the source's pages back (deferred.c) */
+      j->val[j->ps->slot[i]] = scan_deferred(w);
+      continue;
+    }
     j->val[j->ps->slot[i]] = scan_range(mil_value_data(w), (size_t)w->numel);
     mil_value_release_range(w, 0, w->nbytes); /* read: a weight-file mapping's pages go back */
   }

@@ -16,7 +16,8 @@
  * and b the conv bias (zeros when absent), computed element by element in
  * numpy's dtypes (fp32 for fp32 parameters) and cast to the weight's dtype.
  * For conv_transpose the channel rows are those of coremltools' transpose +
- * reshape of the weight (see pass_fuse_conv_rows).
+ * reshape of the weight (see pass_wrows_conv). The weight loop runs at
+ * memory speed (pass_weight_scale).
  *
  * Conditions: the conv output is not an output of its block and is read by
  * exactly one op, a batch_norm; the weight, the bias (when present) and all
@@ -50,47 +51,44 @@ static double at(const pass_np *a, int64_t i) { return a->v[a->n == 1 && a->rank
 
 static int try_fuse(pass_fuse_ctx *c, mil_op *conv, mil_op *bn) {
   bool nomem = false, deconv = strcmp(conv->type, "conv_transpose") == 0;
-  pass_np g = {0}, be = {0}, m = {0}, v = {0}, eps = {0}, w = {0}, b = {0}, nw = {0}, nb = {0};
-  int64_t *rows = NULL;
+  pass_np g = {0}, be = {0}, m = {0}, v = {0}, eps = {0}, b = {0}, nb = {0};
+  double *scale = NULL;
   int r = 0;
   mil_var *weight = mil_op_input_var(conv, "weight");
   if (!param(bn, "gamma", &g, &nomem) || !param(bn, "beta", &be, &nomem) || !param(bn, "mean", &m, &nomem) ||
       !param(bn, "variance", &v, &nomem) || !param(bn, "epsilon", &eps, &nomem) || eps.n != 1)
     goto done;
-  if (!weight || !weight->val || !pass_np_from_value(&w, weight->val, &nomem)) goto done;
-  if (w.rank < 3 || w.rank > 5) goto done;
+  if (!weight || !pass_weight_numeric(weight->val) || weight->val->type->rank < 3 || weight->val->type->rank > 5)
+    goto done;
+  mil_dtype wdt = weight->val->type->dtype;
   const mil_value *gv = pass_input_value(conv, "groups");
   int64_t groups = gv && gv->kind == MIL_VAL_TENSOR && gv->numel == 1 ? mil_value_get_i64(gv, 0) : 1;
-  int64_t cout;
-  rows = pass_fuse_conv_rows(&w, deconv, groups, &cout);
-  if (!rows) goto done;
+  pass_wrows L;
+  if (!pass_wrows_conv(weight->val->type, deconv, groups, &L)) goto done;
+  int64_t cout = L.cout;
   if (g.n < cout || be.n < cout || m.n < cout || v.n < cout || g.rank == 0 || be.rank == 0 || m.rank == 0 ||
       v.rank == 0)
     goto done;
   if (!mil_op_find_input(conv, "bias")) {
-    if (!pass_np_full(&b, w.dt, 1, &cout, 0)) {
+    if (!pass_np_full(&b, wdt, 1, &cout, 0)) {
       nomem = true;
       goto done;
     }
   } else {
     if (!param(conv, "bias", &b, &nomem)) goto done;
     if (b.rank != 1 || b.n != cout) goto done;
-    for (int64_t i = 0; i < b.n; i++) b.v[i] = pass_np_round(b.v[i], w.dt); /* astype(weight dtype) */
-    b.dt = w.dt;
+    for (int64_t i = 0; i < b.n; i++) b.v[i] = pass_np_round(b.v[i], wdt); /* astype(weight dtype) */
+    b.dt = wdt;
   }
-  if (!pass_np_full(&nw, w.dt, w.rank, w.shape, 0) || !pass_np_full(&nb, w.dt, 1, &cout, 0)) {
-    nomem = true;
-    goto done;
-  }
-  double *scale = malloc(((size_t)cout + 1) * sizeof *scale);
-  if (!scale) {
+  scale = malloc(((size_t)cout + 1) * sizeof *scale);
+  if (!scale || !pass_np_full(&nb, wdt, 1, &cout, 0)) {
     nomem = true;
     goto done;
   }
   /* numpy scalar arithmetic, channel by channel */
   mil_dtype dve = pass_np_promote(v.dt, eps.dt);
   mil_dtype dsc = pass_np_promote(g.dt, dve);
-  mil_dtype dw = pass_np_promote(w.dt, dsc);
+  mil_dtype dw = pass_np_promote(wdt, dsc);
   mil_dtype dbm = pass_np_promote(b.dt, m.dt);
   mil_dtype dbs = pass_np_promote(dsc, dbm);
   mil_dtype dbb = pass_np_promote(dbs, be.dt);
@@ -100,21 +98,19 @@ static int try_fuse(pass_fuse_ctx *c, mil_op *conv, mil_op *bn) {
     scale[i] = pass_np_round(at(&g, i) / sq, dsc);
     double d = pass_np_round(b.v[i] - at(&m, i), dbm);
     double s = pass_np_round(scale[i] * d, dbs);
-    nb.v[i] = pass_np_round(pass_np_round(s + at(&be, i), dbb), w.dt);
+    nb.v[i] = pass_np_round(pass_np_round(s + at(&be, i), dbb), wdt);
   }
-  for (int64_t e = 0; e < w.n; e++) nw.v[e] = pass_np_round(pass_np_round(w.v[e] * scale[rows[e]], dw), w.dt);
-  free(scale);
-
-  mil_dtype out_dt = w.dt == MIL_DT_FP64 ? MIL_DT_FP32 : w.dt; /* mb.const stores fp64 as fp32 */
-  mil_value *wv = pass_np_to_value(c->p, &nw, out_dt), *bv = wv ? pass_np_to_value(c->p, &nb, out_dt) : NULL;
+  /* conv_weight[i] * _scale in dtype dw, then .astype(weight dtype) */
+  mil_value *wv = pass_weight_scale(c->p, weight->val, &L, scale, dw);
+  mil_value *bv = wv ? pass_np_to_value(c->p, &nb, wv->type->dtype) : NULL;
   if (!bv) {
     nomem = true;
     goto done;
   }
   r = pass_fuse_conv_replace(c, conv, bn, bn->outputs[0]->name, false, wv, bv);
 done:
-  free(rows);
-  pass_np *all[] = {&g, &be, &m, &v, &eps, &w, &b, &nw, &nb};
+  free(scale);
+  pass_np *all[] = {&g, &be, &m, &v, &eps, &b, &nb};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) pass_np_free(all[i]);
   return nomem ? oom(c) : r;
 }

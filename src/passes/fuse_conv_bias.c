@@ -165,11 +165,13 @@ static int fuse_transposed(pass_fuse_ctx *c, mil_op *conv) {
   mil_var *weight = mil_op_input_var(conv, "weight");
   if (!weight || !weight->val) return 0;
   bool nomem = false;
-  pass_np w = {0}, cb = {0}, b = {0}, nb = {0};
+  pass_np cb = {0}, b = {0}, nb = {0};
   int r = 0;
-  if (!pass_np_from_value(&w, weight->val, &nomem)) goto done;
+  const mil_value *wval = weight->val;
+  if (!pass_weight_numeric(wval)) goto done;
+  mil_dtype wdt = wval->type->dtype;
   if (!mil_op_find_input(conv, "bias")) {
-    if (!pass_np_full(&cb, w.dt, 1, &cout, 0)) {
+    if (!pass_np_full(&cb, wdt, 1, &cout, 0)) {
       nomem = true;
       goto done;
     }
@@ -206,8 +208,6 @@ static int fuse_transposed(pass_fuse_ctx *c, mil_op *conv) {
     nomem = k < 0;
     goto done;
   }
-  if (is_sub && !first)
-    for (int64_t i = 0; i < w.n; i++) w.v[i] = -w.v[i];
   if (pass_fuse_is_output_of(conv->outputs[0], conv->block) || pass_fuse_is_output_of(tr->outputs[0], tr->block))
     goto done;
   mil_op *mark_c = conv->prev, *mark_t = tr->prev;
@@ -216,7 +216,8 @@ static int fuse_transposed(pass_fuse_ctx *c, mil_op *conv) {
     r = -(int)MIL_ERR_NOMEM;
     goto done;
   }
-  mil_value *wv = pass_np_to_value(c->p, &w, w.dt == MIL_DT_FP64 ? MIL_DT_FP32 : w.dt);
+  /* -conv_weight for const - transpose(conv), else the weight itself */
+  const mil_value *wv = is_sub && !first ? pass_weight_negate(c->p, wval) : pass_weight_as_const(c->p, wval);
   mil_value *bvv = pass_np_to_value(c->p, &nb, nb.dt == MIL_DT_FP64 ? MIL_DT_FP32 : nb.dt);
   mil_var *wc = wv ? pass_fuse_const(c, nc, nc->name, "weight", wv) : NULL;
   mil_var *bc = bvv && wc ? pass_fuse_const(c, nc, nc->name, "bias", bvv) : NULL;
@@ -252,7 +253,6 @@ static int fuse_transposed(pass_fuse_ctx *c, mil_op *conv) {
   }
   if (st == MIL_ERR_NOMEM) r = -(int)st;
 done:
-  pass_np_free(&w);
   pass_np_free(&cb);
   pass_np_free(&b);
   pass_np_free(&nb);

@@ -47,8 +47,8 @@ static int try_fuse(pass_fuse_ctx *c, mil_op *conv, mil_op *sop) {
   mil_var *svar = sx->val ? sx : sy;
   if (is_div && svar != sy) return 0; /* const / conv is not a scale */
   bool nomem = false;
-  pass_np s = {0}, w = {0}, b = {0}, nw = {0}, nb = {0}, one = {0};
-  int64_t *rows = NULL;
+  pass_np s = {0}, b = {0}, nb = {0}, one = {0};
+  double *f = NULL;
   int r = 0;
   if (!pass_np_from_value(&s, svar->val, &nomem)) goto done;
   bool scalar = true;
@@ -60,22 +60,25 @@ static int try_fuse(pass_fuse_ctx *c, mil_op *conv, mil_op *sop) {
     } else scalar = false;
   }
   mil_var *weight = mil_op_input_var(conv, "weight");
-  if (!weight || !weight->val || !pass_np_from_value(&w, weight->val, &nomem)) goto done;
+  const mil_value *wval = weight ? weight->val : NULL;
+  if (!pass_weight_numeric(wval)) goto done;
+  mil_dtype wdt = wval->type->dtype;
+  int32_t wrank = wval->type->rank;
   const mil_value *gv = pass_input_value(conv, "groups");
   int64_t groups = gv && gv->kind == MIL_VAL_TENSOR && gv->numel == 1 ? mil_value_get_i64(gv, 0) : 1;
-  int64_t cout;
-  rows = pass_fuse_conv_rows(&w, deconv, groups, &cout);
-  if (!rows) goto done;
+  pass_wrows L;
+  if (!pass_wrows_conv(wval->type, deconv, groups, &L)) goto done;
+  int64_t cout = L.cout;
   if (!scalar) {
     if (s.n != cout) goto done;
-    if (s.rank == w.rank) {
+    if (s.rank == wrank) {
       if (s.shape[1] != cout) goto done;
-    } else if (s.rank == w.rank - 1) {
+    } else if (s.rank == wrank - 1) {
       if (s.shape[0] != cout) goto done;
     } else {
       goto done;
     }
-    if (deconv && w.rank > 4) goto done;
+    if (deconv && wrank > 4) goto done;
   }
   if (is_div) {
     /* 1.0 / scale: a Python float divided by the scale */
@@ -97,14 +100,14 @@ static int try_fuse(pass_fuse_ctx *c, mil_op *conv, mil_op *sop) {
     }
   }
   if (!mil_op_find_input(conv, "bias")) {
-    if (!pass_np_full(&b, w.dt, 1, &cout, 0)) {
+    if (!pass_np_full(&b, wdt, 1, &cout, 0)) {
       nomem = true;
       goto done;
     }
   } else {
     if (!pass_np_from_value(&b, pass_input_value(conv, "bias"), &nomem)) goto done;
-    for (int64_t i = 0; i < b.n; i++) b.v[i] = pass_np_round(b.v[i], w.dt);
-    b.dt = w.dt;
+    for (int64_t i = 0; i < b.n; i++) b.v[i] = pass_np_round(b.v[i], wdt);
+    b.dt = wdt;
   }
   if (!scalar) {
     s.rank = 1; /* np.reshape(scale, (Cout)) */
@@ -116,30 +119,29 @@ static int try_fuse(pass_fuse_ctx *c, mil_op *conv, mil_op *sop) {
     goto done;
   }
   if (!pass_np_same_shape(&nb, &b)) goto done; /* coremltools asserts the bias keeps its shape */
-  for (int64_t i = 0; i < nb.n; i++) nb.v[i] = pass_np_round(nb.v[i], w.dt);
-  if (!pass_np_full(&nw, w.dt, w.rank, w.shape, 0)) {
+  for (int64_t i = 0; i < nb.n; i++) nb.v[i] = pass_np_round(nb.v[i], wdt);
+  /* conv_weight * scale (per channel: conv_weight[i] * scale[i]) in the
+   * promoted dtype, a Python number taking the weight's */
+  pass_np e = {.dt = wdt};
+  mil_dtype dt = pass_np_result_dtype(&e, &s);
+  int64_t nf = scalar ? 1 : cout;
+  if (scalar) pass_wrows_all(L.n, &L);
+  f = malloc((size_t)nf * sizeof *f);
+  if (!f) {
     nomem = true;
     goto done;
   }
-  {
-    pass_np e = {.dt = w.dt}; /* dtype of w's elements against the scale */
-    mil_dtype dt = pass_np_result_dtype(&e, &s);
-    for (int64_t i = 0; i < w.n; i++) {
-      double x = s.v[scalar ? 0 : rows[i]];
-      if (s.weak) x = pass_np_round(x, dt);
-      nw.v[i] = pass_np_round(pass_np_round(w.v[i] * x, dt), w.dt);
-    }
-  }
-  mil_dtype out_dt = w.dt == MIL_DT_FP64 ? MIL_DT_FP32 : w.dt;
-  mil_value *wv = pass_np_to_value(c->p, &nw, out_dt), *bv = wv ? pass_np_to_value(c->p, &nb, out_dt) : NULL;
+  for (int64_t i = 0; i < nf; i++) f[i] = s.weak ? pass_np_round(s.v[i], dt) : s.v[i];
+  mil_value *wv = pass_weight_scale(c->p, wval, &L, f, dt);
+  mil_value *bv = wv ? pass_np_to_value(c->p, &nb, wv->type->dtype) : NULL;
   if (!bv) {
     nomem = true;
     goto done;
   }
   r = pass_fuse_conv_replace(c, conv, sop, sop->outputs[0]->name, true, wv, bv);
 done:
-  free(rows);
-  pass_np *all[] = {&s, &w, &b, &nw, &nb, &one};
+  free(f);
+  pass_np *all[] = {&s, &b, &nb, &one};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) pass_np_free(all[i]);
   return nomem ? oom(c) : r;
 }

@@ -44,11 +44,15 @@ static int try_fuse(pass_fuse_ctx *c, mil_op *lin, mil_op *add) {
   const mil_value *cv = first ? ay->val : ax->val;
   if (!weight || !weight->val || !cv) return 0;
   bool nomem = false;
-  pass_np w = {0}, lb = {0}, b = {0}, nb = {0};
+  pass_np lb = {0}, b = {0}, nb = {0};
   int r = 0;
-  if (!pass_np_from_value(&w, weight->val, &nomem) || w.rank != 2) goto done;
+  const mil_value *wval = weight->val;
+  if (!pass_weight_numeric(wval) || wval->type->rank != 2) goto done;
+  mil_dtype wdt = wval->type->dtype;
+  int64_t wrows = wval->type->dims[0].size;
   if (!mil_op_find_input(lin, "bias")) {
-    if (!pass_np_full(&lb, w.dt, 1, &w.shape[0], 0)) {
+    if (wrows < 0) goto done;
+    if (!pass_np_full(&lb, wdt, 1, &wrows, 0)) {
       nomem = true;
       goto done;
     }
@@ -71,9 +75,8 @@ static int try_fuse(pass_fuse_ctx *c, mil_op *lin, mil_op *add) {
     nomem = k < 0;
     goto done;
   }
-  if (is_sub && !first)
-    for (int64_t i = 0; i < w.n; i++) w.v[i] = -w.v[i];
-  mil_value *wv = pass_np_to_value(c->p, &w, w.dt == MIL_DT_FP64 ? MIL_DT_FP32 : w.dt);
+  /* -linear_weight for const - linear, else the weight itself */
+  const mil_value *wv = is_sub && !first ? pass_weight_negate(c->p, wval) : pass_weight_as_const(c->p, wval);
   mil_value *bv = wv ? pass_np_to_value(c->p, &nb, nb.dt == MIL_DT_FP64 ? MIL_DT_FP32 : nb.dt) : NULL;
   if (!bv) {
     nomem = true;
@@ -103,7 +106,6 @@ static int try_fuse(pass_fuse_ctx *c, mil_op *lin, mil_op *add) {
   }
   if (r == 0) pass_fuse_rollback(lin, mark);
 done:
-  pass_np_free(&w);
   pass_np_free(&lb);
   pass_np_free(&b);
   pass_np_free(&nb);

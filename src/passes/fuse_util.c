@@ -581,30 +581,6 @@ mil_value *pass_np_to_value(mil_program *p, const pass_np *a, mil_dtype dt) {
   return pass_fuse_value_from(p, dt, a->rank, a->shape, a->rank == 0 && a->is_scalar, a->v, a->n);
 }
 
-int64_t *pass_fuse_conv_rows(const pass_np *w, bool deconv, int64_t groups, int64_t *cout) {
-  if (w->rank < 3 || groups <= 0) return NULL;
-  for (int32_t i = 0; i < w->rank; i++)
-    if (w->shape[i] < 0) return NULL;
-  int64_t k = 1;
-  for (int32_t i = 2; i < w->rank; i++) k *= w->shape[i];
-  int64_t s0 = w->shape[0], s1 = w->shape[1];
-  if (deconv && s0 % groups != 0) return NULL;
-  *cout = deconv ? s1 * groups : s0;
-  int64_t *rows = malloc(((size_t)w->n + 1) * sizeof *rows);
-  if (!rows) return NULL;
-  int64_t per_row = deconv ? (s0 / groups) * k : s1 * k;
-  for (int64_t e = 0; e < w->n; e++) {
-    if (!deconv) {
-      rows[e] = per_row ? e / per_row : 0;
-      continue;
-    }
-    int64_t a = e / (s1 * k), b = (e / k) % s1, kk = e % k;
-    int64_t t = (b * s0 + a) * k + kk;
-    rows[e] = per_row ? t / per_row : 0;
-  }
-  return rows;
-}
-
 /* ---------- gelu ---------- */
 
 int pass_fuse_gelu(pass_fuse_ctx *c, mil_var *root, const char *mode, mil_op *before, mil_op *const *ops,

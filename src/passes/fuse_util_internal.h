@@ -191,15 +191,53 @@ mil_value *pass_np_to_value(mil_program *p, const pass_np *a, mil_dtype dt);
 /* True when shapes are equal. */
 bool pass_np_same_shape(const pass_np *a, const pass_np *b);
 
-/* For every element of a conv / conv_transpose weight (numpy layout), the
- * output-channel row coremltools scales it with: conv weights are
- * (Cout, Cin/groups, *K), row = first index; conv_transpose weights
- * (Cin, Cout/groups, *K) are transposed to (Cout/groups, Cin, *K) and
- * reshaped to (Cout, Cin/groups, *K) (a plain reshape, as coremltools does),
- * row = first index there. *cout receives Cout. malloc'ed (free()); NULL
- * when the weight rank is below 3, a dim is unknown, Cin is not divisible
- * by groups for conv_transpose, or out of memory. */
-int64_t *pass_fuse_conv_rows(const pass_np *w, bool deconv, int64_t groups, int64_t *cout);
+/* ---------- weight arithmetic at memory speed (fuse_weight.c) ---------- */
+
+/* How the elements of a weight (row-major) map to the output channels a
+ * fusion scales them by: n_runs runs of `run` consecutive elements, run r
+ * belonging to one channel. For a conv weight (Cout, Cin/groups, *K) the
+ * channel is the first index (run r = channel r); for a conv_transpose
+ * weight (Cin, Cout/groups, *K) it is the row of coremltools' transpose to
+ * (Cout/groups, Cin, *K) reshaped (plainly) to (Cout, Cin/groups, *K):
+ * the K elements at (a, b) belong to channel b * groups + a / (Cin/groups). */
+typedef struct pass_wrows {
+  int64_t n;      /* elements */
+  int64_t cout;   /* channels */
+  int64_t run;    /* elements per run */
+  int64_t n_runs; /* n / run (0 when n is 0) */
+  bool deconv;
+  int64_t bdim, groups, cpg; /* conv_transpose: Cout/groups, groups, Cin/groups */
+} pass_wrows;
+/* The layout of a conv (deconv false) or conv_transpose weight of static
+ * type t (rank >= 3). false when the rank is below 3, a dim is unknown,
+ * groups <= 0, or (conv_transpose) Cin is not divisible by groups. */
+bool pass_wrows_conv(const mil_type *t, bool deconv, int64_t groups, pass_wrows *L);
+/* One run of all n elements (a scalar factor). */
+void pass_wrows_all(int64_t n, pass_wrows *L);
+
+/* Whether w is a weight the fusions compute on (what pass_np_from_value
+ * reads): a numeric tensor value (not bool, string or complex) of rank 0 to
+ * PASS_NP_MAX_RANK. */
+bool pass_weight_numeric(const mil_value *w);
+/* numpy's `(w * f[channel]).astype(w.dtype)` for every element of weight
+ * w (a numeric tensor value with L->n elements): each product computed in
+ * dtype dt (fp16, fp32 or fp64: numpy's promotion of w's dtype with the
+ * factor's) and rounded to w's dtype. f holds L->cout factors, each
+ * already a value of dtype dt. The result is a new value of w's dtype and
+ * shape (fp64 weights give fp32, as mb.const stores them). For fp32 and
+ * fp16 weights it is a deferred value (mil_value_new_deferred_scale): O(1)
+ * now, the vector loops run when it is read; other dtypes are computed
+ * element by element. NULL on out of memory, or when w is not a numeric
+ * tensor of L->n elements. */
+mil_value *pass_weight_scale(mil_program *p, const mil_value *w, const pass_wrows *L, const double *f, mil_dtype dt);
+/* numpy's -w as a new value (sign bits flipped for fp32 / fp16; fp64
+ * gives fp32). NULL on out of memory or when w is not numeric. */
+mil_value *pass_weight_negate(mil_program *p, const mil_value *w);
+/* The value a new const for weight w holds when w is passed on unchanged:
+ * w itself (values are immutable, so the const shares it: no copy), or
+ * for fp64 its fp32 rounding. NULL on out of memory or when w is not
+ * numeric. */
+const mil_value *pass_weight_as_const(mil_program *p, const mil_value *w);
 
 /* ---------- coremltools' generic pattern matcher ---------- */
 

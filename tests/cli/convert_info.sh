@@ -51,7 +51,7 @@ grep -q "x: fp32 (2, 6)  \[multiArray FLOAT32 (2, 6)\]" "$tmp/info" || fail "inp
 grep -q "^  add  *1$" "$tmp/info" || fail "op histogram: $(cat "$tmp/info")"
 grep -Eq "fp32 +48 bytes +1 consts; weight file: +48 bytes +1 consts" "$tmp/info" || fail "weights: $(cat "$tmp/info")"
 "$MIL" convert "$tmp/small.mlpackage" "$tmp/small.mlmodel" || fail "convert to .mlmodel"
-[ -f "$tmp/weights/weight.bin" ] || fail ".mlmodel weights go to weights/weight.bin beside it"
+ls "$tmp"/weights/small.????????????????.bin >/dev/null 2>&1 || fail ".mlmodel weights go to weights/small.<hex>.bin beside it"
 "$MIL" convert "$tmp/small.mlmodel" "$tmp/back.mil" || fail "convert to .mil"
 "$MIL" print --complete "$tmp/small.mil" >"$tmp/p1" || fail "print small.mil"
 "$MIL" print --complete "$tmp/back.mil" >"$tmp/p2" || fail "print back.mil"

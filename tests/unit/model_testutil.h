@@ -6,6 +6,7 @@
 #define MIL_TEST_MODEL_TESTUTIL_H
 
 #include <ctype.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
@@ -68,6 +69,61 @@ MT_FN unsigned char *mt_read(const char *path, size_t *len) {
   b[got] = 0;
   *len = got;
   return b;
+}
+
+/* main(x) = x + c: input "x", a const named cname holding w (fp32 of the
+ * given shape; at least 10 values go to the weight file), op "y". */
+MT_FN mil_program *mt_add_const_program(const char *cname, int32_t rank, const int64_t *shape, const float *w) {
+  mil_program *p = mil_program_new(NULL);
+  mil_function *f = mil_function_new(p, "main", "CoreML7");
+  mil_var *x = mil_function_add_input(f, "x", mil_type_tensor_shape(p, MIL_DT_FP32, rank, shape));
+  mil_block *b = mil_function_body(f);
+  mil_op *c = mil_const_new(p, cname, mil_value_new_tensor(p, MIL_DT_FP32, rank, shape, false, w));
+  mil_block_append(b, c);
+  mil_op *add = mil_op_new(p, "add", "y");
+  mil_op_add_input(add, "x", x);
+  mil_op_add_input(add, "y", c->outputs[0]);
+  mil_var *y = mil_op_add_output(add, "y", x->type);
+  mil_block_append(b, add);
+  mil_block_set_outputs(b, 1, &y);
+  return p;
+}
+
+/* Saves m to path and frees m; the first error, or NULL on success. */
+MT_FN char *mt_save_free(mil_model *m, const char *path) {
+  mil_diag d = {0};
+  char *err = NULL;
+  if (mil_model_save(m, path, &d) != MIL_OK) err = strdup(mil_diag_first_error(&d) ? mil_diag_first_error(&d) : "?");
+  mil_diag_clear(&d);
+  mil_model_free(m);
+  return err;
+}
+
+/* The weight file a .mlmodel named <stem>.mlmodel in dir owns:
+ * dir/weights/<stem>.<16 hex>.bin (malloc'ed path), or NULL when there is
+ * not exactly one. */
+MT_FN char *mt_mlmodel_weights(const char *dir, const char *stem) {
+  char *wdir = mt_path(dir, "weights");
+  DIR *dh = opendir(wdir);
+  char *found = NULL;
+  int n = 0;
+  size_t ns = strlen(stem);
+  for (struct dirent *e; dh && (e = readdir(dh));) {
+    size_t k = strlen(e->d_name);
+    if (k != ns + 21 || strncmp(e->d_name, stem, ns) || e->d_name[ns] != '.' || strcmp(e->d_name + k - 4, ".bin"))
+      continue;
+    n++;
+    free(found);
+    found = malloc(strlen(wdir) + k + 2);
+    sprintf(found, "%s/%s", wdir, e->d_name);
+  }
+  if (dh) closedir(dh);
+  free(wdir);
+  if (n != 1) {
+    free(found);
+    return NULL;
+  }
+  return found;
 }
 
 MT_FN bool mt_write(const char *path, const void *data, size_t len) {

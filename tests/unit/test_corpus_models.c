@@ -80,9 +80,10 @@ static void check_package(const char *name, const char *which, totals *t) {
   mil_model *b = load(out_mm);
   if (!mt_program_eq(mil_model_program(m), mil_model_program(b), &e)) fail_msg("%s (.mlmodel): %s", pkg, e.msg);
   if (!mt_desc_eq(mil_model_description(m), mil_model_description(b), &e)) fail_msg("%s (.mlmodel): %s", pkg, e.msg);
-  char w_mm[1400];
-  snprintf(w_mm, sizeof w_mm, "%s/weights/weight.bin", dir_mm);
-  if (mt_exists(w_in) && !same_file(w_in, w_mm)) fail_msg("%s: weights/weight.bin next to the .mlmodel differs", pkg);
+  char *w_mm = mt_mlmodel_weights(dir_mm, "model");
+  if (mt_exists(w_in) && (!w_mm || !same_file(w_in, w_mm)))
+    fail_msg("%s: weights/model.<hex>.bin next to the .mlmodel %s", pkg, w_mm ? "differs" : "is missing");
+  free(w_mm);
   t->roundtrips++;
 
   /* coremltools-form print against coremltools' own */

@@ -1,4 +1,5 @@
-/* Deferred values: mil_value_new_deferred_cast / _transpose, mil_value_read,
+/* Deferred values: mil_value_new_deferred_cast / _transpose / _scale,
+ * mil_value_read,
  * mil_value_data, element access, equality and hashing, the weight
  * writer's streamed blobs, and add_fp16_cast on weights read from a weight
  * file (the casts stay deferred, the saved model holds the same bytes as
@@ -362,12 +363,131 @@ static void test_add_fp16_cast(void **state) {
   free(w3);
 }
 
+/* ---- per-channel scaling (fused conv weights) ---- */
+
+/* numpy's (w[i] * f[c]).astype(float32) in fp32, element by element. */
+static void scale_ref(const float *w, float *out, size_t n, size_t run, const float *f, bool deconv, size_t bdim,
+                      size_t groups, size_t cpg) {
+  for (size_t e = 0; e < n; e++) {
+    size_t r = e / run, c = deconv ? (r % bdim) * groups + (r / bdim) / cpg : r;
+    out[e] = w[e] * f[c];
+  }
+}
+
+static void test_scale(void **state) {
+  (void)state;
+  mil_program *p = mil_program_new(NULL);
+  enum { CO = 5, CI = 3, KK = 9, N = CO * CI * KK };
+  int64_t shape[4] = {CO, CI, 3, 3};
+  mil_value *src = mil_value_new_tensor(p, MIL_DT_FP32, 4, shape, false, NULL);
+  float *w = mil_value_data_mut(src);
+  fill(w, N);
+  const double f64[CO] = {(double)0.5f, (double)-1.25f, (double)3.1f, (double)1e-3f, (double)7.7f};
+  float f[CO], want[N];
+  for (int i = 0; i < CO; i++) f[i] = (float)f64[i];
+  /* conv: run CI * 9, one run per output channel */
+  mil_scale_map conv = {CI * KK, CO, 1, 1};
+  mil_value *v = mil_value_new_deferred_scale(p, src, &conv, f64, CO, MIL_DT_FP32);
+  assert_non_null(v);
+  assert_true(mil_value_is_deferred(v));
+  assert_false(mil_value_deferred_is_permutation(v));
+  assert_int_equal(v->type->dtype, MIL_DT_FP32);
+  scale_ref(w, want, N, CI * KK, f, false, 0, 0, 0);
+  /* pieces at unaligned offsets, computed without computing the whole */
+  uint8_t part[64];
+  assert_true(mil_value_read(v, 3, 37, part));
+  assert_memory_equal(part, (const uint8_t *)want + 3, 37);
+  assert_true(mil_value_is_deferred(v));
+  /* a cast to fp16 composes: fp16 of the scaled elements */
+  mil_value *h = mil_value_new_deferred_cast(p, v, MIL_DT_FP16);
+  assert_non_null(h);
+  uint16_t hwant[N];
+  reference(want, hwant, N);
+  assert_memory_equal(mil_value_data(h), hwant, sizeof hwant);
+  assert_true(mil_value_get_f64(v, 40) == (double)want[40] || isnan(want[40]));
+  /* a transpose of it is left to the caller (the scaling follows the source order) */
+  int64_t perm[4] = {1, 0, 2, 3};
+  assert_null(mil_value_new_deferred_transpose(p, v, 4, perm));
+  assert_memory_equal(mil_value_data(v), want, sizeof want);
+  assert_false(mil_value_is_deferred(v)); /* computed once, kept */
+  /* conv_transpose (Cin=5, Cout/groups=3, 3, 3) with groups 1: the 9
+   * elements at (a, b) belong to channel b */
+  mil_scale_map deconv = {KK, CI, 1, CO};
+  mil_value *dv = mil_value_new_deferred_scale(p, src, &deconv, f64, CI, MIL_DT_FP32);
+  scale_ref(w, want, N, KK, f, true, CI, 1, CO);
+  assert_memory_equal(mil_value_data(dv), want, sizeof want);
+  /* malformed maps and sources are refused */
+  mil_scale_map bad_run = {7, CO, 1, 1}, too_few = {CI * KK, CO, 1, 1};
+  assert_null(mil_value_new_deferred_scale(p, src, &bad_run, f64, CO, MIL_DT_FP32));
+  assert_null(mil_value_new_deferred_scale(p, src, &too_few, f64, CO - 1, MIL_DT_FP32));
+  assert_null(mil_value_new_deferred_scale(p, src, &conv, f64, CO, MIL_DT_FP16)); /* fp32 weight, fp16 product */
+  mil_value *h2 = mil_value_new_deferred_cast(p, src, MIL_DT_FP16);
+  assert_null(mil_value_new_deferred_scale(p, h2, &conv, f64, CO, MIL_DT_FP32)); /* a deferred source */
+  mil_program_free(p);
+}
+
+/* Two scalings of one weight are different weights: saved, each keeps its
+ * own bytes (the writer must not take one for the other because they share
+ * a source, a size and a dtype). */
+static void test_scale_saved(void **state) {
+  (void)state;
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_program *prog = mil_program_new(NULL);
+  mil_function *fn = mil_function_new(prog, "main", "CoreML6");
+  mil_block *blk = mil_function_body(fn);
+  int64_t xs[2] = {2, K}, shape[2] = {K, M};
+  mil_var *x = mil_function_add_input(fn, "x", mil_type_tensor_shape(prog, MIL_DT_FP32, 2, xs));
+  mil_value *src = mil_value_new_tensor(prog, MIL_DT_FP32, 2, shape, false, NULL);
+  float *w = mil_value_data_mut(src);
+  for (int i = 0; i < K * M; i++) w[i] = (float)(i % 1000) * 0.001f - 0.5f;
+  mil_scale_map rows = {M, K, 1, 1};
+  double fa[K], fb[K];
+  for (int i = 0; i < K; i++) fa[i] = 2.0, fb[i] = -0.5;
+  mil_var *outs[2];
+  const char *names[2] = {"a", "b"}, *mm[2] = {"y1", "y2"};
+  for (int i = 0; i < 2; i++) {
+    mil_op *c = mil_const_new(prog, names[i], mil_value_new_deferred_scale(prog, src, &rows, i ? fb : fa, K, MIL_DT_FP32));
+    assert_non_null(c);
+    mil_block_append(blk, c);
+    mil_op *o = mil_op_new(prog, "matmul", mm[i]);
+    mil_op_add_input(o, "x", x);
+    mil_op_add_input(o, "y", c->outputs[0]);
+    outs[i] = mil_op_add_output(o, mm[i], mil_type_unknown(prog));
+    mil_block_append(blk, o);
+    assert_int_equal(mil_op_add_defaults(o, &d), MIL_OK);
+    assert_int_equal(mil_op_infer(o, &d), MIL_OK);
+  }
+  assert_int_equal(mil_block_set_outputs(blk, 2, outs), MIL_OK);
+  char *dir = mt_tempdir();
+  char *a = mt_path(dir, "s.mlpackage");
+  mil_model *m = NULL;
+  assert_int_equal(mil_model_from_program(prog, 7, &m, &d), MIL_OK);
+  assert_int_equal(mil_model_save(m, a, &d), MIL_OK);
+  mil_model_free(m);
+  assert_int_equal(mil_model_load(a, &m, &d), MIL_OK);
+  const float *ga = mil_value_data(find_op_named(mil_model_program(m), "a")->outputs[0]->val);
+  const float *gb = mil_value_data(find_op_named(mil_model_program(m), "b")->outputs[0]->val);
+  for (int i = 0; i < K * M; i++) {
+    float x = (float)(i % 1000) * 0.001f - 0.5f;
+    assert_true(ga[i] == x * 2.0f);
+    assert_true(gb[i] == x * -0.5f);
+  }
+  mil_model_free(m);
+  mil_diag_clear(&d);
+  mt_rm_rf(dir);
+  free(a);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_value),
       cmocka_unit_test(test_transpose),
       cmocka_unit_test(test_writer_stream),
       cmocka_unit_test(test_add_fp16_cast),
+      cmocka_unit_test(test_scale),
+      cmocka_unit_test(test_scale_saved),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,5 @@
 /* The helpers of the fusion passes (src/passes/fuse_util.c): numpy-style
- * rounding, promotion and broadcasting used for weight folding, the
- * output-channel rows of conv / conv_transpose weights, the generic
+ * rounding, promotion and broadcasting used for weight folding, the generic
  * pattern matcher, and rollback of a partly built rewrite. Expected values
  * are worked out by hand in the comments. */
 #include <setjmp.h>
@@ -121,50 +120,6 @@ static void test_weak_and_strong_scalars(void **state) {
   pass_np_free(&w2);
 }
 
-static void test_conv_rows(void **state) {
-  (void)state;
-  pass_np w;
-  int64_t cout;
-  /* conv weight (Cout=3, Cin=2, 1, 2): 4 elements per output channel */
-  int64_t s1[4] = {3, 2, 1, 2};
-  assert_true(pass_np_full(&w, MIL_DT_FP32, 4, s1, 0));
-  int64_t *rows = pass_fuse_conv_rows(&w, false, 1, &cout);
-  assert_non_null(rows);
-  assert_int_equal(cout, 3);
-  for (int64_t e = 0; e < 12; e++) assert_int_equal(rows[e], e / 4);
-  free(rows);
-  pass_np_free(&w);
-  /* conv_transpose weight (Cin=4, Cout/groups=1, 1), groups 2: Cout = 2;
-   * transposed to (1, 4, 1) and reshaped to (2, 2, 1), input channels 0-1
-   * scale with row 0, 2-3 with row 1 */
-  int64_t s2[3] = {4, 1, 1};
-  assert_true(pass_np_full(&w, MIL_DT_FP32, 3, s2, 0));
-  rows = pass_fuse_conv_rows(&w, true, 2, &cout);
-  assert_non_null(rows);
-  assert_int_equal(cout, 2);
-  const int64_t want[4] = {0, 0, 1, 1};
-  for (int e = 0; e < 4; e++) assert_int_equal(rows[e], want[e]);
-  free(rows);
-  /* (Cin=2, Cout=3, 1), groups 1: element (a, b) sits at (b, a) of the
-   * (3, 2, 1) transpose, so its row is b */
-  pass_np_free(&w);
-  int64_t s3[3] = {2, 3, 1};
-  assert_true(pass_np_full(&w, MIL_DT_FP32, 3, s3, 0));
-  rows = pass_fuse_conv_rows(&w, true, 1, &cout);
-  assert_non_null(rows);
-  assert_int_equal(cout, 3);
-  const int64_t want3[6] = {0, 1, 2, 0, 1, 2};
-  for (int e = 0; e < 6; e++) assert_int_equal(rows[e], want3[e]);
-  free(rows);
-  /* Cin not divisible by groups, and a rank-2 weight, are refused */
-  assert_null(pass_fuse_conv_rows(&w, true, 4, &cout));
-  pass_np_free(&w);
-  int64_t s4[2] = {2, 2};
-  assert_true(pass_np_full(&w, MIL_DT_FP32, 2, s4, 0));
-  assert_null(pass_fuse_conv_rows(&w, false, 1, &cout));
-  pass_np_free(&w);
-}
-
 /* root -> [a: relu, b: exp]; a -> [c: add]; b -> [c]; c final */
 static const pass_pat_op diamond_ops[3] = {
     {"a", "relu", 1, {2}},
@@ -253,7 +208,7 @@ static void test_rollback(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round),           cmocka_unit_test(test_binary_broadcast),
-      cmocka_unit_test(test_weak_and_strong_scalars), cmocka_unit_test(test_conv_rows),
+      cmocka_unit_test(test_weak_and_strong_scalars),
       cmocka_unit_test(test_pattern_detect),  cmocka_unit_test(test_rollback),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -73,6 +73,46 @@ static void test_fold_binary(void **state) {
   expect_no_fold("CoreML5", "%x: (2,fp32)(Tensor)", OP1("(2,fp32)(Tensor)", "add(x=%x, y=[1.0, 2.0], name=\"t\")"));
 }
 
+/* Folds of 100 fp32 elements take the vector loops (same shapes, or a
+ * single element on either side): each element is numpy's float32 result,
+ * the double result rounded once. */
+static void test_fold_binary_large(void **state) {
+  (void)state;
+  enum { N = 100 };
+  static char av[N * 24], bv[N * 24], body[4 * N * 24];
+  float a[N], b[N];
+  size_t la = 0, lb = 0;
+  for (int i = 0; i < N; i++) {
+    a[i] = (float)(i * 0.37 - 5.1);
+    b[i] = (float)(1.3 + i * 0.011);
+    la += (size_t)snprintf(av + la, sizeof av - la, "%s%.9g", i ? ", " : "[", (double)a[i]);
+    lb += (size_t)snprintf(bv + lb, sizeof bv - lb, "%s%.9g", i ? ", " : "[", (double)b[i]);
+  }
+  snprintf(av + la, sizeof av - la, "]");
+  snprintf(bv + lb, sizeof bv - lb, "]");
+  static const struct {
+    const char *call;
+    char op;
+    int sx, sy; /* a single element 0.7 on that side */
+  } cases[] = {
+      {"add(x=%a, y=%b", '+', 0, 0},       {"sub(x=%a, y=%b", '-', 0, 0},  {"mul(x=%a, y=%b", '*', 0, 0},
+      {"real_div(x=%a, y=%b", '/', 0, 0},  {"mul(x=0.7, y=%a", '*', 1, 0}, {"add(x=%a, y=[0.7]", '+', 0, 1},
+      {"sub(x=%a, y=0.7", '-', 0, 1},      {"sub(x=0.7, y=%a", '-', 1, 0}, {"real_div(x=%a, y=0.7", '/', 0, 1},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    snprintf(body, sizeof body, "    %%a: (%d,fp32)*(Tensor) = const(val=%s, name=\"a\")\n"
+             "    %%b: (%d,fp32)*(Tensor) = const(val=%s, name=\"b\")\n"
+             "    %%t: (%d,fp32)(Tensor) = %s, name=\"t\")\n", N, av, N, bv, N, cases[c].call);
+    double want[N];
+    for (int i = 0; i < N; i++) {
+      double x = cases[c].sx ? (double)0.7f : a[i], y = cases[c].sy ? (double)0.7f : cases[c].sx ? a[i] : b[i];
+      double r = cases[c].op == '+' ? x + y : cases[c].op == '-' ? x - y : cases[c].op == '*' ? x * y : x / y;
+      want[i] = (double)(float)r;
+    }
+    expect_fold("CoreML5", "", body, FP32, N, want);
+  }
+}
+
 static void test_fold_unary(void **state) {
   (void)state;
   FOLD("CoreML5", "", OP1("(2,int32)(Tensor)", "abs(x=[-3, 4], name=\"t\")"), I32, 3, 4);
@@ -333,6 +373,7 @@ static void test_defaults(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fold_binary),
+      cmocka_unit_test(test_fold_binary_large),
       cmocka_unit_test(test_fold_unary),
       cmocka_unit_test(test_fold_cast),
       cmocka_unit_test(test_fold_cast_symbolic),

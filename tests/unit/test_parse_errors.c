@@ -263,7 +263,7 @@ static void test_files(void **state) {
   mil_program *p = (mil_program *)(uintptr_t)1;
   assert_int_equal(mil_parse_file("/nonexistent/dir/x.mil", &p, &d), MIL_ERR_IO);
   assert_null(p);
-  assert_string_equal(mil_diag_first_error(&d), "/nonexistent/dir/x.mil: cannot open: No such file or directory");
+  assert_string_equal(mil_diag_first_error(&d), "/nonexistent/dir/x.mil: cannot open the MIL text file: No such file or directory");
   mil_diag_clear(&d);
   /* a blob reference to a missing weight file is an I/O error at its position */
   const char *text = HEAD "    %w: (2,fp32)*(Tensor) = const(val=@blob(\"nowhere.bin\", 64), name=\"w\")\n" TAIL;

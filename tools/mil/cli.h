@@ -15,6 +15,10 @@ typedef int (*cli_cmd_fn)(int argc, char **argv);
 
 /* Prints every message of d to stderr, "mil: error: ..." / "mil: warning: ...". */
 void cli_print_diag(const mil_diag *d);
+/* s (a name, op type or string from a model) as it may reach a terminal:
+ * itself when it is printable UTF-8, else escaped (mil_escaped) into one of
+ * eight rotating static buffers, so a few may share one printf. */
+const char *cli_esc(const char *s);
 /* True when argv[i] is -h or --help. */
 bool cli_is_help(const char *arg);
 /* Prints "mil: <msg>\nTry 'mil <cmd> --help'." to stderr and returns CLI_USAGE. */

@@ -86,12 +86,12 @@ int cmd_diff(int argc, char **argv) {
   if (st == MIL_ERR_NOMEM) {
     fprintf(stderr, "mil: error: out of memory\n");
   } else if (!res.equivalent) {
-    printf("different: %s\n", res.diff);
+    printf("different: %s\n", cli_esc(res.diff));
   } else {
     printf("equivalent\n");
     if (eo.identical) {
       if (res.identical) printf("identical\n");
-      else printf("not identical: %s\n", res.identical_diff);
+      else printf("not identical: %s\n", cli_esc(res.identical_diff));
     }
     rc = !eo.identical || res.identical ? CLI_OK : CLI_FAIL;
   }

@@ -30,7 +30,7 @@ static void put_shape(const mil_type *t) {
   for (int32_t i = 0; i < t->rank; i++) {
     if (i) printf(", ");
     if (t->dims[i].size >= 0) printf("%lld", (long long)t->dims[i].size);
-    else printf("%s", t->dims[i].sym ? t->dims[i].sym : "?");
+    else printf("%s", t->dims[i].sym ? cli_esc(t->dims[i].sym) : "?");
   }
   putchar(')');
 }
@@ -132,12 +132,12 @@ static const char *target_name(int spec) {
 
 static void put_function(mil_model *m, const mil_function *f) {
   const mil_function_desc *fd = mil_model_function_desc(m, f->name);
-  printf("function %s [%s]\n", f->name, f->opset);
+  printf("function %s [%s]\n", cli_esc(f->name), cli_esc(f->opset));
   printf("  inputs:\n");
   for (int32_t i = 0; i < f->n_inputs; i++) {
     const mil_var *v = f->inputs[i];
     bool state = v->type->kind == MIL_TYPE_STATE;
-    printf("    %s%s: %s ", v->name, state ? " (state)" : "", dtype_of(v->type));
+    printf("    %s%s: %s ", cli_esc(v->name), state ? " (state)" : "", dtype_of(v->type));
     put_shape(v->type);
     if (fd) put_feature(state ? find_feature(fd->states, fd->n_states, v->name) : find_feature(fd->inputs, fd->n_inputs, v->name));
     printf("\n");
@@ -146,7 +146,7 @@ static void put_function(mil_model *m, const mil_function *f) {
   const mil_block *b = mil_function_body(f);
   for (int32_t i = 0; b && i < b->n_outputs; i++) {
     const mil_var *v = b->outputs[i].var;
-    printf("    %s: %s ", v->name, dtype_of(v->type));
+    printf("    %s: %s ", cli_esc(v->name), dtype_of(v->type));
     put_shape(v->type);
     if (fd) put_feature(find_feature(fd->outputs, fd->n_outputs, v->name));
     printf("\n");
@@ -179,18 +179,19 @@ int cmd_info(int argc, char **argv) {
   mil_program *p = mil_model_program(m);
   int spec = mil_model_spec_version(m);
   const mil_model_desc *md = mil_model_description(m);
-  printf("model: %s\n", mil_model_path(m));
+  printf("model: %s\n", cli_esc(mil_model_path(m)));
   printf("specification version: %d (%s)\n", spec, target_name(spec));
-  printf("opset: %s\n", p->n_functions ? p->functions[0]->opset : "-");
-  printf("functions: %d (default: %s)%s\n", p->n_functions, md->default_function_name,
+  printf("opset: %s\n", p->n_functions ? cli_esc(p->functions[0]->opset) : "-");
+  printf("functions: %d (default: %s)%s\n", p->n_functions, cli_esc(md->default_function_name),
          md->multi_function ? " [multi-function description]" : "");
   for (int32_t i = 0; i < p->n_functions; i++) put_function(m, p->functions[i]);
   printf("metadata:\n");
-  if (md->short_description[0]) printf("  shortDescription: %s\n", md->short_description);
-  if (md->author[0]) printf("  author: %s\n", md->author);
-  if (md->license[0]) printf("  license: %s\n", md->license);
-  if (md->version_string[0]) printf("  versionString: %s\n", md->version_string);
-  for (int32_t i = 0; i < md->n_user_defined; i++) printf("  %s: %s\n", md->user_keys[i], md->user_values[i]);
+  if (md->short_description[0]) printf("  shortDescription: %s\n", cli_esc(md->short_description));
+  if (md->author[0]) printf("  author: %s\n", cli_esc(md->author));
+  if (md->license[0]) printf("  license: %s\n", cli_esc(md->license));
+  if (md->version_string[0]) printf("  versionString: %s\n", cli_esc(md->version_string));
+  for (int32_t i = 0; i < md->n_user_defined; i++)
+    printf("  %s: %s\n", cli_esc(md->user_keys[i]), cli_esc(md->user_values[i]));
   hist h;
   memset(&h, 0, sizeof h);
   int rc = CLI_OK;
@@ -205,7 +206,7 @@ int cmd_info(int argc, char **argv) {
     if (order) {
       for (size_t i = 0; i < h.n; i++) order[i] = i;
       qsort_r(order, h.n, sizeof *order, cmp_hist, &h);
-      for (size_t i = 0; i < h.n; i++) printf("  %-32s %lld\n", h.types[order[i]], (long long)h.counts[order[i]]);
+      for (size_t i = 0; i < h.n; i++) printf("  %-32s %lld\n", cli_esc(h.types[order[i]]), (long long)h.counts[order[i]]);
       free(order);
     }
     printf("constants by dtype (bytes, count; in weight file):\n");

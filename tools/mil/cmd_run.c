@@ -1,5 +1,6 @@
-/* mil run MODEL --input NAME=FILE.npy ... : runs a function of a model on
- * the CPU reference interpreter (mil/interp.h) and writes its outputs. */
+/* mil run MODEL --input NAME=FILE.npy|FILE.pb ... : runs a function of a
+ * model on the CPU reference interpreter (mil/interp.h) and writes its
+ * outputs as .npy or ONNX TensorProto .pb files. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,15 +12,19 @@
 #include "run_common.h"
 
 static void help(void) {
-  printf("usage: mil run MODEL [--input NAME=FILE.npy]... [--function NAME] [--output-dir DIR]\n"
-         "                    [--seed S] [--random-inputs]\n\n"
+  printf("usage: mil run MODEL [--input NAME=FILE.npy|FILE.pb]... [--function NAME]\n"
+         "                    [--output-dir DIR] [--output-format npy|pb] [--seed S] [--random-inputs]\n\n"
          "Run MODEL (.mlpackage, .mlmodel or .mil) on the CPU reference interpreter.\n"
-         "Each output is written to DIR/<output name>.npy (DIR defaults to the current\n"
-         "directory; '/' in names becomes '_') and summarized on stdout: name, shape,\n"
-         "dtype, min, max and mean.\n\n"
-         "  --input NAME=FILE.npy  value of input NAME (FILE.npy alone when the function\n"
-         "                         has one input); a numeric array of another dtype is\n"
-         "                         converted to the input's dtype\n"
+         "Each output is written to DIR/<output name>.npy (or .pb; DIR defaults to the\n"
+         "current directory; '/' in names becomes '_', control characters and invalid\n"
+         "UTF-8 become %%hh) and summarized on stdout: name, shape, dtype, min, max and\n"
+         "mean.\n\n"
+         "  --input NAME=FILE      value of input NAME from a .npy file or an ONNX\n"
+         "                         TensorProto .pb (either dialect); FILE alone when the\n"
+         "                         function has one input; a numeric array of another\n"
+         "                         dtype is converted to the input's dtype\n"
+         "  --output-format F      npy (default) or pb (ONNX TensorProto, raw_data, named\n"
+         "                         after the output)\n"
          "  --function NAME        function to run (default: main, or the only one)\n"
          "  --output-dir DIR       where to write the outputs\n"
          "  --no-write             only print the summaries\n"
@@ -27,19 +32,21 @@ static void help(void) {
          "  --seed S               seed of --random-inputs and of random ops (default 0)\n");
 }
 
-/* DIR/NAME.npy with '/' in NAME replaced. */
-static char *out_path(const char *dir, const char *name) {
-  size_t n = strlen(dir) + strlen(name) + 8;
+/* DIR/NAME.EXT with '/' in NAME replaced by '_' and control bytes or
+ * invalid UTF-8 by %hh (mil_escape, MIL_ESCAPE_FILE_NAME). */
+static char *out_path(const char *dir, const char *name, const char *ext) {
+  size_t k = mil_escape(name, NULL, 0, MIL_ESCAPE_FILE_NAME);
+  size_t n = strlen(dir) + k + strlen(ext) + 3;
   char *p = malloc(n);
   if (!p) return NULL;
-  snprintf(p, n, "%s/%s.npy", dir, name);
-  for (char *q = p + strlen(dir) + 1; *q; q++)
-    if (*q == '/') *q = '_';
+  size_t l = (size_t)snprintf(p, n, "%s/", dir);
+  mil_escape(name, p + l, n - l, MIL_ESCAPE_FILE_NAME);
+  snprintf(p + l + k, n - l - k, ".%s", ext);
   return p;
 }
 
 int cmd_run(int argc, char **argv) {
-  const char *model = NULL, *function = NULL, *outdir = ".";
+  const char *model = NULL, *function = NULL, *outdir = ".", *format = "npy";
   bool write = true, random_inputs = false;
   uint64_t seed = 0;
   cli_input_arg *ins = calloc((size_t)argc + 1, sizeof *ins);
@@ -56,6 +63,7 @@ int cmd_run(int argc, char **argv) {
     if (!strcmp(a, "--input") && more) cli_parse_input_arg(argv[++i], &ins[n_ins++]);
     else if (!strcmp(a, "--function") && more) function = argv[++i];
     else if (!strcmp(a, "--output-dir") && more) outdir = argv[++i];
+    else if (!strcmp(a, "--output-format") && more) format = argv[++i];
     else if (!strcmp(a, "--seed") && more) seed = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(a, "--no-write")) write = false;
     else if (!strcmp(a, "--random-inputs")) random_inputs = true;
@@ -72,6 +80,11 @@ int cmd_run(int argc, char **argv) {
     rc = cli_usage_error("run", "missing MODEL");
     goto done;
   }
+  if (strcmp(format, "npy") != 0 && strcmp(format, "pb") != 0) {
+    rc = cli_usage_error("run", "--output-format is '%s'; expected npy or pb", format);
+    goto done;
+  }
+  bool pb = !strcmp(format, "pb");
   mil_diag d;
   mil_diag_init(&d);
   cli_loaded m;
@@ -94,8 +107,11 @@ int cmd_run(int argc, char **argv) {
       const mil_tensor *t = mil_interp_output_at(ip, i);
       cli_print_summary(name, t);
       if (!write) continue;
-      char *p = out_path(outdir, name);
-      st = p ? mil_npy_write(p, t->dtype, t->rank, t->shape, t->data, &d) : MIL_ERR_NOMEM;
+      char *p = out_path(outdir, name, format);
+      mil_onnx_write_opts wo = {MIL_ONNX_DIALECT_ONNX, MIL_ONNX_ENC_RAW, 0, name, NULL};
+      st = !p ? MIL_ERR_NOMEM
+           : pb ? mil_onnx_tensor_write(p, t->dtype, t->rank, t->shape, t->data, &wo, &d)
+                : mil_npy_write(p, t->dtype, t->rank, t->shape, t->data, &d);
       free(p);
     }
     for (int32_t i = 0; kept && i < mil_interp_n_inputs(ip); i++) cli_tensor_free(&kept[i]);

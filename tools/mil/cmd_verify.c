@@ -10,10 +10,11 @@
 #include "run_common.h"
 
 static void help(void) {
-  printf("usage: mil verify A B [--input NAME=FILE.npy]... [--rtol R] [--atol A] [--seed S]\n"
+  printf("usage: mil verify A B [--input NAME=FILE.npy|FILE.pb]... [--rtol R] [--atol A] [--seed S]\n"
          "                      [--function NAME]\n\n"
          "Run models A and B (.mlpackage, .mlmodel or .mil) on the CPU reference\n"
-         "interpreter with the same inputs and compare their outputs. Inputs not given\n"
+         "interpreter with the same inputs and compare their outputs. --input takes a\n"
+         ".npy file or an ONNX TensorProto .pb (either dialect). Inputs not given\n"
          "are random within each input's dtype and shape (floats in [-1, 1), integers in\n"
          "[0, 10), symbolic dims as 1), drawn from --seed. Outputs are matched by name,\n"
          "or by position when the names differ. An output passes when every element has\n"
@@ -205,8 +206,8 @@ int cmd_verify(int argc, char **argv) {
         const char *name = mil_interp_output_name(A.ip, i);
         const mil_tensor *tb = by_name ? mil_interp_output(B.ip, name) : mil_interp_output_at(B.ip, i);
         char label[256];
-        if (by_name) snprintf(label, sizeof label, "%s", name);
-        else snprintf(label, sizeof label, "%s / %s", name, mil_interp_output_name(B.ip, i));
+        if (by_name) snprintf(label, sizeof label, "%s", cli_esc(name));
+        else snprintf(label, sizeof label, "%s / %s", cli_esc(name), cli_esc(mil_interp_output_name(B.ip, i)));
         pass &= compare(label, mil_interp_output_at(A.ip, i), tb, rtol, atol);
       }
       printf("%s (rtol %g, atol %g)\n", pass ? "PASS" : "FAIL", rtol, atol);

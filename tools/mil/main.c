@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "mil/model.h"
 
 /* Subcommands are defined in cmd_*.c. Weak references let the table list
  * commands whose files are part of the build and skip the others. */
@@ -18,6 +19,7 @@ CMD(ops)
 CMD(diff)
 CMD(run)
 CMD(verify)
+CMD(tensor)
 #undef CMD
 
 typedef struct cmd_entry {
@@ -26,7 +28,7 @@ typedef struct cmd_entry {
   const char *summary;
 } cmd_entry;
 
-static cli_cmd_fn f_print, f_validate, f_convert, f_info, f_opt, f_passes, f_ops, f_diff, f_run, f_verify;
+static cli_cmd_fn f_print, f_validate, f_convert, f_info, f_opt, f_passes, f_ops, f_diff, f_run, f_verify, f_tensor;
 
 static const cmd_entry k_cmds[] = {
     {"print", &f_print, "print a model as MIL text (coremltools form, or --complete)"},
@@ -39,6 +41,7 @@ static const cmd_entry k_cmds[] = {
     {"diff", &f_diff, "tell whether two programs are equivalent"},
     {"run", &f_run, "run a model on the CPU reference interpreter"},
     {"verify", &f_verify, "run two models on the same inputs and compare outputs"},
+    {"tensor", &f_tensor, "describe or convert a tensor file (ONNX TensorProto .pb, .npy)"},
 };
 #define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])
 
@@ -53,6 +56,7 @@ static void bind_commands(void) {
   f_diff = cmd_diff;
   f_run = cmd_run;
   f_verify = cmd_verify;
+  f_tensor = cmd_tensor;
 }
 
 static void usage(FILE *out) {
@@ -93,6 +97,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
 
 int main(int argc, char **argv) {
   bind_commands();
+  mil_save_cleanup_on_signals(); /* an interrupted save leaves no temporaries */
   if (argc < 2) {
     usage(stderr);
     return CLI_USAGE;

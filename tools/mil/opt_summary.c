@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "mil/blob.h"
 #include "mil/model.h"
 
@@ -254,7 +255,7 @@ void opt_summary_print(FILE *f, const opt_summary *s) {
       int32_t show = changed < MAX_TYPE_ROWS ? changed : MAX_TYPE_ROWS;
       if (show > 0) fprintf(f, "  %-32s %10s %10s %10s\n", "op type", "before", "after", "change");
       for (int32_t i = 0; i < show; i++)
-        fprintf(f, "  %-32s %10lld %10lld %+10lld\n", rows[i].type, (long long)rows[i].before,
+        fprintf(f, "  %-32s %10lld %10lld %+10lld\n", cli_esc(rows[i].type), (long long)rows[i].before,
                 (long long)rows[i].after, (long long)(rows[i].after - rows[i].before));
       if (changed > show) fprintf(f, "  ... %d more op types changed\n", (int)(changed - show));
       fprintf(f, "  %d op types, %d changed\n", (int)n, (int)changed);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "run_common.h"
 
 void cli_parse_input_arg(const char *s, cli_input_arg *a) {
@@ -35,6 +36,8 @@ double cli_tensor_get(const mil_tensor *t, int64_t i) {
   case MIL_DT_FP32: return ((const float *)p)[i];
   case MIL_DT_FP16: return mil_fp16_to_fp32(((const uint16_t *)p)[i]);
   case MIL_DT_BF16: return mil_bf16_to_fp32(((const uint16_t *)p)[i]);
+  case MIL_DT_FP8E4M3FN: return mil_fp8e4m3fn_to_fp32(((const uint8_t *)p)[i]);
+  case MIL_DT_FP8E5M2: return mil_fp8e5m2_to_fp32(((const uint8_t *)p)[i]);
   case MIL_DT_FP64: return ((const double *)p)[i];
   case MIL_DT_INT8: return ((const int8_t *)p)[i];
   case MIL_DT_INT16: return ((const int16_t *)p)[i];
@@ -82,16 +85,49 @@ static mil_status alloc_tensor(mil_dtype dt, int32_t rank, const int64_t *shape,
   return MIL_OK;
 }
 
+/* FILE.pb: one ONNX TensorProto (either dialect), read with its exact
+ * dtype (the conversion below narrows it to the input's), seen as a .npy
+ * array whose data the caller frees with mil_onnx_tensor_free(*pb). */
+static mil_status read_pb(const char *path, mil_npy *a, mil_onnx_tensor **pb, mil_diag *d) {
+  mil_onnx_read_opts o = {MIL_ONNX_DIALECT_AUTO, MIL_ONNX_EXACT, NULL};
+  mil_status st = mil_onnx_tensor_read(path, &o, pb, d);
+  if (st != MIL_OK) return st;
+  const mil_onnx_tensor *t = *pb;
+  if (t->rank > MIL_NPY_MAX_RANK || mil_dtype_size(t->dtype) == 0 || mil_dtype_is_complex(t->dtype))
+    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: a %s tensor of rank %d cannot be an interpreter input", path,
+                          mil_onnx_dtype_name(t->onnx_type), (int)t->rank);
+  memset(a, 0, sizeof *a);
+  a->dtype = t->dtype, a->rank = t->rank, a->numel = t->numel, a->nbytes = t->nbytes;
+  a->data = (void *)t->data;
+  if (t->rank) memcpy(a->shape, t->shape, (size_t)t->rank * sizeof *t->shape);
+  return MIL_OK;
+}
+
+bool cli_is_pb(const char *path) {
+  size_t n = strlen(path);
+  return n >= 3 && strcmp(path + n - 3, ".pb") == 0;
+}
+
+static mil_status convert_array(const char *path, const char *input, const mil_type *want, const mil_npy *a,
+                                cli_tensor *out, mil_diag *d);
+
 mil_status cli_tensor_from_npy(const char *path, const char *input, const mil_type *want, cli_tensor *out,
                                mil_diag *d) {
   memset(out, 0, sizeof *out);
-  mil_npy *a = NULL;
-  mil_status st = mil_npy_read(path, &a, d);
-  if (st != MIL_OK) return st;
-  if (a->rank > MIL_INTERP_MAX_RANK) {
-    mil_npy_free(a);
+  mil_npy *a = NULL, pb_view;
+  mil_onnx_tensor *pb = NULL;
+  mil_status st = cli_is_pb(path) ? read_pb(path, &pb_view, &pb, d) : mil_npy_read(path, &a, d);
+  if (st == MIL_OK) st = convert_array(path, input, want, pb ? &pb_view : a, out, d);
+  mil_npy_free(a);
+  mil_onnx_tensor_free(pb);
+  return st;
+}
+
+static mil_status convert_array(const char *path, const char *input, const mil_type *want, const mil_npy *a,
+                                cli_tensor *out, mil_diag *d) {
+  mil_status st;
+  if (a->rank > MIL_INTERP_MAX_RANK)
     return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: rank %d is above the interpreter's limit", path, a->rank);
-  }
   mil_dtype dt = want && want->kind == MIL_TYPE_TENSOR ? want->dtype : a->dtype;
   if (mil_dtype_size(dt) == 0) dt = a->dtype;
   st = alloc_tensor(dt, a->rank, a->shape, out, d);
@@ -99,13 +135,12 @@ mil_status cli_tensor_from_npy(const char *path, const char *input, const mil_ty
     if (dt == a->dtype) {
       if (a->nbytes) memcpy(out->buf, a->data, a->nbytes);
     } else {
-      fprintf(stderr, "mil: note: input '%s': converting %s from %s to %s\n", input, path,
+      fprintf(stderr, "mil: note: input '%s': converting %s from %s to %s\n", cli_esc(input), cli_esc(path),
               mil_dtype_name(a->dtype), mil_dtype_name(dt));
       mil_tensor src = {a->dtype, a->rank, a->shape, a->data, a->nbytes, a->numel};
       for (int64_t i = 0; i < a->numel; i++) put_elem(dt, out->buf, i, cli_tensor_get(&src, i));
     }
   }
-  mil_npy_free(a);
   return st;
 }
 
@@ -190,7 +225,7 @@ void cli_print_summary(const char *name, const mil_tensor *t) {
     mx = v > mx ? v : mx;
     sum += v;
   }
-  printf("%s: (", name);
+  printf("%s: (", cli_esc(name));
   for (int32_t i = 0; i < t->rank; i++) printf("%s%lld", i ? ", " : "", (long long)t->shape[i]);
   printf(") %s", mil_dtype_name(t->dtype));
   if (t->numel - nan > 0)

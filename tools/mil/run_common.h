@@ -8,6 +8,7 @@
 
 #include "mil/interp.h"
 #include "mil/npy.h"
+#include "mil/onnx_tensor.h"
 
 /* One --input NAME=FILE.npy argument (FILE alone names the only input). */
 typedef struct cli_input_arg {
@@ -26,11 +27,14 @@ typedef struct cli_tensor {
 } cli_tensor;
 void cli_tensor_free(cli_tensor *t);
 
-/* Reads FILE.npy as a tensor for an input declared `want`: a numeric array
- * of another dtype is converted to the declared dtype (noted on stderr).
- * Errors name the file and the input. */
+/* Reads FILE.npy, or FILE.pb (an ONNX TensorProto, mil/onnx_tensor.h), as a
+ * tensor for an input declared `want`: a numeric array of another dtype is
+ * converted to the declared dtype (noted on stderr). Errors name the file
+ * and the input. */
 mil_status cli_tensor_from_npy(const char *path, const char *input, const mil_type *want, cli_tensor *out,
                                mil_diag *d);
+/* Whether path names an ONNX TensorProto file (ends in ".pb"). */
+bool cli_is_pb(const char *path);
 
 /* A random tensor for an input declared `want` (symbolic dims become 1):
  * floats uniform in [-1, 1), ints uniform in [0, 10) (bool 0/1), drawn from

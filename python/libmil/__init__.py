@@ -1,0 +1,201 @@
+"""libmil for Python: load, validate, optimize, run and save Core ML ML
+Program models (.mlpackage, .mlmodel, .mil) on any machine, through the
+libmil C library (ctypes; see libmil._capi for which library is loaded).
+
+    >>> import libmil, numpy as np
+    >>> m = libmil.load("model.mlpackage")
+    >>> m.predict({"x": np.zeros((1, 3, 224, 224), np.float32)})
+    >>> report = m.optimize()           # coremltools' DEFAULT pipeline
+    >>> m.save("model.opt.mlpackage")
+"""
+import ctypes
+import os
+
+import numpy as np
+
+from . import _capi
+from ._errors import (MILError, MILFormatError, MILInvalidError, MILIOError, MILNotFoundError, MILParseError,
+                      MILTypeError, MILUnsupportedError, Diag)
+from ._model import Description, Feature, Model, OptimizeReport, State
+
+__all__ = ["load", "from_mil_text", "verify", "diff", "passes", "pipelines", "Model", "State", "OptimizeReport",
+           "Feature", "Description", "VerifyResult", "DiffResult", "MILError", "MILParseError", "MILIOError",
+           "MILFormatError", "MILTypeError", "MILInvalidError", "MILUnsupportedError", "MILNotFoundError",
+           "library_path"]
+
+library_path = _capi.library_path
+__version__ = "0.1.0"
+
+
+def load(path):
+    """Loads a model: .mlpackage, .mlmodel or .mil (complete-form MIL text);
+    .onnx too when the library was built with the ONNX importer. Weights
+    stay memory-mapped (nothing is copied whole). Returns a Model.
+    Raises MILIOError (missing/unreadable file), MILFormatError (malformed
+    protobuf, package or weight file), MILParseError (.mil text),
+    MILUnsupportedError (not an ML Program, unknown extension)."""
+    path = os.fspath(path)
+    h = _capi.c_void_p()
+    with Diag() as d:
+        if path.endswith(".onnx") and _capi.onnx_import is not None:
+            d.raise_for(_capi.onnx_import(path.encode(), _capi.byref(h), d.ref))
+        else:
+            d.raise_for(_capi.model_load(path.encode(), _capi.byref(h), d.ref))
+    return Model(h.value, path)
+
+
+def from_mil_text(text, spec_version=0, filename="<text>", base_dir=None):
+    """Parses MIL text (the complete form, or coremltools' print form) into
+    a Model. spec_version 0 takes the version the opset implies. @blob
+    paths resolve against base_dir (default: the current directory).
+    Raises MILParseError with file:line:column on malformed text."""
+    if isinstance(text, str):
+        text = text.encode("utf-8")
+    prog = _capi.c_void_p()
+    opts = _capi.ParseOptions(filename.encode(), (base_dir or os.getcwd()).encode())
+    with Diag() as d:
+        d.raise_for(_capi.parse_program(text, len(text), _capi.byref(opts), _capi.byref(prog), d.ref))
+        m = _capi.c_void_p()
+        d.raise_for(_capi.model_from_program(prog, spec_version, _capi.byref(m), d.ref))  # takes prog
+    return Model(m.value)
+
+
+def _as_model(m):
+    return m if isinstance(m, Model) else load(m)
+
+
+class DiffResult:
+    """Result of libmil.diff: ``equivalent`` and ``identical`` (bools, see
+    spec/mil-text.md section 3) and ``difference`` (the first difference,
+    "" when there is none)."""
+
+    def __init__(self, res):
+        self.equivalent, self.identical = bool(res.equivalent), bool(res.identical)
+        self.difference = (res.diff if not res.equivalent else res.identical_diff).decode("utf-8", "replace")
+
+    def __bool__(self):
+        return self.equivalent
+
+    def __repr__(self):
+        return "DiffResult(equivalent=%s, identical=%s%s)" % (
+            self.equivalent, self.identical, ", difference=%r" % self.difference if self.difference else "")
+
+
+def diff(a, b, identical=False):
+    """Tells whether two programs are the same program (`mil diff`): a and
+    b are Models or paths. Returns a DiffResult (truthy when equivalent, or
+    identical when identical=True)."""
+    ma, mb = _as_model(a), _as_model(b)
+    opts = _capi.EquivOptions(0.0, 0, bool(identical), b"A", b"B")
+    res = _capi.EquivResult()
+    with Diag() as d:
+        st = _capi.program_compare(ma._program, mb._program, _capi.byref(opts), _capi.byref(res), d.ref)
+        if st not in (0, 5):  # MIL_ERR_INVALID just means "different"
+            d.raise_for(st)
+    r = DiffResult(res)
+    if identical and not r.identical:
+        r.equivalent = False if not res.equivalent else r.equivalent
+    return r
+
+
+class VerifyResult:
+    """Result of libmil.verify: ``passed`` (bool), ``rtol``/``atol`` used,
+    and ``outputs``: dict name -> dict(max_abs_error, max_rel_error,
+    mismatches, passed)."""
+
+    def __init__(self, outputs, rtol, atol):
+        self.outputs, self.rtol, self.atol = outputs, rtol, atol
+        self.passed = all(o["passed"] for o in outputs.values())
+
+    def __bool__(self):
+        return self.passed
+
+    def __repr__(self):
+        return "VerifyResult(passed=%s, rtol=%g, atol=%g, outputs=%s)" % (self.passed, self.rtol, self.atol,
+                                                                           sorted(self.outputs))
+
+
+def _random_inputs(model, function, seed):
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, (dt, dims) in model.input_types(function).items():
+        shape = tuple(1 if x is None else x for x in dims)
+        if dt in ("fp16", "fp32", "fp64"):
+            out[name] = rng.uniform(-1, 1, size=shape).astype(np.float32)
+        elif dt == "bool":
+            out[name] = rng.integers(0, 2, size=shape).astype(np.bool_)
+        else:
+            out[name] = rng.integers(0, 10, size=shape).astype(np.int32)
+    return out
+
+
+def verify(a, b, inputs=None, rtol=None, atol=None, function="main", seed=0):
+    """Runs two models on the same inputs and compares every output with
+    numpy.allclose's rule |a - b| <= atol + rtol * |b| (NaNs must agree),
+    as `mil verify` does. a, b: Models or paths. inputs: dict name -> array
+    (missing inputs are random: floats uniform in [-1, 1), ints in [0, 10),
+    symbolic dims 1, from numpy's generator seeded with seed). Defaults:
+    rtol 1e-3, atol 1e-4, or 1e-2 / 1e-2 when either program computes in
+    fp16. Outputs match by name, else by position. Returns a VerifyResult."""
+    ma, mb = _as_model(a), _as_model(b)
+    feed = _random_inputs(ma, function, seed)
+    feed.update(inputs or {})
+    fp16 = any(" fp16)" in str(m) or ",fp16)" in str(m) for m in (ma, mb))
+    rtol = rtol if rtol is not None else (1e-2 if fp16 else 1e-3)
+    atol = atol if atol is not None else (1e-2 if fp16 else 1e-4)
+    ya, yb = ma.predict(feed, function), mb.predict(feed, function)
+    pairs = [(k, k) for k in ya] if set(ya) <= set(yb) else list(zip(ya, yb))
+    outputs = {}
+    for ka, kb in pairs:
+        x, y = np.asarray(ya[ka], np.float64), np.asarray(yb[kb], np.float64)
+        if x.shape != y.shape:
+            outputs[ka] = dict(max_abs_error=float("inf"), max_rel_error=float("inf"), mismatches=-1, passed=False)
+            continue
+        nan = np.isnan(x) | np.isnan(y)
+        err = np.where(nan, 0.0, np.abs(x - y))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rel = np.where((y != 0) & ~nan, err / np.abs(y), 0.0)
+        bad = int(np.count_nonzero((np.isnan(x) != np.isnan(y)) | (~nan & ~(err <= atol + rtol * np.abs(y)))))
+        outputs[ka] = dict(max_abs_error=float(err.max(initial=0.0)), max_rel_error=float(rel.max(initial=0.0)),
+                           mismatches=bad, passed=bad == 0)
+    if len(ya) != len(yb) and not set(ya) <= set(yb):
+        outputs["<outputs>"] = dict(max_abs_error=float("inf"), max_rel_error=float("inf"), mismatches=-1,
+                                    passed=False)
+    return VerifyResult(outputs, rtol, atol)
+
+
+def passes(implemented_only=False):
+    """Every pass libmil knows, with coremltools' names, as a list of dicts:
+    name ("common::dead_code_elimination"), doc, implemented (bool) and
+    options (list of dicts: name, type, default, doc)."""
+    out = []
+    for i in range(_capi.pass_known_count()):
+        p = _capi.pass_known_at(i).contents
+        name = p.name.decode()
+        impl = bool(_capi.pass_is_implemented(p.name))
+        if implemented_only and not impl:
+            continue
+        opts = []
+        for j in range(p.n_options):
+            o = p.options[j]
+            opts.append(dict(name=o.name.decode(), type=_capi.pass_opt_type_name(o.type).decode(),
+                             default=o.default_value.decode() if o.default_value is not None else None,
+                             doc=(o.doc or b"").decode()))
+        out.append(dict(name=name, doc=(p.doc or b"").decode(), implemented=impl, options=opts))
+    return out
+
+
+def pipelines():
+    """The predefined pipelines (coremltools' PassPipeline names) as a dict
+    name -> list of pass names in order."""
+    out = {}
+    for i in range(_capi.pipeline_name_count()):
+        name = _capi.pipeline_name_at(i)
+        pl = _capi.c_void_p()
+        with Diag() as d:
+            d.raise_for(_capi.pipeline_new(name, ctypes.byref(pl), d.ref))
+        try:
+            out[name.decode()] = [_capi.pipeline_pass_at(pl, j).decode() for j in range(_capi.pipeline_n_passes(pl))]
+        finally:
+            _capi.pipeline_free(pl)
+    return out

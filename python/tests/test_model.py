@@ -1,0 +1,138 @@
+"""The Python package on real models: predict against PyTorch's outputs,
+optimize against `mil opt`, round trips, descriptions."""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import libmil
+from conftest import EXAMPLE, corpus_models
+
+
+def _close(a, b, rtol, atol):
+    return np.all(np.abs(a.astype(np.float64) - b.astype(np.float64)) <= atol + rtol * np.abs(b.astype(np.float64)))
+
+
+@pytest.mark.parametrize("name", corpus_models() or ["(corpus absent)"])
+def test_predict_reproduces_pytorch(models_dir, name):
+    d = os.path.join(models_dir, name)
+    x = np.load(os.path.join(d, "x.npy"))
+    y = np.load(os.path.join(d, "y_torch.npy"))
+    m = libmil.load(os.path.join(d, "input.mlpackage"))
+    (inp,) = list(m.input_description)
+    out = m.predict({inp: x})
+    (got,) = out.values()
+    assert got.shape == y.shape
+    assert got.flags.owndata and got.flags.writeable
+    # fp32 program: max |a - b| / max |b| <= 1e-3 (as test_corpus_models_run)
+    assert np.max(np.abs(got - y)) / np.max(np.abs(y)) <= 1e-3
+    # coremltools' optimized fp16 program: every element within 1e-2 + 1e-2 |y|
+    e = libmil.load(os.path.join(d, "expected.mlpackage"))
+    (ge,) = e.predict({inp: x}).values()
+    assert _close(ge, y, 1e-2, 1e-2)
+
+
+@pytest.mark.parametrize("name", corpus_models() or ["(corpus absent)"])
+def test_optimize_equals_mil_opt(models_dir, mil_cli, name, tmp_path):
+    src = os.path.join(models_dir, name, "input.mlpackage")
+    cli_out = tmp_path / "cli.mlpackage"
+    subprocess.run([mil_cli, "opt", src, "-o", str(cli_out), "--quiet"], check=True)
+    m = libmil.load(src)
+    rep = m.optimize()
+    assert rep.ops_before > rep.ops_after
+    assert "common::add_fp16_cast" in rep.changed
+    assert all(p["seconds"] >= 0 for p in rep.passes)
+    py_out = tmp_path / "py.mlpackage"
+    m.save(py_out)
+    r = libmil.diff(cli_out, py_out, identical=True)
+    assert r.identical, r.difference
+    # and both read back as the same program coremltools produced
+    assert libmil.diff(py_out, os.path.join(models_dir, name, "expected.mlpackage"))
+
+
+def test_description_and_metadata(models_dir):
+    m = libmil.load(os.path.join(models_dir, "squeezenet1_1", "input.mlpackage"))
+    assert m.spec_version >= 6
+    assert m.functions == ["main"]
+    f = m.input_description["x"]
+    assert (f.kind, f.dtype, f.shape) == ("multiArray", "fp32", (1, 3, 224, 224))
+    assert list(m.output_description)
+    md = m.metadata
+    assert set(md) >= {"author", "license", "shortDescription", "versionString", "userDefined"}
+    assert "main[CoreML" in str(m) and "conv(" in str(m)
+
+
+def test_text_round_trip(tmp_path):
+    m = libmil.load(EXAMPLE)
+    text = m.to_mil_text(complete=True)
+    m2 = libmil.from_mil_text(text)
+    assert libmil.diff(m, m2, identical=True).identical
+    assert m2.to_mil_text() == text
+    assert m.program == text
+    # save to each format and read back the same program
+    for ext in (".mil", ".mlpackage", ".mlmodel"):
+        p = tmp_path / ("out" + ext)
+        m.save(p)
+        assert libmil.diff(m, libmil.load(p)).equivalent, ext
+
+
+def test_example_predict_and_validate():
+    m = libmil.load(EXAMPLE)
+    assert m.validate() == [] or isinstance(m.validate(), list)
+    types = m.input_types()
+    feed = {n: np.ones([1 if s is None else s for s in shape], dtype=np.float64) for n, (dt, shape) in types.items()}
+    out = m.predict(feed)  # float64 converted to the declared dtype, as coremltools does
+    assert out and all(isinstance(v, np.ndarray) for v in out.values())
+    out2 = m.predict(feed)
+    for k in out:
+        assert np.array_equal(out[k], out2[k])
+
+
+def test_verify(models_dir):
+    d = os.path.join(models_dir, "tinygpt4")
+    x = np.load(os.path.join(d, "x.npy"))
+    a, b = os.path.join(d, "input.mlpackage"), os.path.join(d, "expected.mlpackage")
+    r = libmil.verify(a, b, inputs={"x": x} if "x" in libmil.load(a).input_description else None)
+    assert r.passed and (r.rtol, r.atol) == (1e-2, 1e-2)
+    strict = libmil.verify(a, b, inputs=None, rtol=1e-7, atol=0)
+    assert not strict.passed
+
+
+def test_passes_and_pipelines():
+    ps = {p["name"]: p for p in libmil.passes()}
+    assert ps["common::const_deduplication"]["implemented"]
+    assert any(o["name"] == "const_threshold" for o in ps["common::const_deduplication"]["options"])
+    pls = libmil.pipelines()
+    assert "default" in pls and "common::add_fp16_cast" in pls["default"]
+    assert "cleanup" in pls
+
+
+def test_optimize_with_passes_and_options():
+    m = libmil.load(EXAMPLE)
+    rep = m.optimize(passes=["const_elimination", "common::dead_code_elimination"],
+                     options={"common::const_elimination": {"skip_const_by_size": 1e6}})
+    assert [p["name"] for p in rep.passes] == ["common::const_elimination", "common::dead_code_elimination"]
+    m.validate()
+
+
+STATEFUL = ('main[CoreML8](%x: (2,fp16)(Tensor), %acc: (2,fp16)(State)) {\n  block0() {\n'
+            '    %r: (2,fp16)(Tensor) = read_state(input=%acc, name="r")\n'
+            '    %s: (2,fp16)(Tensor) = add(x=%r, y=%x, name="s")\n'
+            '    %u: (2,fp16)(Tensor) = coreml_update_state(state=%acc, value=%s, name="u")\n'
+            '  } -> (%u)\n}\n')
+
+
+def test_state_persists_across_predictions():
+    m = libmil.from_mil_text(STATEFUL)
+    assert "x" in m.input_types() and "acc" not in m.input_types()
+    st = m.make_state()
+    for k in (1, 2, 3):
+        (u,) = m.predict({"x": np.array([1.0, 2.5])}, state=st).values()
+        assert u.dtype == np.float16 and u.tolist() == [1.0 * k, 2.5 * k]
+    # a fresh state starts again from zeros
+    (u,) = m.predict({"x": np.array([1.0, 2.5])}, state=m.make_state()).values()
+    assert u.tolist() == [1.0, 2.5]
+    other = libmil.from_mil_text(STATEFUL)
+    with pytest.raises(libmil.MILInvalidError):
+        other.predict({"x": np.array([1.0, 2.5])}, state=st)
