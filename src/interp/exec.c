@@ -41,6 +41,12 @@ static void describe_inputs(const mil_op *op, char *buf, size_t n) {
   }
 }
 
+/* Bytes of a static tensor type (0 when not static). */
+static int64_t static_bytes(const mil_type *t) {
+  int64_t n = mil_type_numel(t);
+  return n > 0 ? (int64_t)mil_dtype_storage_bytes(t->dtype, n) : 0;
+}
+
 static mil_status exec_const(interp_run *r, mil_op *op) {
   for (int32_t i = 0; i < op->n_outputs; i++)
     if (!op->outputs[i]->val)
@@ -110,6 +116,12 @@ static mil_status exec_op(interp_run *r, mil_op *op) {
     }
   }
   for (int32_t i = 0; i < op->n_outputs; i++) {
+    int64_t big = vals[i] ? 0 : static_bytes(types[i]);
+    if (big > MIL_FOLD_MAX_BYTES) {
+      char tb[160];
+      return interp_fail(&c, MIL_ERR_NOMEM, "cannot be executed: output %d %s needs %lld bytes, which could not be "
+                         "allocated", i, mil_type_to_string(types[i], tb, sizeof tb), (long long)big);
+    }
     if (!vals[i]) {
       char desc[512];
       describe_inputs(op, desc, sizeof desc);
