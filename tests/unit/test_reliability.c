@@ -63,29 +63,35 @@ static void expect_has(const char *msg, const char *needle) {
   if (!strstr(msg, needle)) fail_msg("message '%s' lacks '%s'", msg, needle);
 }
 
+/* Writes text to a .mil file in a scratch directory and loads it with
+ * mil_model_load (the directory is removed again). */
+static mil_status load_text_file(const char *text, mil_model **m, mil_diag *d) {
+  char *dir = mt_tempdir();
+  char *path = mt_path(dir, "t.mil");
+  assert_true(mt_write(path, text, strlen(text)));
+  mil_status st = mil_model_load(path, m, d);
+  mt_rm_rf(dir);
+  free(path);
+  free(dir);
+  return st;
+}
+
 /* fault 1: the opset of a refused .mil program was printed after the
  * program (which owns the string) was freed. The message must name it. */
 static void test_refused_opset_message(void **state) {
   (void)state;
-  char *dir = mt_tempdir();
-  char *path = mt_path(dir, "opset.mil");
   static const char text[] = "main[CoreML99](%x: (2, fp32)(Tensor)) {\n"
                              "  block0() {\n"
                              "    %y: (2, fp32)(Tensor) = relu(x=%x, name=\"y\")\n"
                              "  } -> (%y)\n"
                              "}\n";
-  assert_true(mt_write(path, text, strlen(text)));
   mil_model *m = NULL;
   mil_diag d;
   mil_diag_init(&d);
-  mil_status st = mil_model_load(path, &m, &d);
-  assert_int_not_equal(st, MIL_OK);
+  assert_int_not_equal(load_text_file(text, &m, &d), MIL_OK);
   assert_null(m);
   expect_has(mil_diag_first_error(&d), "opset 'CoreML99'");
   mil_diag_clear(&d);
-  mt_rm_rf(dir);
-  free(path);
-  free(dir);
 }
 
 /* fault 14: an empty block with no outputs applied a zero offset to a NULL
@@ -396,26 +402,20 @@ static void test_many_functions_linear(void **state) {
  * loading .mil, info and validate agree with the writer that opt uses. */
 static void test_multi_function_spec(void **state) {
   (void)state;
-  char *dir = mt_tempdir();
-  char *path = mt_path(dir, "two.mil");
   static const char text[] = "main[CoreML7](%x: (2, fp32)(Tensor)) {\n block0() {\n"
                              "  %y: (2, fp32)(Tensor) = relu(x=%x, name=\"y\")\n } -> (%y)\n}\n"
                              "other[CoreML7](%x: (2, fp32)(Tensor)) {\n block0() {\n"
                              "  %y: (2, fp32)(Tensor) = relu(x=%x, name=\"y\")\n } -> (%y)\n}\n";
-  assert_true(mt_write(path, text, strlen(text)));
   mil_model *m = NULL;
   mil_diag d;
   mil_diag_init(&d);
-  assert_int_equal(mil_model_load(path, &m, &d), MIL_OK);
+  assert_int_equal(load_text_file(text, &m, &d), MIL_OK);
   assert_int_equal(mil_model_spec_version(m), 9);
   mil_model *back = round_trip(m);
   assert_int_equal(mil_model_spec_version(back), 9);
   mil_model_free(back);
   mil_model_free(m);
   mil_diag_clear(&d);
-  mt_rm_rf(dir);
-  free(path);
-  free(dir);
 }
 
 /* fault 15: coremltools' rule (dedup_op_and_var_names): a function output
