@@ -112,6 +112,20 @@ static void test_empty_block(void **state) {
   mil_program_free(p);
 }
 
+/* A name with a byte that is not valid UTF-8 was accepted, printed
+ * escaped and read back as another name (found by fuzz_text_parse): such a
+ * byte ends a name; valid UTF-8 stays part of it. */
+static void test_names_utf8(void **state) {
+  (void)state;
+  char *e = parse_error("main[CoreML7](%x: (2, fp32)(Tensor)) {\n  \x8flock0() {\n  } -> (%x)\n}\n");
+  expect_has(e, "t.mil:2:3: expected a block name");
+  expect_has(e, "0x8f");
+  free(e);
+  mil_program *p = parse_ok("main[CoreML7](%x: (2, fp32)(Tensor)) {\n  bl\xc3\xa9" "ck0() {\n  } -> (%x)\n}\n");
+  assert_string_equal(mil_function_body(p->functions[0])->name, "bl\xc3\xa9" "ck0");
+  mil_program_free(p);
+}
+
 /* fault 13: one size rule, in the type constructor. */
 static void test_size_rule_text(void **state) {
   (void)state;
@@ -448,6 +462,7 @@ int main(void) {
       cmocka_unit_test(test_value_inference_bounded), cmocka_unit_test(test_while_loop_memory_bounded),
       cmocka_unit_test(test_nesting_round_trip),     cmocka_unit_test(test_many_functions_linear),
       cmocka_unit_test(test_duplicate_names),       cmocka_unit_test(test_multi_function_spec),
+      cmocka_unit_test(test_names_utf8),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
