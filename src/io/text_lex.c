@@ -85,19 +85,6 @@ size_t io_lex_name(io_lex *L, const char **s) {
   return io_lex_name_here(L, s);
 }
 
-/* Length of the valid UTF-8 sequence at p (2 to 4 bytes), or 0. */
-static size_t utf8_len(const unsigned char *p, const unsigned char *end) {
-  unsigned c = p[0];
-  size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-  if (!n || (size_t)(end - p) < n) return 0;
-  for (size_t i = 1; i < n; i++)
-    if ((p[i] & 0xc0) != 0x80) return 0;
-  if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) || (c == 0xf0 && p[1] < 0x90) ||
-      (c == 0xf4 && p[1] > 0x8f))
-    return 0; /* overlong, surrogate or past U+10FFFF */
-  return n;
-}
-
 /* A name: printable ASCII other than the punctuation of the syntax, and
  * valid UTF-8 (the printer escapes anything else, so a name with an
  * invalid byte could not be printed and read back: it ends the name). */
@@ -108,7 +95,7 @@ size_t io_lex_name_here(io_lex *L, const char **s) {
       p++;
       continue;
     }
-    size_t n = utf8_len((const unsigned char *)p, (const unsigned char *)L->end);
+    size_t n = io_utf8_len((const unsigned char *)p, (const unsigned char *)L->end);
     if (!n) break;
     p += n;
   }

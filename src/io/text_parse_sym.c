@@ -121,8 +121,18 @@ static const char *unused_name(io_parser *P, const char *base, size_t base_len, 
 const char *io_sym_fresh_name(io_parser *P, const char *op_name, const char *param) {
   size_t a = strlen(op_name), b = strlen(param);
   if (!io_grow((void **)&P->sbuf, &P->scap, 1, a + b + 2)) return sym_nomem(P, P->L.p), NULL;
-  /* the op name is free text; the var name must stay a name run */
-  for (size_t i = 0; i < a; i++) P->sbuf[i] = io_name_byte((unsigned char)op_name[i]) ? op_name[i] : '_';
+  /* the op name is free text; the var name must stay a name run (bytes of
+   * the syntax and bytes that are not valid UTF-8 become '_') */
+  const unsigned char *u = (const unsigned char *)op_name;
+  for (size_t i = 0; i < a;) {
+    size_t n = u[i] < 0x80 ? 1 : io_utf8_len(u + i, u + a);
+    if (!n || (n == 1 && !io_name_byte(u[i]))) {
+      P->sbuf[i++] = '_';
+      continue;
+    }
+    memcpy(P->sbuf + i, op_name + i, n);
+    i += n;
+  }
   P->sbuf[a] = '_';
   memcpy(P->sbuf + a + 1, param, b);
   return unused_name(P, P->sbuf, a + 1 + b, P->L.p);

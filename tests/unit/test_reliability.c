@@ -124,6 +124,14 @@ static void test_names_utf8(void **state) {
   mil_program *p = parse_ok("main[CoreML7](%x: (2, fp32)(Tensor)) {\n  bl\xc3\xa9" "ck0() {\n  } -> (%x)\n}\n");
   assert_string_equal(mil_function_body(p->functions[0])->name, "bl\xc3\xa9" "ck0");
   mil_program_free(p);
+  /* the const of an inline literal is named after its op: an invalid byte
+   * of the op name becomes '_' in the var name */
+  p = parse_ok("main[CoreML7](%x: (2, fp32)(Tensor)) {\n  block0() {\n"
+               "    %y: (2, fp32)(Tensor) = add(x=%x, y=[1.0, 2.0], name=\"z_\xe3" "at\")\n  } -> (%y)\n}\n");
+  const mil_op *c = mil_function_body(p->functions[0])->first;
+  assert_string_equal(c->type, "const");
+  if (strncmp(c->outputs[0]->name, "z__at_y", 7) != 0) fail_msg("const named '%s'", c->outputs[0]->name);
+  mil_program_free(p);
 }
 
 /* fault 13: one size rule, in the type constructor. */
