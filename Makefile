@@ -7,7 +7,7 @@ DEPS      = cmake gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libc
             libcmocka-dev libopenblas-dev clang libonnx-dev libonnx-testdata nettle-dev libyaml-dev \
             python3-numpy python3-pytest python3-venv python3-pip python3-setuptools graphviz libgraphviz-dev
 
-.PHONY: all deps configure build demo test test-asan build-release fuzz bench install clean python
+.PHONY: all deps configure build demo test test-asan test-ubsan-clang build-release fuzz bench install clean python
 
 all: build
 
@@ -39,6 +39,11 @@ build-release: deps
 	  echo "Release build with $$cc: ok"; \
 	done
 
+# clang's UndefinedBehaviorSanitizer over the whole suite (clang flags some
+# undefined behaviour gcc's does not, e.g. a zero offset applied to NULL)
+test-ubsan-clang:
+	@$(MAKE) --no-print-directory test BUILD=build-ubsan CMAKEOPT="-DCMAKE_C_COMPILER=clang -DMIL_UBSAN=ON"
+
 fuzz: deps
 	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DMIL_FUZZ=ON -DMIL_BUILD_TESTS=OFF >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
@@ -58,4 +63,4 @@ install: build
 	@cmake --install $(BUILD)
 
 clean:
-	rm -rf build build-asan build-fuzz build-release-gcc build-release-clang
+	rm -rf build build-asan build-ubsan build-fuzz build-release-gcc build-release-clang

@@ -1,17 +1,24 @@
 #!/bin/sh
 # Runs every built fuzz target for a short while.
-#   sh fuzz/run.sh BUILD_DIR [SECONDS]
+#   sh fuzz/run.sh BUILD_DIR [SECONDS] [TARGET...]
 # BUILD_DIR is a build configured with -DCMAKE_C_COMPILER=clang -DMIL_FUZZ=ON.
 # Each BUILD_DIR/fuzz/fuzz_* runs for SECONDS (default 30) on a scratch copy of
 # the seeds tests/data/*.mil (plus fuzz/seeds/<target>/ and the dictionary
-# fuzz/<target>.dict when present). Exits non-zero when any target finds a
+# fuzz/<target>.dict when present). fuzz_proto and fuzz_package are also
+# seeded with the real models' model.mlmodel files of the shared corpus
+# (MIL_SHARED_DIR, default ../shared next to the repository) when it is there;
+# they are copied into the scratch corpus, never into the repository.
+# TARGET names limit the run to those targets. Exits non-zero when any target finds a
 # crash, leak, sanitizer report or time-out; the reproducer is copied into
 # BUILD_DIR.
 set -u
 build=${1:?usage: sh fuzz/run.sh BUILD_DIR [SECONDS]}
 secs=${2:-30}
+if [ $# -ge 2 ]; then shift 2; else shift $#; fi
+only="$*"
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
+shared=${MIL_SHARED_DIR:-$root/../shared}
 work=$(mktemp -d "${TMPDIR:-/tmp}/mil-fuzz.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT INT TERM
 
@@ -20,16 +27,44 @@ count=0
 for exe in "$build"/fuzz/fuzz_*; do
   [ -f "$exe" ] && [ -x "$exe" ] || continue
   name=$(basename "$exe")
+  if [ -n "$only" ]; then
+    case " $only " in *" $name "*) ;; *) continue ;; esac
+  fi
   corpus="$work/$name"
   mkdir -p "$corpus"
   for s in "$root"/tests/data/*.mil; do
     [ -f "$s" ] && cp "$s" "$corpus/"
   done
+  # small valid programs for the targets that validate, optimize and run
+  case $name in fuzz_validate | fuzz_pipeline | fuzz_interp | fuzz_model_load | fuzz_text_parse)
+    cp "$here"/seeds/mil/*.mil "$corpus/" 2>/dev/null ;;
+  esac
   if [ -d "$here/seeds/$name" ]; then
     cp "$here/seeds/$name"/* "$corpus/" 2>/dev/null
   fi
+  # real models as seeds: fuzz_proto takes mode byte 0 + the protobuf,
+  # fuzz_package u16 manifest length 0 (a valid manifest), u16 model length,
+  # the model (no weights: models under 64 KiB only)
+  k=0
+  for mm in "$shared"/corpus/models/*/*.mlpackage/Data/com.apple.CoreML/model.mlmodel; do
+    [ -f "$mm" ] || continue
+    k=$((k + 1))
+    case $name in
+    fuzz_proto) { printf '\000'; cat "$mm"; } >"$corpus/real-$k.bin" ;;
+    fuzz_package)
+      n=$(wc -c <"$mm")
+      if [ "$n" -lt 65536 ]; then
+        { printf '\000\000'; printf "\\$(printf %03o $((n % 256)))\\$(printf %03o $((n / 256)))"; cat "$mm"; } \
+          >"$corpus/real-$k.bin"
+      fi
+      ;;
+    esac
+  done
   set --
   [ -f "$here/$name.dict" ] && set -- "-dict=$here/$name.dict"
+  case $name in fuzz_validate | fuzz_pipeline | fuzz_interp | fuzz_model_load)
+    [ -f "$here/fuzz_text_parse.dict" ] && set -- "-dict=$here/fuzz_text_parse.dict" ;;
+  esac
   echo "== $name: $secs s"
   if "$exe" "$@" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2560 \
       -artifact_prefix="$work/$name-" "$corpus" >"$work/$name.log" 2>&1; then

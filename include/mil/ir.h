@@ -165,6 +165,11 @@ struct mil_program {
   bool marks_pending;
   struct ir_mappings *mappings; /* private: weight-file mappings its values view (src/core/bigval.c) */
   void *user;              /* free for embedders */
+  /* private: capacity of the functions array while it is the one
+   * mil_function_new grew (geometric growth: memory linear in the number
+   * of functions); code that replaces `functions` needs not update it */
+  mil_function **fn_grown;
+  int32_t cap_functions;
 };
 
 /* ---------- program ---------- */
@@ -258,9 +263,32 @@ MIL_API void mil_program_recount_ops(mil_program *p);
  * (compare with mil_type_equal all the same; types of other programs are
  * never shared). */
 
-/* Tensor type. dims may be NULL when rank <= 0 (rank -1 = unknown rank). */
+/* Deepest nesting of blocks (a cond or while_loop block inside another's)
+ * libmil reads, writes and runs: the text parser, the protobuf reader and
+ * writer and the interpreter share it, so whatever libmil writes it reads
+ * back. A function body is depth 0. */
+#define MIL_MAX_BLOCK_DEPTH 64
+
+/* The largest tensor libmil represents: at most MIL_TENSOR_MAX_ELEMENTS
+ * elements and MIL_TENSOR_MAX_BYTES bytes of storage (2^48 each, 256 TiB;
+ * far above any Core ML model, far below where int64 sizes overflow). */
+#define MIL_TENSOR_MAX_ELEMENTS ((int64_t)1 << 48)
+#define MIL_TENSOR_MAX_BYTES ((int64_t)1 << 48)
+
+/* The size rule of every tensor type: the product of the known dims (the
+ * element count; symbolic dims left out) and its storage size in bytes for
+ * dtype dt must fit in int64 and stay within MIL_TENSOR_MAX_ELEMENTS and
+ * MIL_TENSOR_MAX_BYTES.
+ * Returns true when the shape obeys it; otherwise false with the reason
+ * ("2^90 elements (1073741824 x 1073741824 x 1073741824) exceed ...") in
+ * why[0..n) (why may be NULL). rank <= 0 always obeys. */
+MIL_API bool mil_tensor_size_ok(mil_dtype dt, int32_t rank, const mil_dim *dims, char *why, size_t n);
+
+/* Tensor type. dims may be NULL when rank <= 0 (rank -1 = unknown rank).
+ * NULL when the shape breaks mil_tensor_size_ok (check it first for the
+ * reason) or memory runs out. */
 MIL_API const mil_type *mil_type_tensor(mil_program *p, mil_dtype dt, int32_t rank, const mil_dim *dims);
-/* Tensor type from constant sizes. */
+/* Tensor type from constant sizes (NULL as for mil_type_tensor). */
 MIL_API const mil_type *mil_type_tensor_shape(mil_program *p, mil_dtype dt, int32_t rank, const int64_t *shape);
 MIL_API const mil_type *mil_type_scalar(mil_program *p, mil_dtype dt);
 MIL_API const mil_type *mil_type_list(mil_program *p, const mil_type *elem, mil_dim length);

@@ -119,6 +119,13 @@ MIL_API const mil_input_spec *mil_op_def_input(const mil_op_def *def, const char
  * a type error. */
 MIL_API mil_status mil_op_infer(mil_op *op, mil_diag *d);
 
+/* Value inference never materializes an output larger than this many bytes
+ * unless the output is no larger than twice the op's known input values:
+ * a tile of a 2-element const by 2^30, or a fill of a 4 GB shape, keeps its
+ * type and no value (mil_op_infer, mil_op_infer_types, validation and the
+ * passes' folding alike). */
+#define MIL_FOLD_MAX_BYTES ((int64_t)64 << 20)
+
 /* Like mil_op_infer but leaves the op untouched: fills types[i] / vals[i]
  * (arrays of at least op->n_outputs entries, owned by the program). */
 MIL_API mil_status mil_op_infer_types(mil_op *op, const mil_type **types, const mil_value **vals, mil_diag *d);

@@ -127,12 +127,7 @@ static bool copy_function(cl *c, const mil_function *sf) {
   f->n_specs = sf->n_specs;
   f->attrs = copy_attrs(c, sf->attrs, sf->n_attrs);
   f->n_attrs = sf->n_attrs;
-  mil_function **nf = mil_program_alloc(p, (size_t)(p->n_functions + 1) * sizeof *nf);
-  if (!nf) return false;
-  if (p->n_functions) memcpy(nf, p->functions, (size_t)p->n_functions * sizeof *nf);
-  nf[p->n_functions++] = f;
-  p->functions = nf;
-  return true;
+  return ir_program_push_function(p, f);
 }
 
 mil_program *mil_program_clone(const mil_program *src) {

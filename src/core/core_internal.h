@@ -112,4 +112,6 @@ IR_HIDDEN void *ir_ptrmap_get(const ir_ptrmap *m, const void *key);
 
 /* value.c: copy of a value into program p (views stay views). */
 IR_HIDDEN const mil_value *ir_value_import(mil_program *p, const mil_value *v);
+/* Appends f to p->functions (geometric growth); false when out of memory. */
+IR_HIDDEN bool ir_program_push_function(mil_program *p, mil_function *f);
 #endif

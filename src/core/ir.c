@@ -50,8 +50,14 @@ const char *mil_program_find_string(const mil_program *p, const char *s, size_t 
 }
 
 mil_function *mil_program_find_function(const mil_program *p, const char *name) {
+  /* function names are interned in p (mil_function_new, clone and every
+   * pass that renames a function intern them): a name p never interned
+   * names no function, and an interned one compares by pointer (a scan
+   * with strcmp took seconds for 20,000 functions) */
+  const char *in = name && p->strs ? ir_intern_find(p->strs, name, (size_t)-1) : NULL;
+  if (!in) return NULL;
   for (int32_t i = 0; i < p->n_functions; i++)
-    if (strcmp(p->functions[i]->name, name) == 0) return p->functions[i];
+    if (p->functions[i]->name == in) return p->functions[i];
   return NULL;
 }
 
@@ -123,12 +129,25 @@ mil_function *mil_function_new(mil_program *p, const char *name, const char *ops
   f->opset = mil_program_intern(p, opset, (size_t)-1);
   if (!f->name || !f->opset) return NULL;
   if (!mil_function_add_specialization(f, opset)) return NULL;
-  mil_function **nf = ir_arena_grow(p->arena, p->functions, (size_t)p->n_functions, (size_t)p->n_functions + 1,
-                                    sizeof *nf);
-  if (!nf) return NULL;
+  return ir_program_push_function(p, f) ? f : NULL;
+}
+
+bool ir_program_push_function(mil_program *p, mil_function *f) {
+  /* the array doubles when full (a copy per function made 20,000
+   * functions cost 1.6 GB) */
+  int32_t cap = p->functions && p->functions == p->fn_grown ? p->cap_functions : p->n_functions;
+  mil_function **nf = p->functions;
+  if (p->n_functions >= cap) {
+    if (p->n_functions > INT32_MAX / 2 - 1) return false;
+    cap = p->n_functions < 4 ? 4 : p->n_functions * 2;
+    nf = ir_arena_grow(p->arena, p->functions, (size_t)p->n_functions, (size_t)cap, sizeof *nf);
+    if (!nf) return false;
+  }
   nf[p->n_functions++] = f;
   p->functions = nf;
-  return f;
+  p->fn_grown = nf;
+  p->cap_functions = cap;
+  return true;
 }
 
 mil_block *mil_function_add_specialization(mil_function *f, const char *opset) {

@@ -1,4 +1,6 @@
 /* Value types: constructors (arena-owned, immutable) and comparison. */
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -80,9 +82,65 @@ static mil_type *tensor_new(mil_program *p, mil_dtype dt, int32_t rank, bool is_
   return t;
 }
 
+static void size_why(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void size_why(char *why, size_t n, const char *fmt, ...) {
+  if (!why || !n) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, n, fmt, ap);
+  va_end(ap);
+}
+
+/* "1073741824 x 1073741824 x ..." (the known dims) into buf. */
+static const char *dims_product(int32_t rank, const mil_dim *dims, char *buf, size_t n) {
+  size_t l = 0;
+  buf[0] = 0;
+  for (int32_t i = 0; i < rank && l + 24 < n; i++) {
+    if (dims[i].size < 0) continue;
+    int k = snprintf(buf + l, n - l, "%s%lld", l ? " x " : "", (long long)dims[i].size);
+    if (k < 0) break;
+    l += (size_t)k;
+  }
+  return buf;
+}
+
+bool mil_tensor_size_ok(mil_dtype dt, int32_t rank, const mil_dim *dims, char *why, size_t n) {
+  if (rank <= 0 || !dims) return true;
+  /* the count is tracked as a power-of-two bound as well, to name how far
+   * over int64 an overflowing product goes */
+  int64_t count = 1;
+  bool over = false;
+  double log2n = 0;
+  for (int32_t i = 0; i < rank; i++) {
+    int64_t s = dims[i].size;
+    if (s < 0) continue; /* unknown or symbolic */
+    if (s == 0) return true; /* no elements */
+    log2n += log2((double)s);
+    if (!over && count > INT64_MAX / s) over = true;
+    if (!over) count *= s;
+  }
+  char pb[160];
+  if (over || count > MIL_TENSOR_MAX_ELEMENTS) {
+    size_why(why, n, "%s = about 2^%.0f elements, more than the maximum 2^48 (MIL_TENSOR_MAX_ELEMENTS)%s",
+             dims_product(rank, dims, pb, sizeof pb), log2n, over ? " and more than int64 holds" : "");
+    return false;
+  }
+  int bits = dt == MIL_DT_STRING ? (int)(8 * sizeof(const char *)) : mil_dtype_bits(dt);
+  if (bits <= 0) bits = 8;
+  /* count <= 2^48 and bits <= 128: the bit count fits in int64 */
+  int64_t bytes = (count * bits + 7) / 8;
+  if (bytes > MIL_TENSOR_MAX_BYTES) {
+    size_why(why, n, "%s elements of %s take %lld bytes, more than the maximum 2^48 (MIL_TENSOR_MAX_BYTES)",
+             dims_product(rank, dims, pb, sizeof pb), mil_dtype_name(dt), (long long)bytes);
+    return false;
+  }
+  return true;
+}
+
 /* The shared record of a tensor type; dims' symbols must be interned. */
 static const mil_type *tensor_type(mil_program *p, mil_dtype dt, int32_t rank, bool is_scalar, const mil_dim *dims) {
   if (rank < -1) return NULL;
+  if (!mil_tensor_size_ok(dt, rank, dims, NULL, 0)) return NULL;
   int32_t n = rank > 0 ? rank : 0;
   ir_typetab *tt = p->types;
   if (!tt) {

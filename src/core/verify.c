@@ -230,8 +230,32 @@ static void walked_types_check(const mil_program *p, mil_diag *d, size_t *total)
   ir_ptrmap_free(&t.counts);
 }
 
+/* coremltools' one rule on duplicate names (dedup_op_and_var_names): two
+ * different vars among a function's inputs and outputs may not share a
+ * name (the pass cannot rename either); any other repeated op or var name
+ * is allowed (the pass renames it; a var name defined twice in a scope
+ * shadows, with a warning). */
+static void check_io_names(vctx *c, const mil_function *f, const mil_block *body) {
+  ir_ptrmap owner;
+  ir_ptrmap_init(&owner);
+  int32_t n = f->n_inputs + (body ? body->n_outputs : 0);
+  for (int32_t i = 0; i < n; i++) {
+    mil_var *v = i < f->n_inputs ? f->inputs[i] : body->outputs[i - f->n_inputs].var;
+    if (!v || !v->name) continue;
+    mil_var *o = ir_ptrmap_get(&owner, v->name);
+    if (o && o != v) {
+      err(c, "var name '%s' is used both as function input and output (or by two of them)%s%s", v->name, "", "");
+      break;
+    }
+    if (!o && !ir_ptrmap_put(&owner, v->name, v)) break;
+  }
+  ir_ptrmap_free(&owner);
+}
+
 mil_status mil_program_verify(const mil_program *p, mil_diag *d) {
   size_t total = 0;
+  ir_ptrmap fnames; /* function name -> function: one lookup each, not a scan */
+  ir_ptrmap_init(&fnames);
   for (int32_t fi = 0; fi < p->n_functions; fi++) {
     vctx c = {0};
     c.f = p->functions[fi];
@@ -241,8 +265,8 @@ mil_status mil_program_verify(const mil_program *p, mil_diag *d) {
     const mil_function *f = c.f;
     if (!is_identifier(f->name))
       mil_diag_add(d, MIL_SEV_WARNING, "function name '%s' is not a MIL identifier", f->name);
-    for (int32_t j = 0; j < fi; j++)
-      if (strcmp(p->functions[j]->name, f->name) == 0) err(&c, "the function name is used twice%s%s%s", "", "", "");
+    if (f->name && ir_ptrmap_get(&fnames, f->name)) err(&c, "the function name is used twice%s%s%s", "", "", "");
+    else if (f->name) ir_ptrmap_put(&fnames, f->name, (void *)f);
     bool has_body = false;
     for (int32_t s = 0; s < f->n_specs; s++)
       if (strcmp(f->specs[s].opset, f->opset) == 0) has_body = true;
@@ -255,6 +279,7 @@ mil_status mil_program_verify(const mil_program *p, mil_diag *d) {
     const mil_block *body = mil_function_body(f);
     for (int32_t i = 0; body && i < body->n_outputs; i++)
       if (body->outputs[i].var) warn_name(&c, "output", body->outputs[i].var->name);
+    check_io_names(&c, f, body);
     for (int32_t s = 0; s < f->n_specs; s++) {
       const mil_block *b = f->specs[s].block;
       if (b->parent) err(&c, "specialization '%s' has a parent op%s%s", f->specs[s].opset, "", "");
@@ -278,6 +303,7 @@ mil_status mil_program_verify(const mil_program *p, mil_diag *d) {
     ir_ptrmap_free(&c.names);
     ir_ptrmap_free(&c.visible);
   }
+  ir_ptrmap_free(&fnames);
   int64_t walked = ir_count_ops_walk(p);
   /* the per-type counts must add up the same way */
   walked_types_check(p, d, &total);

@@ -41,6 +41,12 @@ static void describe_inputs(const mil_op *op, char *buf, size_t n) {
   }
 }
 
+/* Bytes of a static tensor type (0 when not static). */
+static int64_t static_bytes(const mil_type *t) {
+  int64_t n = mil_type_numel(t);
+  return n > 0 ? (int64_t)mil_dtype_storage_bytes(t->dtype, n) : 0;
+}
+
 static mil_status exec_const(interp_run *r, mil_op *op) {
   for (int32_t i = 0; i < op->n_outputs; i++)
     if (!op->outputs[i]->val)
@@ -110,6 +116,12 @@ static mil_status exec_op(interp_run *r, mil_op *op) {
     }
   }
   for (int32_t i = 0; i < op->n_outputs; i++) {
+    int64_t big = vals[i] ? 0 : static_bytes(types[i]);
+    if (big > MIL_FOLD_MAX_BYTES) {
+      char tb[160];
+      return interp_fail(&c, MIL_ERR_NOMEM, "cannot be executed: output %d %s needs %lld bytes, which could not be "
+                         "allocated", i, mil_type_to_string(types[i], tb, sizeof tb), (long long)big);
+    }
     if (!vals[i]) {
       char desc[512];
       describe_inputs(op, desc, sizeof desc);
@@ -125,13 +137,37 @@ static mil_status exec_op(interp_run *r, mil_op *op) {
   return MIL_OK;
 }
 
+/* Whether running op has an effect besides its outputs: a state update, a
+ * random draw (it advances the run's generator) or nested blocks (which
+ * may hold either). */
+static bool has_effect(const mil_op *op) {
+  return op->n_blocks > 0 || strcmp(op->type, "coreml_update_state") == 0 || strncmp(op->type, "random_", 7) == 0;
+}
+
+static char k_dead; /* op->aux of an op whose outputs nothing needs */
+
+/* Marks (op->aux = &k_dead) the ops of b whose outputs nothing needs: no
+ * block output, no op of a nested block and no needed op of b uses them.
+ * They are not run, so an unused fill of a 4 GB shape allocates nothing. */
+static void mark_dead(mil_block *b) {
+  for (mil_op *op = b->last; op; op = op->prev) {
+    bool live = has_effect(op);
+    for (int32_t i = 0; i < op->n_outputs && !live; i++)
+      for (const mil_use *u = op->outputs[i]->uses; u && !live; u = u->next_use)
+        live = !u->op || u->op->block != b || u->op->aux != &k_dead;
+    op->aux = live ? NULL : &k_dead;
+  }
+}
+
 mil_status interp_exec_block(interp_run *r, mil_block *b) {
   if (r->depth >= INTERP_MAX_DEPTH)
     return mil_diag_error(r->d, MIL_ERR_UNSUPPORTED, "function '%s': blocks nested deeper than %d", r->fn->name,
                           INTERP_MAX_DEPTH);
   r->depth++;
   mil_status st = MIL_OK;
-  for (mil_op *op = b->first; op && st == MIL_OK; op = op->next) st = exec_op(r, op);
+  mark_dead(b);
+  for (mil_op *op = b->first; op && st == MIL_OK; op = op->next)
+    if (op->aux != &k_dead) st = exec_op(r, op);
   r->depth--;
   if (st != MIL_OK) return st;
   for (int32_t i = 0; i < b->n_outputs; i++) {

@@ -37,8 +37,9 @@
 /* Returned by a kernel that leaves the op to value inference. */
 #define INTERP_DECLINE ((mil_status)1000)
 
-/* Deepest nesting of cond / while_loop blocks executed. */
-#define INTERP_MAX_DEPTH 64
+/* Deepest nesting of blocks executed: the function body and
+ * MIL_MAX_BLOCK_DEPTH levels of cond / while_loop blocks in it. */
+#define INTERP_MAX_DEPTH (MIL_MAX_BLOCK_DEPTH + 1)
 
 typedef struct interp_state_slot {
   const char *name; /* state input name (owned by the state object) */

@@ -30,7 +30,7 @@
 #include <stdarg.h>
 
 /* Nesting limits that keep hostile input from exhausting the stack. */
-#define IO_PARSE_MAX_BLOCK_DEPTH 64 /* nested blocks (while_loop, cond) */
+#define IO_PARSE_MAX_BLOCK_DEPTH MIL_MAX_BLOCK_DEPTH /* nested blocks (while_loop, cond) */
 #define IO_PARSE_MAX_RANK 64        /* dims in one tensor type */
 #define IO_PARSE_MAX_LIST_DEPTH 32  /* nesting of an inline literal list */
 
@@ -58,6 +58,19 @@ typedef struct io_num {
 
 /* Bytes that may appear in a name run (mil-text.md section 2): anything but
  * white space, control bytes and the punctuation of the grammar. */
+/* Length of the valid UTF-8 sequence at p (2 to 4 bytes), or 0. */
+static inline size_t io_utf8_len(const unsigned char *p, const unsigned char *end) {
+  unsigned c = p[0];
+  size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (!n || (size_t)(end - p) < n) return 0;
+  for (size_t i = 1; i < n; i++)
+    if ((p[i] & 0xc0) != 0x80) return 0;
+  if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) || (c == 0xf0 && p[1] < 0x90) ||
+      (c == 0xf4 && p[1] > 0x8f))
+    return 0; /* overlong, surrogate or past U+10FFFF */
+  return n;
+}
+
 static inline bool io_name_byte(unsigned char c) {
   if (c <= 0x20 || c == 0x7f) return false;
   switch (c) {
@@ -192,6 +205,7 @@ typedef struct io_parser {
   char *sbuf, *nbuf; /* string and name scratch */
   size_t scap, ncap;
   bool saw_const, saw_literal;
+  const char *decl_name; /* the variable whose type is being read (for messages), or NULL */
   /* weight files opened for @blob values */
   struct io_parse_blob {
     char *path;

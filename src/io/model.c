@@ -319,13 +319,16 @@ mil_status mil_model_sync_description(mil_model *m, mil_diag *d) {
 }
 
 /* The highest spec version the program's opsets imply, CoreML3 (iOS13, 4)
- * included (0 if none is a known opset). */
+ * included (0 if none is a known opset), and at least
+ * IO_SPEC_MULTI_FUNCTION for several functions: the one rule the
+ * description check (io_desc_validate) and the writer apply too. */
 static int spec_from_opsets(const mil_program *p) {
   int v = 0;
   for (int32_t i = 0; i < p->n_functions; i++) {
     int f = mil_opset_version(p->functions[i]->opset);
     if (f > v) v = f;
   }
+  if (p->n_functions > 1 && v && v < IO_SPEC_MULTI_FUNCTION) v = IO_SPEC_MULTI_FUNCTION;
   return v;
 }
 
@@ -425,10 +428,11 @@ static mil_status load_mil_text(const char *path, mil_model **out, mil_diag *d) 
   if (st != MIL_OK) return st;
   int spec = spec_from_opsets(p);
   if (!spec) {
-    const char *opset = p->n_functions ? p->functions[0]->opset : "(none)";
+    /* report while the program (which owns the opset string) is alive */
+    const char *opset = p->n_functions && p->functions[0]->opset ? p->functions[0]->opset : "(none)";
+    st = mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: opset '%s' is not a MIL opset (CoreML3..CoreML9)", path, opset);
     mil_program_free(p);
-    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: opset '%s' is not a MIL opset (CoreML3..CoreML9)", path,
-                          opset);
+    return st;
   }
   mil_model *m = calloc(1, sizeof *m);
   if (!m || !(m->path = io_model_strdup(path))) {

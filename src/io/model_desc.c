@@ -755,7 +755,8 @@ mil_status io_desc_validate(const Coreml__ModelDescription *desc, const mil_prog
         nz(desc->predictedfeaturename)[0] || nz(desc->predictedprobabilitiesname)[0])
       verr(&c, "a multi-function description must leave input, output, state, trainingInput and the predicted "
                "feature names empty");
-    if (spec_version < 9) verr(&c, "multi-function models need specification version >= 9, found %d", spec_version);
+    if (spec_version < IO_SPEC_MULTI_FUNCTION)
+      verr(&c, "multi-function models need specification version >= %d, found %d", IO_SPEC_MULTI_FUNCTION, spec_version);
     bool found = false;
     for (size_t i = 0; i < desc->n_functions; i++) {
       const Coreml__FunctionDescription *fd = desc->functions[i];

@@ -33,9 +33,19 @@
 #define IO_MODEL_HIDDEN
 #endif
 
-/* Deepest message nesting accepted in a protobuf (each nested MIL block
- * costs two levels, each nested list/tuple value three). */
-#define IO_PROTO_MAX_DEPTH 100
+/* Deepest message nesting accepted in a protobuf, and written: a block
+ * nested MIL_MAX_BLOCK_DEPTH deep sits 5 + 2 * MIL_MAX_BLOCK_DEPTH messages
+ * down (Model, MLProgram, function entry, Function, specialization entry,
+ * then Operation and Block per level); 96 more leave room for an op's
+ * arguments, values and types (a list type costs two levels, a nested
+ * list/tuple value three). The writer refuses a model deeper than this
+ * (io_proto_depth_ok), so whatever libmil writes it reads. */
+#define IO_PROTO_MAX_DEPTH (5 + 2 * MIL_MAX_BLOCK_DEPTH + 96)
+
+/* The first specification version with multi-function models (iOS18):
+ * a program with several functions needs it everywhere (loading .mil,
+ * mil_model_from_program, the writer, the description check). */
+#define IO_SPEC_MULTI_FUNCTION 9
 
 /* The fileName coremltools writes into every BlobFileValue. */
 #define IO_BLOB_FILE_NAME "@model_path/weights/weight.bin"
@@ -60,6 +70,9 @@ struct mil_model {
  * IO_PROTO_MAX_DEPTH. MIL_ERR_FORMAT on any defect. */
 IO_MODEL_HIDDEN mil_status io_proto_check(const void *buf, size_t len, const ProtobufCMessageDescriptor *desc,
                                           const char *file, mil_diag *d);
+/* Whether message m nests at most `limit` messages below itself; false
+ * (with the depth found, or limit + 1, in *depth) otherwise. */
+IO_MODEL_HIDDEN bool io_proto_depth_ok(const ProtobufCMessage *m, int limit, int *depth);
 /* io_proto_check, then protobuf-c's unpack (default allocator). NULL on
  * failure, with the message in d. Free with io_pb_free. */
 IO_MODEL_HIDDEN ProtobufCMessage *io_proto_unpack(const void *buf, size_t len, const ProtobufCMessageDescriptor *desc,
@@ -169,6 +182,7 @@ typedef struct io_write {
   const char *blob_name; /* fileName of blob references (NULL: IO_BLOB_FILE_NAME) */
   mil_diag *d;
   mil_status st;        /* first error */
+  int depth;            /* nesting of the block being written (body: 0) */
   /* blobs already written for values viewing the same bytes */
   size_t n_seen, cap_seen;
   struct io_seen_blob *seen;

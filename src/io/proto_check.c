@@ -339,3 +339,41 @@ ProtobufCMessage *io_proto_unpack_in(const void *buf, size_t len, const Protobuf
                    "malformed field)", file ? file : "<memory>", desc->name, len);
   return m;
 }
+
+/* ---- depth of a message tree (before packing) ---- */
+
+static int msg_depth(const ProtobufCMessage *m, int level, int limit) {
+  if (level > limit) return level;
+  int best = level;
+  const ProtobufCMessageDescriptor *desc = m->descriptor;
+  const char *base = (const char *)m;
+  for (unsigned i = 0; i < desc->n_fields && best <= limit; i++) {
+    const ProtobufCFieldDescriptor *f = &desc->fields[i];
+    if (f->type != PROTOBUF_C_TYPE_MESSAGE) continue;
+    if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+      size_t n = *(const size_t *)(const void *)(base + f->quantifier_offset);
+      ProtobufCMessage *const *arr = *(ProtobufCMessage *const *const *)(const void *)(base + f->offset);
+      for (size_t k = 0; k < n && arr && best <= limit; k++)
+        if (arr[k]) {
+          int dd = msg_depth(arr[k], level + 1, limit);
+          if (dd > best) best = dd;
+        }
+      continue;
+    }
+    if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+        *(const uint32_t *)(const void *)(base + f->quantifier_offset) != f->id)
+      continue;
+    const ProtobufCMessage *sub = *(const ProtobufCMessage *const *)(const void *)(base + f->offset);
+    if (sub) {
+      int dd = msg_depth(sub, level + 1, limit);
+      if (dd > best) best = dd;
+    }
+  }
+  return best;
+}
+
+bool io_proto_depth_ok(const ProtobufCMessage *m, int limit, int *depth) {
+  int dd = m ? msg_depth(m, 0, limit) : 0;
+  if (depth) *depth = dd;
+  return dd <= limit;
+}

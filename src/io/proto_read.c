@@ -529,8 +529,9 @@ static mil_status load_block(rd *s, const Milproto__Block *pb, mil_block *b, boo
   mil_program *p = r->p;
   mil_status st;
   if (!pb) return mil_diag_error(r->d, MIL_ERR_FORMAT, "%s: function '%s': block missing", r->file, s->func);
-  if (depth > IO_PROTO_MAX_DEPTH)
-    return mil_diag_error(r->d, MIL_ERR_FORMAT, "%s: function '%s': blocks nested too deeply", r->file, s->func);
+  if (depth > MIL_MAX_BLOCK_DEPTH)
+    return mil_diag_error(r->d, MIL_ERR_FORMAT, "%s: function '%s': blocks nested deeper than %d levels", r->file,
+                          s->func, MIL_MAX_BLOCK_DEPTH);
   size_t mark = s->n_log;
   if (is_body && pb->n_inputs)
     return mil_diag_error(r->d, MIL_ERR_FORMAT, "%s: function '%s': the body block declares %zu inputs; function "

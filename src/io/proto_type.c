@@ -244,6 +244,9 @@ mil_status io_type_from_proto(io_read *r, const Milproto__ValueType *t, const ch
     if (!dims) return MIL_ERR_NOMEM;
     for (int32_t i = 0; i < (int32_t)tt->rank; i++)
       if ((st = read_dim(r, tt->dimensions[i], where, i, &dims[i])) != MIL_OK) return st;
+    char why[300];
+    if (!mil_tensor_size_ok((mil_dtype)tt->datatype, (int32_t)tt->rank, dims, why, sizeof why))
+      return mil_diag_error(r->d, MIL_ERR_FORMAT, "%s: tensor type too large: %s", where, why);
     *out = mil_type_tensor(p, (mil_dtype)tt->datatype, (int32_t)tt->rank, dims);
     return *out ? MIL_OK : MIL_ERR_NOMEM;
   }

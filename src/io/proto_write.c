@@ -332,7 +332,21 @@ static bool add_value_attrs(io_write *w, const mil_attr *attrs, int32_t n, void 
   return true;
 }
 
+static Milproto__Block *block_to_proto_at(io_write *w, const mil_block *b, bool is_body, const char *func);
+
+/* A block; nested ones count against MIL_MAX_BLOCK_DEPTH, like the readers. */
 static Milproto__Block *block_to_proto(io_write *w, const mil_block *b, bool is_body, const char *func) {
+  if (!is_body && w->depth >= MIL_MAX_BLOCK_DEPTH)
+    return fail(w, MIL_ERR_UNSUPPORTED, "%s: function '%s': blocks nested deeper than %d levels (libmil could not "
+                "read the model back)", w->file, func, MIL_MAX_BLOCK_DEPTH);
+  int saved = w->depth;
+  if (!is_body) w->depth++;
+  Milproto__Block *pb = block_to_proto_at(w, b, is_body, func);
+  w->depth = saved;
+  return pb;
+}
+
+static Milproto__Block *block_to_proto_at(io_write *w, const mil_block *b, bool is_body, const char *func) {
   char where[600];
   Milproto__Block *pb = io_pb_new(&milproto__block__descriptor);
   if (!pb) return oom(w);
@@ -479,6 +493,7 @@ mil_status io_model_encode(mil_model *m, mil_blob_writer *bw, const char *blob_n
                             "(CoreML5..CoreML9)", file, m->prog->functions[i]->name, m->prog->functions[i]->opset);
     if (need > spec) spec = need;
   }
+  if (m->prog->n_functions > 1 && spec < IO_SPEC_MULTI_FUNCTION) spec = IO_SPEC_MULTI_FUNCTION;
   /* array types the description uses (an int8 input, synced from the
    * program) may need a later specification version than the model had */
   int need_desc = io_desc_min_spec(m->desc);
@@ -507,6 +522,13 @@ mil_status io_model_encode(mil_model *m, mil_blob_writer *bw, const char *blob_n
   model.isupdatable = m->is_updatable;
   model.type_case = COREML__MODEL__TYPE_ML_PROGRAM;
   model.mlprogram = pp;
+  int depth = 0;
+  if (!io_proto_depth_ok(&model.base, IO_PROTO_MAX_DEPTH, &depth)) {
+    io_wr_arena = NULL;
+    io_pb_arena_free(ar);
+    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: the model would nest protobuf messages %d levels deep, more "
+                          "than the %d libmil reads back", file, depth, IO_PROTO_MAX_DEPTH);
+  }
   size_t n = protobuf_c_message_get_packed_size(&model.base);
   uint8_t *buf = malloc(n ? n : 1);
   size_t packed = buf ? protobuf_c_message_pack(&model.base, buf) : 0;

@@ -85,9 +85,20 @@ size_t io_lex_name(io_lex *L, const char **s) {
   return io_lex_name_here(L, s);
 }
 
+/* A name: printable ASCII other than the punctuation of the syntax, and
+ * valid UTF-8 (the printer escapes anything else, so a name with an
+ * invalid byte could not be printed and read back: it ends the name). */
 size_t io_lex_name_here(io_lex *L, const char **s) {
   const char *p = L->p;
-  while (p < L->end && io_name_byte((unsigned char)*p)) p++;
+  while (p < L->end && io_name_byte((unsigned char)*p)) {
+    if ((unsigned char)*p < 0x80) {
+      p++;
+      continue;
+    }
+    size_t n = io_utf8_len((const unsigned char *)p, (const unsigned char *)L->end);
+    if (!n) break;
+    p += n;
+  }
   *s = L->p;
   size_t n = (size_t)(p - L->p);
   L->p = p;

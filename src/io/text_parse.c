@@ -83,7 +83,9 @@ static bool parse_var_decl(io_parser *P, const char *what, const char **name, co
   *name = parse_percent_name(P, what, at);
   if (!*name) return false;
   if (!io_lex_expect(&P->L, ':', "after the variable name")) return false;
+  P->decl_name = *name;
   *type = io_parse_type(P, mark);
+  P->decl_name = NULL;
   return *type != NULL;
 }
 
@@ -351,7 +353,9 @@ static bool parse_op(io_parser *P, mil_block *b, int depth) {
       const_val = a->lit;
       continue;
     }
-    mil_input *in = a->is_tuple ? mil_op_add_input_tuple(op, a->param, a->n_vars, &P->vars[a->first_var])
+    /* an empty tuple "()" binds no var: P->vars may still be NULL */
+    mil_var *const *tv = a->n_vars ? &P->vars[a->first_var] : NULL;
+    mil_input *in = a->is_tuple ? mil_op_add_input_tuple(op, a->param, a->n_vars, tv)
                                 : mil_op_add_input(op, a->param, P->vars[a->first_var]);
     if (!in) {
       nomem(P);
@@ -467,7 +471,9 @@ static bool parse_block(io_parser *P, mil_block *b, int depth) {
     } while (io_lex_accept(L, ','));
     if (!io_lex_expect(L, ')', "after the block outputs")) goto out;
   }
-  if (mil_block_set_outputs(b, (int32_t)(P->n_vars - vars_mark), &P->vars[vars_mark]) != MIL_OK) {
+  /* no outputs bound yet: P->vars may still be NULL (no offset into it) */
+  mil_var *const *outs = P->n_vars > vars_mark ? &P->vars[vars_mark] : NULL;
+  if (mil_block_set_outputs(b, (int32_t)(P->n_vars - vars_mark), outs) != MIL_OK) {
     nomem(P);
     goto out;
   }

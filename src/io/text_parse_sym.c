@@ -121,8 +121,18 @@ static const char *unused_name(io_parser *P, const char *base, size_t base_len, 
 const char *io_sym_fresh_name(io_parser *P, const char *op_name, const char *param) {
   size_t a = strlen(op_name), b = strlen(param);
   if (!io_grow((void **)&P->sbuf, &P->scap, 1, a + b + 2)) return sym_nomem(P, P->L.p), NULL;
-  /* the op name is free text; the var name must stay a name run */
-  for (size_t i = 0; i < a; i++) P->sbuf[i] = io_name_byte((unsigned char)op_name[i]) ? op_name[i] : '_';
+  /* the op name is free text; the var name must stay a name run (bytes of
+   * the syntax and bytes that are not valid UTF-8 become '_') */
+  const unsigned char *u = (const unsigned char *)op_name;
+  for (size_t i = 0; i < a;) {
+    size_t n = u[i] < 0x80 ? 1 : io_utf8_len(u + i, u + a);
+    if (!n || (n == 1 && !io_name_byte(u[i]))) {
+      P->sbuf[i++] = '_';
+      continue;
+    }
+    memcpy(P->sbuf + i, op_name + i, n);
+    i += n;
+  }
   P->sbuf[a] = '_';
   memcpy(P->sbuf + a + 1, param, b);
   return unused_name(P, P->sbuf, a + 1 + b, P->L.p);
@@ -267,8 +277,12 @@ static int parse_dims_dtype(io_parser *P, mil_dim *dims, mil_dtype *dt, type_wor
         if (!io_lex_failed(L)) io_lex_expected(L, "a dimension");
         return -2;
       }
-      if (num.is_float || num.neg || num.overflow || num.mag > (uint64_t)INT64_MAX / 2) {
+      if (num.is_float || num.neg) {
         io_lex_error(L, at, "bad dimension '%.*s' (expected a non-negative integer)", (int)(L->p - at), at);
+        return -2;
+      }
+      if (num.overflow || num.mag > (uint64_t)INT64_MAX) {
+        io_lex_error(L, at, "dimension '%.*s' is larger than 2^63-1", (int)(L->p - at), at);
         return -2;
       }
       dims[rank++] = (mil_dim){(int64_t)num.mag, NULL, false};
@@ -325,6 +339,19 @@ static char parse_kind(io_parser *P) {
   return k;
 }
 
+/* mil_type_tensor, with the size rule's reason as the error at `at` when
+ * the shape breaks it. */
+static const mil_type *sized_tensor(io_parser *P, const char *at, mil_dtype dt, int rank, const mil_dim *dims) {
+  char why[300];
+  if (!mil_tensor_size_ok(dt, rank, dims, why, sizeof why))
+    return io_lex_error(&P->L, at, "%s%s%stensor type too large: %s", P->decl_name ? "%" : "",
+                        P->decl_name ? P->decl_name : "", P->decl_name ? ": " : "", why),
+           NULL;
+  const mil_type *t = mil_type_tensor(P->p, dt, rank, dims);
+  if (!t) sym_nomem(P, at);
+  return t;
+}
+
 /* The element type of a list: "(dims, dtype)", int, str, unknown, or a
  * nested List[...](List). */
 static const mil_type *parse_list_type(io_parser *P, mil_mark *mark, int depth);
@@ -341,7 +368,7 @@ static const mil_type *parse_list_elem(io_parser *P, int depth) {
     if (rank < -1) return NULL;
     if (tw == TW_UNKNOWN && rank == 0) return mil_type_unknown(P->p);
     if (tw != TW_DTYPE) return io_lex_error(L, at, "this list element type cannot be written in MIL text"), NULL;
-    return mil_type_tensor(P->p, dt, rank, dims);
+    return sized_tensor(P, at, dt, rank, dims);
   }
   if (io_lex_at_word(L, "List")) {
     mil_mark m;
@@ -424,13 +451,14 @@ const mil_type *io_parse_type(io_parser *P, mil_mark *mark) {
   } else if (tw != TW_DTYPE && tw != TW_UNKNOWN) {
     return io_lex_error(L, kat, "a dict or tuple type is written with (Scalar)"), NULL;
   } else if (k == 'T') {
-    t = mil_type_tensor(P->p, dt, rank, dims);
+    if (!(t = sized_tensor(P, at, dt, rank, dims))) return NULL;
   } else if (k == 'S') {
     if (rank != 0) return io_lex_error(L, kat, "a Scalar type has no dimensions (use (Tensor))"), NULL;
     t = mil_type_scalar(P->p, dt);
   } else if (k == 'X') {
-    const mil_type *w = tw == TW_UNKNOWN && rank == 0 ? mil_type_unknown(P->p) : mil_type_tensor(P->p, dt, rank, dims);
-    t = w ? mil_type_state(P->p, w) : NULL;
+    const mil_type *w = tw == TW_UNKNOWN && rank == 0 ? mil_type_unknown(P->p) : sized_tensor(P, at, dt, rank, dims);
+    if (!w) return NULL;
+    t = mil_type_state(P->p, w);
   } else {
     return io_lex_error(L, kat, "a (List) type is written 'List[length, element](List)'"), NULL;
   }

@@ -156,6 +156,11 @@ mil_dim op_dim(int64_t size) { return (mil_dim){size, NULL, false}; }
 mil_dim op_dim_sym(mil_infer_ctx *c) { return mil_dim_new_symbol(c->prog); }
 
 const mil_type *op_tensor(mil_infer_ctx *c, mil_dtype dt, int32_t rank, const mil_dim *dims) {
+  char why[300];
+  if (!mil_tensor_size_ok(dt, rank, dims, why, sizeof why)) {
+    op_fail(c, "the output would be too large: %s", why);
+    return NULL;
+  }
   return mil_type_tensor(c->prog, dt, rank, dims);
 }
 

@@ -398,6 +398,45 @@ static inline int func_version(const mil_function *f) {
   return v < 0 ? MIL_IOS18 : v;
 }
 
+/* Bytes of the known tensor values bound to op's inputs. */
+static int64_t input_value_bytes(const mil_op *op) {
+  int64_t sum = 0;
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    for (int32_t j = 0; j < op->inputs[i].n_args; j++) {
+      const mil_arg *a = &op->inputs[i].args[j];
+      const mil_value *v = a->value ? a->value : a->use.var ? a->use.var->val : NULL;
+      if (v && v->kind == MIL_VAL_TENSOR && sum < INT64_MAX / 4) sum += (int64_t)v->nbytes;
+    }
+  return sum;
+}
+
+/* Whether folding may materialize op's outputs. An output of at most
+ * MIL_FOLD_MAX_BYTES always may; a larger one only when it is no larger than
+ * twice the op's known input values (a cast of a large weight folds, as in
+ * coremltools; a tile, fill or broadcast that multiplies a small value into
+ * a large one does not, and keeps only its type). Element counts are
+ * checked for overflow before any size is computed. */
+static bool fold_within_bound(const mil_op *op, const mil_type **types, int32_t n) {
+  int64_t in_bytes = -1;
+  for (int32_t i = 0; i < n; i++) {
+    const mil_type *t = types[i];
+    if (!t || t->kind != MIL_TYPE_TENSOR || t->rank <= 0) continue;
+    int64_t count = 1;
+    for (int32_t k = 0; k < t->rank; k++) {
+      int64_t s = t->dims[k].size;
+      if (s < 0) continue; /* symbolic: the fold cannot give it a value */
+      if (s && count > INT64_MAX / s) return false;
+      count *= s;
+    }
+    if (count > MIL_TENSOR_MAX_ELEMENTS) return false;
+    int64_t bytes = (int64_t)mil_dtype_storage_bytes(t->dtype, count);
+    if (bytes <= MIL_FOLD_MAX_BYTES) continue;
+    if (in_bytes < 0) in_bytes = input_value_bytes(op);
+    if (bytes / 2 > in_bytes) return false;
+  }
+  return true;
+}
+
 /* Infers op into types/vals/marks (c.n_out entries, more when infer raises
  * the count); `zeroed` when the arrays are already zeroed. */
 static OP_ALWAYS_INLINE mil_status run_infer(mil_op *op, const mil_type **types, const mil_value **vals,
@@ -446,11 +485,15 @@ static OP_ALWAYS_INLINE mil_status run_infer(mil_op *op, const mil_type **types,
   }
   mil_status st = check_inputs(&c);
   if (st != MIL_OK) return st;
+  size_t errs = d ? d->n_errors : 0;
   st = c.def->infer(&c);
   if (st != MIL_OK) return st;
-  for (int32_t i = 0; i < c.n_out; i++)
-    if (!types[i]) return op_fail(&c, "internal: type inference produced no type for output %d", i);
-  if (c.def->fold) {
+  for (int32_t i = 0; i < c.n_out; i++) {
+    if (types[i]) continue;
+    if (d && d->n_errors > errs) return MIL_ERR_TYPE; /* the reason is reported (e.g. a shape too large) */
+    return op_fail(&c, "internal: type inference produced no type for output %d", i);
+  }
+  if (c.def->fold && fold_within_bound(op, types, c.n_out)) {
     st = c.def->fold(&c);
     if (st != MIL_OK) return st;
   }

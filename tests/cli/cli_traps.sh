@@ -197,8 +197,9 @@ grep -q "^mil: error: $tmp/bad.mil:4:5: function 'main': op 'r1' (matmul)" "$tmp
   echo 'main[CoreML7](%x: (2,fp32)(Tensor)) {'
   echo '  block0() {'
   echo '    %input.1: (2,fp32)(Tensor) = relu(x=%x, name="input.1")'
-  for i in 1 2 3 4 5 6; do echo "    %x: (2,fp32)(Tensor) = relu(x=%input.1, name=\"s$i\")"; done
-  echo '  } -> (%x)'
+  # %y defined 7 times: 6 redefinitions (an output may not share the input's name)
+  for i in 0 1 2 3 4 5 6; do echo "    %y: (2,fp32)(Tensor) = relu(x=%input.1, name=\"s$i\")"; done
+  echo '  } -> (%y)'
   echo '}'
 } >"$tmp/w.mil"
 "$MIL" validate "$tmp/w.mil" >"$tmp/out" 2>"$tmp/err" || fail "w.mil is valid: $(cat "$tmp/err")"

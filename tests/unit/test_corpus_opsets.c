@@ -159,7 +159,10 @@ static void check_section(op_stats *s, const char *path, const char *which, cons
     goto done;
   }
   mil_program *p = mil_model_program(m);
-  int v = p->n_functions ? mil_opset_version(p->functions[0]->opset) : -1;
+  int v = -1; /* the highest opset's version; several functions need spec 9 (multi-function models) */
+  for (int32_t i = 0; i < p->n_functions; i++)
+    if (mil_opset_version(p->functions[i]->opset) > v) v = mil_opset_version(p->functions[i]->opset);
+  if (p->n_functions > 1 && v >= MIL_IOS13 && v < MIL_IOS18) v = MIL_IOS18;
   if (v < MIL_IOS13 || mil_model_spec_version(m) != v) {
     s->load_fail++;
     report(s, path, which, "specification version differs from the opset's");

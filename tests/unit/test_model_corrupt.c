@@ -138,7 +138,7 @@ static void test_wire_errors(void **state) {
   /* messages nested past the limit: Model.pipeline.models[0].pipeline... */
   size_t cap = 4096, len = 0;
   uint8_t *deep = malloc(cap), *tmp = malloc(cap);
-  for (int i = 0; i < 60; i++) {
+  for (int i = 0; i < 150; i++) {
     for (int k = 0; k < 2; k++) {
       /* wrap: k == 0 Pipeline.models (field 1), k == 1 Model.pipeline (field 202) */
       size_t h = 0;

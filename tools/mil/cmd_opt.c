@@ -345,6 +345,7 @@ int cmd_opt(int argc, char **argv) {
   }
   mil_diag d;
   mil_diag_init(&d);
+  size_t loc_from = (size_t)-1; /* first message to locate in the input file */
   mil_pipeline *pl = NULL;
   cli_loaded m;
   memset(&m, 0, sizeof m);
@@ -398,9 +399,8 @@ int cmd_opt(int argc, char **argv) {
   if (summary && opt_census_take(m.program, spec, &before)) sum.before = &before;
 
   t0 = opt_now();
-  size_t from = d.count;
+  loc_from = d.count;
   mil_status st = run_pipeline(pl, m.program, &a, &pg, &rep, &d);
-  cli_diag_locate(&d, from, a.in);
   sum.pipeline_s = opt_now() - t0 - rep.verify_seconds;
   sum.verify_s = rep.verify_seconds;
   sum.rep = &rep;
@@ -408,6 +408,11 @@ int cmd_opt(int argc, char **argv) {
   if (!a.quiet && a.timing) print_timing(&rep);
   if (!a.quiet && a.stats) print_stats(&rep);
   if (st == MIL_OK && summary && sum.before && opt_census_take(m.program, spec, &after)) sum.after = &after;
+  /* any error, even one a pass reported without failing, and a program that
+   * does not validate (an op unknown in its opset, a type error) mean exit 1
+   * and nothing written */
+  if (st == MIL_OK && d.n_errors) st = MIL_ERR_INVALID;
+  if (st == MIL_OK) st = cli_validate_program(m.program, &d);
   if (st != MIL_OK) goto out;
 
   /* program text on a terminal's stdout must not share a line with the progress line */
@@ -421,6 +426,9 @@ int cmd_opt(int argc, char **argv) {
   rc = CLI_OK;
 out:
   opt_progress_clear(&pg);
+  /* messages of the pipeline and the final validation name the file (and
+   * line:column in a .mil), so repeats of one finding print once */
+  if (loc_from != (size_t)-1) cli_diag_locate(&d, loc_from, a.in);
   cli_print_diag_ex(&d, !a.quiet);
   if (summary && sum.pipeline && (sum.before || rc == CLI_OK)) {
     sum.total_s = opt_now() - t_begin;
