@@ -179,7 +179,9 @@ static mil_status convert_node(onnx_ctx *c, const Onnx__NodeProto *np) {
   n.n_in = (int32_t)np->n_input;
   n.n_out = (int32_t)np->n_output;
   c->node = &n;
-  if (n.opset < 0) return onnx_fail(c, MIL_ERR_UNSUPPORTED, "the model imports no opset for domain '%s'", n.domain);
+  if (n.opset < 0)
+    return onnx_fail(c, MIL_ERR_INVALID, "the model imports no opset for domain '%s' (opset_import has no entry)",
+                     n.domain[0] ? n.domain : "ai.onnx");
   const onnx_op_entry *any = NULL;
   const onnx_op_entry *e = onnx_registry_find(n.op_type, n.domain, n.opset, &any);
   if (!e) {
@@ -400,10 +402,11 @@ static mil_status convert_model(onnx_ctx *c, const mil_onnx_options *o) {
   const Onnx__GraphProto *g = m->graph;
   if (!g) return mil_diag_error(c->d, MIL_ERR_FORMAT, "%s: the ModelProto has no graph", c->path);
   c->opset = domain_opset(c, "");
-  if (c->opset < 0) {
-    if (m->n_opset_import == 0) c->opset = 1; /* IR version 1..2 models had no opset_import */
-    else return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "%s: the model imports no ai.onnx opset", c->path);
-  }
+  /* IR version 1..2 models had no opset_import: ai.onnx opset 1. A model
+   * importing only other domains (ai.onnx.preview.training, say) needs no
+   * ai.onnx opset, as for onnx's checker: c->opset stays -1 and a node of
+   * the default domain is refused by convert_node, naming the domain. */
+  if (c->opset < 0 && m->n_opset_import == 0) c->opset = 1;
   if (c->opset > MIL_ONNX_OPSET_KNOWN)
     mil_diag_add(c->d, MIL_SEV_WARNING,
                  "%s: ai.onnx opset %d is newer than %d, the newest libmil knows; ops are converted with the "
