@@ -170,34 +170,31 @@ static const char *inline_tensor(gen *g, const char *name, int32_t dtype, int ra
   return t->name;
 }
 
-static Onnx__AttributeProto *attr_i(const char *name, int64_t v) {
+static Onnx__AttributeProto *attr_new(const char *name, Onnx__AttributeProto__AttributeType type) {
   Onnx__AttributeProto *a = xcalloc(1, sizeof *a);
   onnx__attribute_proto__init(a);
   a->name = xstrdup(name);
   a->has_type = 1;
-  a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+  a->type = type;
+  return a;
+}
+
+static Onnx__AttributeProto *attr_i(const char *name, int64_t v) {
+  Onnx__AttributeProto *a = attr_new(name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
   a->has_i = 1;
   a->i = v;
   return a;
 }
 
 static Onnx__AttributeProto *attr_f(const char *name, float v) {
-  Onnx__AttributeProto *a = xcalloc(1, sizeof *a);
-  onnx__attribute_proto__init(a);
-  a->name = xstrdup(name);
-  a->has_type = 1;
-  a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+  Onnx__AttributeProto *a = attr_new(name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
   a->has_f = 1;
   a->f = v;
   return a;
 }
 
 static Onnx__AttributeProto *attr_ints(const char *name, int n, const int64_t *v) {
-  Onnx__AttributeProto *a = xcalloc(1, sizeof *a);
-  onnx__attribute_proto__init(a);
-  a->name = xstrdup(name);
-  a->has_type = 1;
-  a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+  Onnx__AttributeProto *a = attr_new(name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
   a->n_ints = (size_t)n;
   a->ints = xcalloc((size_t)n, sizeof *a->ints);
   memcpy(a->ints, v, (size_t)n * sizeof *v);
