@@ -439,21 +439,25 @@ static mil_status run_pipeline(mil_program *p, const mil_onnx_options *o, mil_di
   return st;
 }
 
-mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name, const char *dir,
-                                  const mil_onnx_options *opts, mil_model **out, mil_diag *d) {
-  mil_onnx_options dflt;
-  memset(&dflt, 0, sizeof dflt);
-  const mil_onnx_options *o = opts ? opts : &dflt;
+/* The options' checks and the unpacked message; *m NULL on failure. */
+static mil_status unpack(const void *data, size_t len, const char *name, const mil_onnx_options *o, mil_model **out,
+                         Onnx__ModelProto **m, mil_diag *d) {
+  *m = NULL;
   if (!out) return mil_diag_error(d, MIL_ERR_INVALID, "mil_onnx_import: out is NULL");
   *out = NULL;
-  if (!name) name = "<onnx buffer>";
   int target = o->target ? o->target : MIL_IOS15;
   if (target < MIL_IOS15 || target > MIL_IOS18)
     return mil_diag_error(d, MIL_ERR_INVALID, "%s: deployment target %d is not iOS15..iOS18", name, target);
-  Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data);
-  if (!m)
+  if (!(*m = onnx__model_proto__unpack(NULL, len, data)))
     return mil_diag_error(d, MIL_ERR_FORMAT, "%s: not a valid ONNX ModelProto (protobuf decoding failed, %zu bytes)",
                           name, len);
+  return MIL_OK;
+}
+
+/* The program of unpacked model m (taken: freed, or kept by the program). */
+static mil_status import_model(Onnx__ModelProto *m, const char *name, const char *dir, const mil_onnx_options *o,
+                               mil_model **out, mil_diag *d) {
+  int target = o->target ? o->target : MIL_IOS15;
   mil_program *p = mil_program_new(NULL);
   if (!p) {
     onnx__model_proto__free_unpacked(m, NULL);
@@ -499,6 +503,17 @@ mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name
   return mil_model_from_program(p, target, out, d);
 }
 
+mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name, const char *dir,
+                                  const mil_onnx_options *opts, mil_model **out, mil_diag *d) {
+  mil_onnx_options dflt;
+  memset(&dflt, 0, sizeof dflt);
+  const mil_onnx_options *o = opts ? opts : &dflt;
+  if (!name) name = "<onnx buffer>";
+  Onnx__ModelProto *m;
+  mil_status st = unpack(data, len, name, o, out, &m, d);
+  return st == MIL_OK ? import_model(m, name, dir, o, out, d) : st;
+}
+
 mil_status mil_onnx_import(const char *path, const mil_onnx_options *opts, mil_model **out, mil_diag *d) {
   if (out) *out = NULL;
   if (!path) return mil_diag_error(d, MIL_ERR_INVALID, "mil_onnx_import: path is NULL");
@@ -521,8 +536,15 @@ mil_status mil_onnx_import(const char *path, const mil_onnx_options *opts, mil_m
   char *slash = strrchr(dir, '/');
   if (slash) slash[slash == dir ? 1 : 0] = 0;
   else strcpy(dir, ".");
-  mil_status st = mil_onnx_import_buffer(map ? map : "", len, path, dir, opts, out, d);
-  free(dir);
+  mil_onnx_options dflt;
+  memset(&dflt, 0, sizeof dflt);
+  const mil_onnx_options *o = opts ? opts : &dflt;
+  Onnx__ModelProto *m;
+  mil_status st = unpack(map ? map : "", len, path, o, out, &m, d);
+  /* protobuf-c copied what it keeps (raw_data included): the file's pages
+   * need not stay resident through the conversion and the pipeline */
   if (map) munmap(map, len);
+  if (st == MIL_OK) st = import_model(m, path, dir, o, out, d);
+  free(dir);
   return st;
 }
