@@ -22,8 +22,11 @@
  * values in [-0.02, 0.02) (LayerNorm scales near 1), streamed to the file
  * tensor by tensor, so generating never holds more than a chunk.
  *
+ * With --inline every weight stays in raw_data inside the .onnx instead (as
+ * torch.onnx.export writes a model under 2 GB), and no .bin is written.
+ *
  * usage: gen_onnx_gpt2 -o OUT.onnx [--layers L] [--hidden H] [--heads N]
- *                      [--seq S] [--vocab V] [--positions P] [--quiet]
+ *                      [--seq S] [--vocab V] [--positions P] [--inline] [--quiet]
  * Defaults are GPT-2 small: 12 layers, hidden 768, 12 heads, vocabulary
  * 50257, 1024 positions (124 M parameters, about 498 MB of fp32 weights),
  * sequence length 128 (fixed). The weights go to OUT.onnx's basename with
@@ -43,14 +46,14 @@
 
 typedef struct gpt2_cfg {
   int layers, hidden, heads, seq, vocab, positions;
-  bool quiet;
+  bool quiet, inline_weights;
   const char *out;
 } gpt2_cfg;
 
 typedef struct gen {
   Onnx__GraphProto *g;
   size_t cap_node, cap_init;
-  FILE *bin;
+  FILE *bin; /* NULL: every weight inline */
   const char *bin_name; /* the location key: the .bin's basename */
   uint64_t offset;      /* bytes written to the .bin so far */
   uint64_t seed;
@@ -124,7 +127,7 @@ static const char *weight(gen *g, const char *name, int rank, const int64_t *dim
   uint64_t n = 1;
   for (int i = 0; i < rank; i++) n *= (uint64_t)dims[i];
   uint64_t bytes = n * sizeof(float);
-  if (bytes < 1024) {
+  if (bytes < 1024 || !g->bin) {
     float *v = xcalloc((size_t)n, sizeof *v);
     for (uint64_t i = 0; i < n; i++) v[i] = next_weight(g, lo, hi);
     t->has_raw_data = 1;
@@ -319,12 +322,12 @@ static const char *block(gen *g, const gpt2_cfg *c, int l, const char *x, const 
 
 static int usage(void) {
   fprintf(stderr, "usage: gen_onnx_gpt2 -o OUT.onnx [--layers L] [--hidden H] [--heads N] [--seq S] [--vocab V]\n"
-                  "                     [--positions P] [--quiet]\n");
+                  "                     [--positions P] [--inline] [--quiet]\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
-  gpt2_cfg c = {12, 768, 12, 128, 50257, 1024, false, NULL};
+  gpt2_cfg c = {12, 768, 12, 128, 50257, 1024, false, false, NULL};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int *slot = !strcmp(a, "--layers")      ? &c.layers
@@ -341,6 +344,8 @@ int main(int argc, char **argv) {
       c.out = argv[++i];
     } else if (!strcmp(a, "--quiet")) {
       c.quiet = true;
+    } else if (!strcmp(a, "--inline")) {
+      c.inline_weights = true;
     } else {
       return usage();
     }
@@ -358,8 +363,7 @@ int main(int argc, char **argv) {
   g.bin_name = slash ? slash + 1 : bin_path;
   g.seed = 0x9E3779B97F4A7C15ULL;
   errno = 0;
-  g.bin = fopen(bin_path, "wb");
-  if (!g.bin) die(bin_path);
+  if (!c.inline_weights && !(g.bin = fopen(bin_path, "wb"))) die(bin_path);
   Onnx__GraphProto graph = ONNX__GRAPH_PROTO__INIT;
   graph.name = "gpt2";
   g.g = &graph;
@@ -401,7 +405,7 @@ int main(int argc, char **argv) {
   /* the graph output keeps its PyTorch name */
   g.g->node[g.g->n_node - 1]->output[0] = "last_hidden_state";
 
-  if (fclose(g.bin)) die(bin_path);
+  if (g.bin && fclose(g.bin)) die(bin_path);
   Onnx__ValueInfoProto *in = value_info("input_ids", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 2, ids_dims);
   Onnx__ValueInfoProto *out = value_info("last_hidden_state", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 3, out_dims);
   graph.n_input = 1;
@@ -430,7 +434,8 @@ int main(int argc, char **argv) {
   FILE *f = fopen(tmp, "wb");
   if (!f || fwrite(buf, 1, len, f) != len || fclose(f) || rename(tmp, c.out)) die(c.out);
   if (!c.quiet)
-    printf("gen_onnx_gpt2: %zu nodes, %zu initializers, %llu bytes of external data in %s, %.2f s\n", graph.n_node,
-           graph.n_initializer, (unsigned long long)g.offset, bin_path, now_s() - t0);
+    printf("gen_onnx_gpt2: %zu nodes, %zu initializers, %llu bytes of external data in %s, %zu bytes in %s, %.2f s\n",
+           graph.n_node, graph.n_initializer, (unsigned long long)g.offset, g.bin ? bin_path : "(none)", len, c.out,
+           now_s() - t0);
   return 0;
 }
