@@ -3,7 +3,10 @@
 # models, on generated torchvision-style CNNs (bench/gen_cnn.c: resnet18,
 # mobilenet_v2, regnet_x_400mf, shufflenet_v2_x1_0, efficientnet_b0) and on
 # generated transformer programs of about 1k, 10k and 100k ops, one process
-# per measurement; writes bench/RESULTS.md.
+# per measurement; writes bench/RESULTS.md. Then bench/onnx_convert.sh adds
+# its section (`mil convert` of a GPT-2-sized ONNX model and of the corpus'
+# ONNX models; it runs alone too: sh bench/onnx_convert.sh BUILD_DIR).
+# bench/compress.sh adds the weight compression section (run it after).
 #
 # usage: sh bench/run.sh BUILD_DIR
 # environment:
@@ -269,4 +272,7 @@ load_avg="$load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null 
     $2 == "pass" && ++k <= 6 { printf "| %s | %s | %d | %.3f | %.0f | %d |\n", cur, $3, $4, $5, (ops > 0 ? $5 * 1e9 / ops : 0), $6 }' "$RAW"
 } >"$RESULTS"
 echo "bench: wrote $RESULTS" >&2
+if [ -x "$BUILD/bench/gen_onnx_gpt2" ]; then
+  MIL_BENCH_DIR=$WORK MIL_BENCH_RESULTS=$RESULTS sh "$HERE/onnx_convert.sh" "$BUILD" || echo "bench: onnx_convert.sh failed" >&2
+fi
 cat "$RESULTS"

@@ -60,6 +60,11 @@ struct mil_value {
    * be dropped from memory at any time (mil_value_release_pages) and are
    * read back from the file on the next access. */
   bool file_mapped;
+  /* The bytes are borrowed from memory that stays unchanged as long as the
+   * program lives (an ONNX model's decoded raw_data, which the program
+   * keeps): as for file_mapped, casts and transposes of a large weight may
+   * be deferred to its readers, but its pages are never dropped. */
+  bool stable_view;
   /* A scalar bool that PyMIL holds as a Python bool rather than a numpy
    * bool: one written in MIL text (what PyMIL printed from a builder
    * argument or a default input). Values read from a model protobuf

@@ -356,6 +356,9 @@ static void produce(const mil_value *v, size_t e0, size_t n, void *dst) {
     at += len;
   }
   if (g != stack) free(g);
+  /* every piece reads across the whole source (a column each): its mapped
+   * pages are given back once the last element is read, as above */
+  if (e0 + n == (size_t)d->src->numel) mil_value_release_range(d->src, 0, d->src->nbytes);
 }
 
 const void *mil_value_data(const mil_value *v) {

@@ -180,7 +180,9 @@ static mil_status convert_node(onnx_ctx *c, const Onnx__NodeProto *np) {
   n.n_in = (int32_t)np->n_input;
   n.n_out = (int32_t)np->n_output;
   c->node = &n;
-  if (n.opset < 0) return onnx_fail(c, MIL_ERR_UNSUPPORTED, "the model imports no opset for domain '%s'", n.domain);
+  if (n.opset < 0)
+    return onnx_fail(c, MIL_ERR_INVALID, "the model imports no opset for domain '%s' (opset_import has no entry)",
+                     n.domain[0] ? n.domain : "ai.onnx");
   const onnx_op_entry *any = NULL;
   const onnx_op_entry *e = onnx_registry_find(n.op_type, n.domain, n.opset, &any);
   if (!e) {
@@ -401,10 +403,11 @@ static mil_status convert_model(onnx_ctx *c, const mil_onnx_options *o) {
   const Onnx__GraphProto *g = m->graph;
   if (!g) return mil_diag_error(c->d, MIL_ERR_FORMAT, "%s: the ModelProto has no graph", c->path);
   c->opset = domain_opset(c, "");
-  if (c->opset < 0) {
-    if (m->n_opset_import == 0) c->opset = 1; /* IR version 1..2 models had no opset_import */
-    else return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "%s: the model imports no ai.onnx opset", c->path);
-  }
+  /* IR version 1..2 models had no opset_import: ai.onnx opset 1. A model
+   * importing only other domains (ai.onnx.preview.training, say) needs no
+   * ai.onnx opset, as for onnx's checker: c->opset stays -1 and a node of
+   * the default domain is refused by convert_node, naming the domain. */
+  if (c->opset < 0 && m->n_opset_import == 0) c->opset = 1;
   if (c->opset > MIL_ONNX_OPSET_KNOWN)
     mil_diag_add(c->d, MIL_SEV_WARNING,
                  "%s: ai.onnx opset %d is newer than %d, the newest libmil knows; ops are converted with the "
@@ -437,21 +440,25 @@ static mil_status run_pipeline(mil_program *p, const mil_onnx_options *o, mil_di
   return st;
 }
 
-mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name, const char *dir,
-                                  const mil_onnx_options *opts, mil_model **out, mil_diag *d) {
-  mil_onnx_options dflt;
-  memset(&dflt, 0, sizeof dflt);
-  const mil_onnx_options *o = opts ? opts : &dflt;
+/* The options' checks and the unpacked message; *m NULL on failure. */
+static mil_status unpack(const void *data, size_t len, const char *name, const mil_onnx_options *o, mil_model **out,
+                         Onnx__ModelProto **m, mil_diag *d) {
+  *m = NULL;
   if (!out) return mil_diag_error(d, MIL_ERR_INVALID, "mil_onnx_import: out is NULL");
   *out = NULL;
-  if (!name) name = "<onnx buffer>";
   int target = o->target ? o->target : MIL_IOS15;
   if (target < MIL_IOS15 || target > MIL_IOS18)
     return mil_diag_error(d, MIL_ERR_INVALID, "%s: deployment target %d is not iOS15..iOS18", name, target);
-  Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data);
-  if (!m)
+  if (!(*m = onnx__model_proto__unpack(NULL, len, data)))
     return mil_diag_error(d, MIL_ERR_FORMAT, "%s: not a valid ONNX ModelProto (protobuf decoding failed, %zu bytes)",
                           name, len);
+  return MIL_OK;
+}
+
+/* The program of unpacked model m (taken: freed, or kept by the program). */
+static mil_status import_model(Onnx__ModelProto *m, const char *name, const char *dir, const mil_onnx_options *o,
+                               mil_model **out, mil_diag *d) {
+  int target = o->target ? o->target : MIL_IOS15;
   mil_program *p = mil_program_new(NULL);
   if (!p) {
     onnx__model_proto__free_unpacked(m, NULL);
@@ -497,6 +504,17 @@ mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name
   return mil_model_from_program(p, target, out, d);
 }
 
+mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name, const char *dir,
+                                  const mil_onnx_options *opts, mil_model **out, mil_diag *d) {
+  mil_onnx_options dflt;
+  memset(&dflt, 0, sizeof dflt);
+  const mil_onnx_options *o = opts ? opts : &dflt;
+  if (!name) name = "<onnx buffer>";
+  Onnx__ModelProto *m;
+  mil_status st = unpack(data, len, name, o, out, &m, d);
+  return st == MIL_OK ? import_model(m, name, dir, o, out, d) : st;
+}
+
 mil_status mil_onnx_import(const char *path, const mil_onnx_options *opts, mil_model **out, mil_diag *d) {
   if (out) *out = NULL;
   if (!path) return mil_diag_error(d, MIL_ERR_INVALID, "mil_onnx_import: path is NULL");
@@ -512,8 +530,15 @@ mil_status mil_onnx_import(const char *path, const mil_onnx_options *opts, mil_m
   char *slash = strrchr(dir, '/');
   if (slash) slash[slash == dir ? 1 : 0] = 0;
   else strcpy(dir, ".");
-  st = mil_onnx_import_buffer(map, len, path, dir, opts, out, d);
-  free(dir);
+  mil_onnx_options dflt;
+  memset(&dflt, 0, sizeof dflt);
+  const mil_onnx_options *o = opts ? opts : &dflt;
+  Onnx__ModelProto *m;
+  st = unpack(map, len, path, o, out, &m, d);
+  /* protobuf-c copied what it keeps (raw_data included): the file's pages
+   * need not stay resident through the conversion and the pipeline */
   if (len) munmap((void *)map, len);
+  if (st == MIL_OK) st = import_model(m, path, dir, o, out, d);
+  free(dir);
   return st;
 }

@@ -40,7 +40,7 @@ static mil_value *view_raw(onnx_ctx *c, const Onnx__TensorProto *t) {
   }
   if ((uint64_t)numel * mil_dtype_size(dt) != t->raw_data.len || ((uintptr_t)t->raw_data.data % 8) != 0) return NULL;
   mil_value *v = mil_value_new_view(c->p, dt, (int32_t)t->n_dims, t->dims, t->raw_data.data, t->raw_data.len);
-  if (v) c->views = true;
+  if (v) c->views = v->stable_view = true; /* the message stays with the program */
   return v;
 }
 

@@ -10,7 +10,7 @@
  *   anything else (scales / sizes computed at run time, other coordinate or
  *   rounding modes, scales that do not give whole sizes, other axes)
  *   -> gathers (ops_resize_gather.c).
- * cubic, tf_crop_and_resize and antialias are refused clearly.
+ * antialias is refused clearly.
  * GridSample -> resample. */
 #include <math.h>
 #include <string.h>

@@ -4,7 +4,11 @@
  * coordinate of output index i follows ONNX's coordinate_transformation_mode
  * (half_pixel, pytorch_half_pixel, align_corners, asymmetric,
  * tf_half_pixel_for_nn) with the scale ONNX uses (the given scale, or
- * output size / input size when sizes are given); nearest rounds it by
+ * output size / input size when sizes are given), or, for
+ * tf_crop_and_resize, from the axis' roi start and end (output indices
+ * span [start, end] of the input, align-corners style; coordinates outside
+ * the input give extrapolation_value, as in ONNX's reference, which along
+ * several axes is the same as replacing them axis by axis); nearest rounds it by
  * nearest_mode and gathers, linear gathers the two neighbours (clamped to
  * the edges) and interpolates, cubic weights four neighbours by Keys'
  * kernel (cubic_coeff_a, exclude_outside). No family table of its own: ops_resize.c
@@ -77,11 +81,21 @@ static mil_var *cubic(onnx_ctx *c, mil_var *x, int32_t ax, mil_var *pos, mil_var
   return r;
 }
 
+static mil_var *sample(onnx_ctx *c, mil_var *x, int32_t ax, mil_var *pos, mil_var *last, int mode, const char *nm,
+                       double a, bool exclude);
+
+/* the tf_crop_and_resize crop of one axis: roi start and end (fp32
+ * scalars) and the value of coordinates outside the input */
+typedef struct crop {
+  mil_var *start, *end;
+  double extrapolation;
+} crop;
+
 /* x resized along axis ax: L and O are int32 scalars, s the fp32 scale;
- * mode 0 nearest, 1 linear, 2 cubic (coefficient a, exclude_outside) */
+ * mode 0 nearest, 1 linear, 2 cubic (coefficient a, exclude_outside);
+ * cr for tf_crop_and_resize */
 static mil_var *resize_axis(onnx_ctx *c, mil_var *x, int32_t ax, mil_var *L, mil_var *O, mil_var *s, int mode,
-                            const char *coord, const char *nm, double a, bool exclude) {
-  bool nearest = mode == 0;
+                            const char *coord, const char *nm, double a, bool exclude, const crop *cr) {
   int32_t rank = onnx_rank(x);
   mil_var *Lf = onnx_cast(c, L, MIL_DT_FP32), *Of = onnx_cast(c, O, MIL_DT_FP32);
   mil_var *i = onnx_cast(c, ONNX_OP(c, "range_1d", K("start", onnx_i32(c, 0)), A("end", O), K("step", onnx_i32(c, 1))), MIL_DT_FP32);
@@ -98,9 +112,36 @@ static mil_var *resize_axis(onnx_ctx *c, mil_var *x, int32_t ax, mil_var *L, mil
     den = ONNX_OP(c, "select", A("cond", one), K("a", onnx_f32(c, 1)), A("b", den));
     pos = ONNX_OP(c, "mul", A("x", i), A("y", ONNX_OP(c, "real_div", A("x", ONNX_OP(c, "sub", A("x", Lf), K("y", onnx_f32(c, 1)))), A("y", den))));
     pos = ONNX_OP(c, "select", A("cond", one), K("a", onnx_f32(c, 0)), A("b", pos));
+  } else if (cr) {
+    /* O > 1: start (L - 1) + i (end - start) (L - 1) / (O - 1); else the
+     * middle of the crop, (start + end) / 2 (L - 1) */
+    mil_var *lm1 = ONNX_OP(c, "sub", A("x", Lf), K("y", onnx_f32(c, 1)));
+    mil_var *many = ONNX_OP(c, "greater", A("x", Of), K("y", onnx_f32(c, 1)));
+    mil_var *den = ONNX_OP(c, "select", A("cond", many), A("a", ONNX_OP(c, "sub", A("x", Of), K("y", onnx_f32(c, 1)))),
+                           K("b", onnx_f32(c, 1)));
+    mil_var *step = ONNX_OP(c, "real_div", A("x", ONNX_OP(c, "mul", A("x", ONNX_OP(c, "sub", A("x", cr->end), A("y", cr->start))), A("y", lm1))),
+                            A("y", den));
+    mil_var *p0 = ONNX_OP(c, "mul", A("x", cr->start), A("y", lm1));
+    mil_var *mid = ONNX_OP(c, "mul", A("x", ONNX_OP(c, "mul", A("x", ONNX_OP(c, "add", A("x", cr->start), A("y", cr->end))), K("y", onnx_f32(c, 0.5)))),
+                           A("y", lm1));
+    pos = ONNX_OP(c, "add", A("x", p0), A("y", ONNX_OP(c, "mul", A("x", i), A("y", step))));
+    pos = ONNX_OP(c, "select", A("cond", many), A("a", pos), A("b", ONNX_OP(c, "add", A("x", ONNX_OP(c, "mul", A("x", i), K("y", onnx_f32(c, 0)))), A("y", mid))));
   } else if (!strcmp(coord, "asymmetric")) pos = ONNX_OP(c, "real_div", A("x", i), A("y", s));
   else pos = ONNX_OP(c, "real_div", A("x", half), A("y", s)); /* tf_half_pixel_for_nn */
   mil_var *last = ONNX_OP(c, "sub", A("x", Lf), K("y", onnx_f32(c, 1)));
+  mil_var *r = sample(c, x, ax, pos, last, mode, nm, a, exclude);
+  if (!cr || !r) return r;
+  /* extrapolation_value where pos is outside [0, L - 1] */
+  mil_var *out = ONNX_OP(c, "logical_or", A("x", ONNX_OP(c, "less", A("x", pos), K("y", onnx_f32(c, 0)))),
+                         A("y", ONNX_OP(c, "greater", A("x", pos), A("y", last))));
+  return ONNX_OP(c, "select", A("cond", along(c, out, ax, rank)), K("a", onnx_f32(c, cr->extrapolation)), A("b", r));
+}
+
+/* x sampled along axis ax at source coordinates pos (clamped to [0, last]) */
+static mil_var *sample(onnx_ctx *c, mil_var *x, int32_t ax, mil_var *pos, mil_var *last, int mode, const char *nm,
+                       double a, bool exclude) {
+  bool nearest = mode == 0;
+  int32_t rank = onnx_rank(x);
   if (mode == 2) return cubic(c, x, ax, pos, last, a, exclude);
   if (nearest) {
     mil_var *r = !strcmp(nm, "floor")               ? ONNX_OP(c, "floor", A("x", pos))
@@ -127,12 +168,19 @@ mil_status onnx_resize_gather(onnx_ctx *c, onnx_node *n, mil_var *x, mil_var *sc
   bool nearest = m == 0;
   double a = onnx_attr_f(n, "cubic_coeff_a", -0.75f);
   bool exclude = onnx_attr_i(n, "exclude_outside", 0) != 0;
-  static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn", NULL};
+  static const char *const coords[] = {"half_pixel",           "pytorch_half_pixel", "align_corners", "asymmetric",
+                                       "tf_half_pixel_for_nn", "tf_crop_and_resize", NULL};
   bool known = false;
   for (const char *const *k = coords; *k; k++) known |= !strcmp(*k, coord);
   if (!known) return ONNX_UNSUP(c, "coordinate_transformation_mode '%s'", coord);
   int32_t rank = onnx_rank(x);
   if (rank < 1 || rank > MIL_INTERP_MAX_RANK_ONNX) return ONNX_UNSUP(c, "input of unknown rank");
+  bool tf = !strcmp(coord, "tf_crop_and_resize");
+  mil_var *roi = tf ? onnx_in(n, 1) : NULL;
+  if (tf && (!roi || onnx_rank(roi) != 1 || roi->type->dims[0].size != 2 * rank))
+    return onnx_fail(c, MIL_ERR_INVALID, "tf_crop_and_resize needs roi with 2 x %d entries (starts, then ends)", (int)rank);
+  if (roi) roi = onnx_cast(c, roi, MIL_DT_FP32);
+  crop cr = {NULL, NULL, onnx_attr_f(n, "extrapolation_value", 0)};
   mil_var *v = sizes ? sizes : scales;
   if (!v || onnx_rank(v) != 1 || v->type->dims[0].size != rank)
     return onnx_fail(c, MIL_ERR_INVALID, "scales / sizes must have one entry per dim (%d)", (int)rank);
@@ -144,7 +192,10 @@ mil_status onnx_resize_gather(onnx_ctx *c, onnx_node *n, mil_var *x, mil_var *sc
     /* an axis known to keep its size is left alone */
     const mil_value *kv = onnx_val(vv);
     int64_t dim = x->type->dims[ax].size;
-    if (kv && (sizes ? mil_value_get_i64(kv, ax) == dim : mil_value_get_f64(kv, ax) == 1.0)) continue;
+    const mil_value *rv = roi ? onnx_val(roi) : NULL;
+    bool whole = !roi || (rv && mil_value_get_f64(rv, ax) == 0 && mil_value_get_f64(rv, rank + ax) == 1);
+    if (whole && kv && (sizes ? mil_value_get_i64(kv, ax) == dim : mil_value_get_f64(kv, ax) == 1.0)) continue;
+    if (roi) cr.start = at(c, roi, ax), cr.end = at(c, roi, rank + ax);
     mil_var *L = at(c, shape, ax), *O, *s;
     if (sizes) {
       O = at(c, vv, ax);
@@ -153,7 +204,7 @@ mil_status onnx_resize_gather(onnx_ctx *c, onnx_node *n, mil_var *x, mil_var *sc
       s = at(c, vv, ax);
       O = onnx_cast(c, ONNX_OP(c, "floor", A("x", ONNX_OP(c, "mul", A("x", onnx_cast(c, L, MIL_DT_FP32)), A("y", s)))), MIL_DT_INT32);
     }
-    r = resize_axis(c, r, ax, L, O, s, m, coord, nm, a, exclude);
+    r = resize_axis(c, r, ax, L, O, s, m, coord, nm, a, exclude, roi ? &cr : NULL);
   }
   if (r == x) r = ONNX_OP(c, "identity", A("x", x));
   return onnx_set_out(c, n, 0, onnx_cast(c, r, dt));

@@ -327,7 +327,7 @@ static mil_status fold_cast(mil_infer_ctx *c) {
     c->val[0] = x->widened_from;
     return MIL_OK;
   }
-  if (bulk && (mil_value_is_deferred(x) || (from == MIL_DT_FP32 && x->file_mapped && x->nbytes >= ((size_t)16 << 10)))) {
+  if (bulk && (mil_value_is_deferred(x) || (from == MIL_DT_FP32 && (x->file_mapped || x->stable_view) && x->nbytes >= ((size_t)16 << 10)))) {
     /* a weight read from a weight file (or already deferred): its bytes are
      * computed when read (mostly by the weight writer, streaming), and the
      * source costs no memory meanwhile */

@@ -215,7 +215,7 @@ static mil_status fold_transpose(mil_infer_ctx *c) {
     oshape[i] = shape[perm[i]];
   }
   size_t es = mil_dtype_size(x->type->dtype);
-  if (mil_value_is_deferred(x) || (x->file_mapped && x->nbytes >= ((size_t)16 << 10))) {
+  if (mil_value_is_deferred(x) || ((x->file_mapped || x->stable_view) && x->nbytes >= ((size_t)16 << 10))) {
     /* a weight's transpose is computed when read (mostly by the weight
      * writer); inferring the op again finds the same recipe and keeps it */
     mil_value *v = mil_value_new_deferred_transpose(c->prog, x, rank, perm);

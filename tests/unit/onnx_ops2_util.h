@@ -42,6 +42,8 @@ static const char *g_fsname;
 static const float *g_fsvals;
 static int g_fsn;
 static int g_nout; /* outputs out[0..g_nout) (1 when 0) */
+/* when set, opset_import holds only this domain (at version 1): no ai.onnx */
+static const char *g_import_only;
 static inline uint8_t *model(const char *op_type, const io *ins, int n_in, const io *out, const char *const *attr_names,
                       const int64_t *const *attr_vals, const int *attr_n, int n_attr, size_t *len) {
   Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
@@ -56,6 +58,11 @@ static inline uint8_t *model(const char *op_type, const io *ins, int n_in, const
   os2.has_version = true;
   os2.version = 1;
   m.n_opset_import = g_domain ? 2 : 1;
+  if (g_import_only) {
+    os.domain = (char *)g_import_only;
+    os.version = 1;
+    m.n_opset_import = 1;
+  }
   m.opset_import = osp;
   Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
   m.graph = &g;

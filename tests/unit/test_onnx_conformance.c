@@ -8,7 +8,8 @@
  * the interpreter on test_data_set_0/input_*.pb, and each output compared
  * with output_*.pb by value (dtypes MIL narrows, int64 -> int32 and
  * double -> fp32, compare by value): |a - b| <= 1e-5 + 1e-4 |b|, NaN equal
- * to NaN, ints and bools exactly. Each test runs in a child process, so a
+ * to NaN, ints and bools exactly (bfloat16 data, which ONNX's tests store
+ * as its bit patterns in UINT16 tensors, is read as bf16). Each test runs in a child process, so a
  * crash is one failed test, not the end of the run.
  *
  * Outcomes: passed; unsupported (the import refuses the model with
@@ -179,8 +180,12 @@ static int run_one(const char *dir, FILE *msg) {
     mil_dtype want = ty->dtype;
     size_t esz = mil_dtype_size(want);
     void *buf = malloc(esz * (size_t)(t->numel ? t->numel : 1));
+    /* ONNX's bfloat16 test data holds the bf16 bit patterns in a UINT16
+     * tensor (numpy has no bfloat16); the importer makes a bfloat16 input
+     * fp32, while a uint16 one becomes int32: such a pair is bf16 bits */
+    bool bf16_bits = t->dtype == MIL_DT_UINT16 && want == MIL_DT_FP32;
     for (int64_t k = 0; k < t->numel; k++) {
-      double v = elem(t->dtype, t->data, k);
+      double v = bf16_bits ? mil_bf16_to_fp32(((const uint16_t *)t->data)[k]) : elem(t->dtype, t->data, k);
       switch (want) {
       case MIL_DT_FP32: ((float *)buf)[k] = (float)v; break;
       case MIL_DT_FP16: ((uint16_t *)buf)[k] = mil_fp32_to_fp16((float)v); break;
@@ -216,8 +221,10 @@ static int run_one(const char *dir, FILE *msg) {
       r = tfail(msg, "output %d: shape differs (rank %d, %lld elements; expected rank %d, %lld)", i, y ? (int)y->rank : -1,
                y ? (long long)y->numel : -1LL, (int)t->rank, (long long)t->numel);
     } else {
+      bool bf16_bits = t->dtype == MIL_DT_UINT16 && y->dtype == MIL_DT_FP32; /* as for the inputs */
       for (int64_t k = 0; k < t->numel; k++) {
-        double a = elem(y->dtype, y->data, k), b = elem(t->dtype, t->data, k);
+        double a = elem(y->dtype, y->data, k);
+        double b = bf16_bits ? mil_bf16_to_fp32(((const uint16_t *)t->data)[k]) : elem(t->dtype, t->data, k);
         bool ok = (isnan(a) && isnan(b)) || a == b || fabs(a - b) <= 1e-5 + 1e-4 * fabs(b);
         if (!ok) {
           r = tfail(msg, "output %d: element %lld is %.9g, expected %.9g", i, (long long)k, a, b);
