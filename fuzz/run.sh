@@ -60,6 +60,12 @@ for exe in "$build"/fuzz/fuzz_*; do
       ;;
     esac
   done
+  # ONNX's own small backend-test models (Debian's libonnx-testdata) seed the ONNX importer
+  if [ "$name" = fuzz_onnx_model ]; then
+    for om in /usr/share/libonnx-testdata/data/node/test_*/model.onnx; do
+      [ -f "$om" ] && [ "$(wc -c <"$om")" -lt 4096 ] && cp "$om" "$corpus/$(basename "$(dirname "$om")").onnx"
+    done
+  fi
   set --
   [ -f "$here/$name.dict" ] && set -- "-dict=$here/$name.dict"
   case $name in fuzz_validate | fuzz_pipeline | fuzz_interp | fuzz_model_load)

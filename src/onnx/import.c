@@ -87,6 +87,17 @@ mil_status onnx_bind(onnx_ctx *c, const char *name, mil_var *v) {
   return scope_put(c->scope, k, v);
 }
 
+mil_status onnx_bind_new(onnx_ctx *c, const char *name, mil_var *v) {
+  const char *k = mil_program_intern(c->p, name, (size_t)-1);
+  if (!k) return MIL_ERR_NOMEM;
+  mil_var *had = scope_get(c->scope, k);
+  if (had && had != v)
+    return mil_diag_error(c->d, MIL_ERR_INVALID,
+                          "%s: value '%s' is defined twice in one graph (ONNX graphs are in SSA form)%s%s%s", c->path,
+                          name, c->node ? ": again by node '" : "", c->node ? c->node->name : "", c->node ? "'" : "");
+  return scope_put(c->scope, k, v);
+}
+
 /* Sequences: ONNX name -> onnx_seq (stored as the value). */
 onnx_seq *onnx_seq_lookup(onnx_ctx *c, const char *name) {
   const char *k = mil_program_find_string(c->p, name, (size_t)-1);
@@ -245,7 +256,7 @@ mil_status onnx_convert_nodes(onnx_ctx *c, const Onnx__GraphProto *g) {
     if (!op) return MIL_ERR_NOMEM;
     mil_block_append(c->blk, op);
     (void)pass_ptrset_add(&c->named, op->outputs[0]);
-    if ((st = onnx_bind(c, t->name ? t->name : "", op->outputs[0])) != MIL_OK) return st;
+    if ((st = onnx_bind_new(c, t->name ? t->name : "", op->outputs[0])) != MIL_OK) return st;
   }
   for (size_t i = 0; i < g->n_node; i++) {
     mil_status st = convert_node(c, g->node[i]);
@@ -324,7 +335,7 @@ static mil_status add_inputs(onnx_ctx *c, mil_function *f, const Onnx__GraphProt
     if (!v) return MIL_ERR_NOMEM;
     (void)pass_ptrset_add(&c->named, v);
     if (is_bool && !(v = onnx_cast(c, v, MIL_DT_BOOL))) return MIL_ERR_TYPE;
-    mil_status st = onnx_bind(c, name, v);
+    mil_status st = onnx_bind_new(c, name, v);
     if (st != MIL_OK) return st;
   }
   return MIL_OK;

@@ -183,6 +183,10 @@ mil_status onnx_seq_bind(onnx_ctx *c, const char *name, onnx_seq *s);
 mil_status onnx_convert_nodes(onnx_ctx *c, const Onnx__GraphProto *g);
 /* Binds ONNX name to var in the current scope. */
 mil_status onnx_bind(onnx_ctx *c, const char *name, mil_var *v);
+/* The same for a name the graph defines (an input, an initializer, a node
+ * output): MIL_ERR_INVALID, naming the value and the node, when the current
+ * scope already binds it to another var (ONNX graphs are in SSA form). */
+mil_status onnx_bind_new(onnx_ctx *c, const char *name, mil_var *v);
 mil_var *onnx_lookup(onnx_ctx *c, const char *name);
 /* Pushes / pops a name scope. */
 mil_status onnx_scope_push(onnx_ctx *c);

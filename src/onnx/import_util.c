@@ -129,7 +129,7 @@ mil_status onnx_set_out(onnx_ctx *c, onnx_node *n, int32_t i, mil_var *v) {
     if (v->op->n_outputs == 1) v->op->name = nm;
     if (!pass_ptrset_add(&c->named, v)) return MIL_ERR_NOMEM;
   }
-  return onnx_bind(c, onnx_name, v);
+  return onnx_bind_new(c, onnx_name, v);
 }
 
 bool onnx_val_ints(onnx_ctx *c, const mil_var *v, int64_t **out, int32_t *n) {

@@ -110,8 +110,8 @@ static mil_status conv_transpose(onnx_ctx *c, onnx_node *n) {
   int32_t k = onnx_attr_ints(n, "perm", &p);
   int64_t perm[MIL_INTERP_MAX_RANK_ONNX];
   if (rank > MIL_INTERP_MAX_RANK_ONNX) return ONNX_UNSUP(c, "rank %d", (int)rank);
-  for (int32_t i = 0; i < rank; i++) perm[i] = k >= 0 ? p[i] : rank - 1 - i;
   if (k >= 0 && k != rank) return onnx_fail(c, MIL_ERR_INVALID, "perm has %d entries for rank %d", (int)k, (int)rank);
+  for (int32_t i = 0; i < rank; i++) perm[i] = k >= 0 ? p[i] : rank - 1 - i;
   return onnx_set_out(c, n, 0, ONNX_OP(c, "transpose", A("x", x), K("perm", onnx_i32s(c, rank, perm))));
 }
 
@@ -507,6 +507,9 @@ static mil_status conv_depth_space(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0);
   if (!x) return MIL_ERR_INVALID;
   int64_t bs = onnx_attr_i(n, "blocksize", 0);
+  if (bs < 1 || bs > (1 << 15))
+    return onnx_fail(c, MIL_ERR_INVALID, "attribute 'blocksize' must be a positive integer (at most 32768), got %lld",
+                     (long long)bs);
   bool d2s = strcmp(n->op_type, "DepthToSpace") == 0;
   if (d2s && strcmp(onnx_attr_s(c, n, "mode", "DCR"), "CRD") == 0) {
     /* CRD: reshape [N, C/bs^2, bs, bs, H, W] -> transpose -> reshape */

@@ -1,0 +1,56 @@
+/* Inputs the ONNX model fuzz target (fuzz/fuzz_onnx_model.c) found, kept
+ * in fuzz/seeds/fuzz_onnx_model/: each must be refused with a clear error
+ * naming the node, never crash (this test runs under ASan+UBSan in CI).
+ *  - depth_to_space_no_blocksize.onnx: DepthToSpace whose attribute name is
+ *    mangled, so blocksize defaulted to 0 and the CRD reshape divided by it;
+ *  - transpose_long_perm.onnx: Transpose with a perm longer than the input's
+ *    rank, read past its end before its length was checked;
+ *  - input_defined_twice.onnx: two graph inputs (and two nodes' outputs)
+ *    with one name, imported as a program that failed validation. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mil/model.h"
+#include "mil/onnx.h"
+
+#define SEEDS MIL_TEST_DATA "/../fuzz/seeds/fuzz_onnx_model/"
+
+static void expect_refused(const char *file, const char *op, const char *why) {
+  mil_diag d = {0};
+  mil_model *m = NULL;
+  mil_status st = mil_onnx_import(file, NULL, &m, &d);
+  assert_int_not_equal(st, MIL_OK);
+  assert_null(m);
+  const char *e = mil_diag_first_error(&d);
+  assert_non_null(e);
+  if (!strstr(e, op) || !strstr(e, why)) fail_msg("%s: expected an error naming %s and '%s', got: %s", file, op, why, e);
+  mil_diag_clear(&d);
+}
+
+static void test_depth_to_space_without_blocksize(void **state) {
+  (void)state;
+  expect_refused(SEEDS "depth_to_space_no_blocksize.onnx", "DepthToSpace", "blocksize");
+}
+
+static void test_transpose_perm_longer_than_rank(void **state) {
+  (void)state;
+  expect_refused(SEEDS "transpose_long_perm.onnx", "Transpose", "perm has");
+}
+
+static void test_value_defined_twice(void **state) {
+  (void)state;
+  expect_refused(SEEDS "input_defined_twice.onnx", "'x'", "defined twice");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_depth_to_space_without_blocksize),
+                                     cmocka_unit_test(test_transpose_perm_longer_than_rank),
+                                     cmocka_unit_test(test_value_defined_twice)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
