@@ -476,12 +476,19 @@ static mil_status load_once(const char *path, const char *ext, mil_model **m, mi
   return st;
 }
 
-/* Identity of what is at path (0, 0 when nothing is). */
-static void path_id(const char *path, dev_t *dev, ino_t *ino) {
-  struct stat st;
-  if (lstat(path, &st) != 0) st.st_dev = 0, st.st_ino = 0;
-  *dev = st.st_dev;
-  *ino = st.st_ino;
+/* Holds what is at path (the link itself for a symlink) for the length of
+ * a load: an O_PATH descriptor neither reads nor blocks (a FIFO), and while
+ * it is open the object's inode cannot be freed and its number given to a
+ * newer save, so comparing it with what is at path afterwards tells
+ * whether a save replaced the model meanwhile. -1 when nothing is there. */
+static int path_hold(const char *path) { return open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC); }
+
+/* True when path still names the object fd holds (both absent counts too). */
+static bool path_same(const char *path, int fd) {
+  struct stat a, b;
+  bool here = lstat(path, &a) == 0;
+  if (fd < 0) return !here;
+  return here && fstat(fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 #define LOAD_ATTEMPTS 8
@@ -498,22 +505,24 @@ mil_status mil_model_load(const char *path_in, mil_model **out, mil_diag *d) {
   /* A save replaces a model while it may be read: a package is swapped
    * whole, a .mlmodel renamed over (its new weights under a new name). When
    * what is at path changed during the load, the parts read may come from
-   * both sides: read again (a few times at most). */
+   * both sides: read again (a few times at most), and when it keeps
+   * changing, fail rather than return a model made of two saves. */
   for (int attempt = 0;; attempt++) {
-    dev_t dev0, dev1;
-    ino_t ino0, ino1;
-    path_id(path, &dev0, &ino0);
+    int held = path_hold(path);
     mil_diag tmp;
     mil_diag_init(&tmp);
     tmp.max_msgs = d ? d->max_msgs : 0;
     st = load_once(path, ext, &m, &tmp);
-    path_id(path, &dev1, &ino1);
-    bool moved = dev0 != dev1 || ino0 != ino1;
-    if (moved && attempt + 1 < LOAD_ATTEMPTS) {
+    bool moved = !path_same(path, held);
+    if (held >= 0) close(held);
+    if (moved) {
       mil_model_free(m);
       m = NULL;
       mil_diag_clear(&tmp);
-      continue;
+      if (attempt + 1 < LOAD_ATTEMPTS) continue;
+      st = mil_diag_error(d, MIL_ERR_IO, "%s: the model was replaced while it was being read, %d times in a row; "
+                          "not returning a model that may mix two saves", path, LOAD_ATTEMPTS);
+      break;
     }
     size_t errs = 0, warns = 0;
     for (size_t i = 0; d && i < tmp.count; i++) {

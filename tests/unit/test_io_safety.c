@@ -390,7 +390,11 @@ static void kill_and_read(const char *name) {
       char why[512] = "";
       int got = load_v(path, why, sizeof why);
       reads++;
-      if (got == -2) fail_msg("%s: read %d saw a model with another generation's weights", name, reads);
+      if (got == -2) {
+        kill(w, SIGKILL); /* no writer may outlive the test */
+        waitpid(w, NULL, 0);
+        fail_msg("%s: read %d saw a model with another generation's weights", name, reads);
+      }
       if (got == -1) failed++;
     }
     nanosleep(&ts, NULL);
