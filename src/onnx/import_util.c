@@ -2,6 +2,7 @@
  * attributes, inputs and outputs, literal values and op building. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "onnx/import_internal.h"
@@ -166,8 +167,18 @@ mil_value *onnx_i32s(onnx_ctx *c, int32_t n, const int64_t *xs) {
 
 mil_value *onnx_f32(onnx_ctx *c, double x) { return mil_value_new_scalar_f64(c->p, MIL_DT_FP32, x); }
 
+/* x as an integer, saturated (NaN as 0): attribute floats such as Pad's
+ * constant value or Clip's bounds may be any double, also for an integer
+ * tensor. */
+static int64_t sat_i64(double x) {
+  if (x != x) return 0;
+  if (x >= 9223372036854775807.0) return INT64_MAX;
+  if (x <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)x;
+}
+
 mil_value *onnx_fscalar(onnx_ctx *c, mil_dtype dt, double x) {
-  if (mil_dtype_is_int(dt)) return mil_value_new_scalar_i64(c->p, dt, (int64_t)x);
+  if (mil_dtype_is_int(dt)) return mil_value_new_scalar_i64(c->p, dt, sat_i64(x));
   return mil_value_new_scalar_f64(c->p, dt, x);
 }
 

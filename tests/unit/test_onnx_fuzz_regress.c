@@ -6,7 +6,10 @@
  *  - transpose_long_perm.onnx: Transpose with a perm longer than the input's
  *    rank, read past its end before its length was checked;
  *  - input_defined_twice.onnx: two graph inputs (and two nodes' outputs)
- *    with one name, imported as a program that failed validation. */
+ *    with one name, imported as a program that failed validation;
+ *  - int_pad_value_inf.onnx: MaxPool over an int32 input, whose -inf pad
+ *    value was converted to an integer (undefined: UBSan) before the pad
+ *    was refused for its dtype. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -48,9 +51,15 @@ static void test_value_defined_twice(void **state) {
   expect_refused(SEEDS "input_defined_twice.onnx", "'x'", "defined twice");
 }
 
+static void test_int_pad_value_inf(void **state) {
+  (void)state;
+  expect_refused(SEEDS "int_pad_value_inf.onnx", "MaxPool", "pad");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_depth_to_space_without_blocksize),
                                      cmocka_unit_test(test_transpose_perm_longer_than_rank),
-                                     cmocka_unit_test(test_value_defined_twice)};
+                                     cmocka_unit_test(test_value_defined_twice),
+                                     cmocka_unit_test(test_int_pad_value_inf)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
