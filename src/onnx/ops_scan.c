@@ -91,6 +91,7 @@ static mil_status conv_scan(onnx_ctx *c, onnx_node *n) {
     if (v8) B = x->type->dims[0].size;
   }
   if (B < 0) return ONNX_UNSUP(c, "the batch size must be known at conversion");
+  if (T < 1 || B < 1) return ONNX_UNSUP(c, "a scan over %lld steps and %lld batch items (empty)", (long long)T, (long long)B);
   if (T * B > SCAN_MAX) return ONNX_UNSUP(c, "%lld steps: at most %d are unrolled", (long long)(T * B), SCAN_MAX);
   /* the final states per batch item, the scan outputs per step */
   mil_var **finals = mil_program_alloc(c->p, (size_t)(N ? N : 1) * (size_t)B * sizeof *finals);

@@ -9,7 +9,9 @@
  *    with one name, imported as a program that failed validation;
  *  - int_pad_value_inf.onnx: MaxPool over an int32 input, whose -inf pad
  *    value was converted to an integer (undefined: UBSan) before the pad
- *    was refused for its dtype. */
+ *    was refused for its dtype;
+ *  - scan_zero_steps.onnx: an opset-8 Scan over a batch of 0 items, whose
+ *    final states were read from an array never filled (SEGV). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,10 +58,16 @@ static void test_int_pad_value_inf(void **state) {
   expect_refused(SEEDS "int_pad_value_inf.onnx", "pad", "dtype");
 }
 
+static void test_scan_of_nothing(void **state) {
+  (void)state;
+  expect_refused(SEEDS "scan_zero_steps.onnx", "Scan", "empty");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_depth_to_space_without_blocksize),
                                      cmocka_unit_test(test_transpose_perm_longer_than_rank),
                                      cmocka_unit_test(test_value_defined_twice),
-                                     cmocka_unit_test(test_int_pad_value_inf)};
+                                     cmocka_unit_test(test_int_pad_value_inf),
+                                     cmocka_unit_test(test_scan_of_nothing)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
