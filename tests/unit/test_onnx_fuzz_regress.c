@@ -11,7 +11,9 @@
  *    value was converted to an integer (undefined: UBSan) before the pad
  *    was refused for its dtype;
  *  - scan_zero_steps.onnx: an opset-8 Scan over a batch of 0 items, whose
- *    final states were read from an array never filled (SEGV). */
+ *    final states were read from an array never filled (SEGV);
+ *  - split_scalar.onnx: Split of a rank-0 input, whose dims (none) were
+ *    indexed by the split axis (UBSan). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -63,11 +65,17 @@ static void test_scan_of_nothing(void **state) {
   expect_refused(SEEDS "scan_zero_steps.onnx", "Scan", "empty");
 }
 
+static void test_split_of_a_scalar(void **state) {
+  (void)state;
+  expect_refused(SEEDS "split_scalar.onnx", "Split", "rank 0");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_depth_to_space_without_blocksize),
                                      cmocka_unit_test(test_transpose_perm_longer_than_rank),
                                      cmocka_unit_test(test_value_defined_twice),
                                      cmocka_unit_test(test_int_pad_value_inf),
-                                     cmocka_unit_test(test_scan_of_nothing)};
+                                     cmocka_unit_test(test_scan_of_nothing),
+                                     cmocka_unit_test(test_split_of_a_scalar)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
