@@ -53,6 +53,18 @@ static mil_status geom(onnx_ctx *c, onnx_node *n, int32_t sp, conv_geom *g) {
     for (int32_t i = 0; i < sp; i++) g->kernel[i] = a[i];
   if ((k = onnx_attr_ints(n, "pads", &a)) == 2 * sp)
     for (int32_t i = 0; i < sp; i++) g->pad[2 * i] = a[i], g->pad[2 * i + 1] = a[i + sp];
+  /* bounded so that the size arithmetic below cannot overflow */
+  const int64_t lim = (int64_t)1 << 20;
+  for (int32_t i = 0; i < sp; i++) {
+    if (g->strides[i] < 1 || g->strides[i] > lim || g->dil[i] < 1 || g->dil[i] > lim)
+      return onnx_fail(c, MIL_ERR_INVALID, "strides and dilations must be in 1..%lld, got %lld and %lld", (long long)lim,
+                       (long long)g->strides[i], (long long)g->dil[i]);
+    if (g->kernel[i] < 0 || g->kernel[i] > lim)
+      return onnx_fail(c, MIL_ERR_INVALID, "kernel_shape must be in 1..%lld, got %lld", (long long)lim, (long long)g->kernel[i]);
+  }
+  for (int32_t i = 0; i < 2 * sp; i++)
+    if (g->pad[i] < 0 || g->pad[i] > lim)
+      return onnx_fail(c, MIL_ERR_INVALID, "pads must be in 0..%lld, got %lld", (long long)lim, (long long)g->pad[i]);
   const char *ap = onnx_attr_s(c, n, "auto_pad", "NOTSET");
   g->pad_type = strcmp(ap, "SAME_UPPER") == 0  ? "same"
                 : strcmp(ap, "SAME_LOWER") == 0 ? "same_lower"
@@ -147,7 +159,11 @@ static mil_status conv_transpose_decomposed(onnx_ctx *c, onnx_node *n, mil_var *
   const mil_type *xt = x->type, *wt = w->type;
   if (!mil_type_is_static(xt) || !mil_type_is_static(wt)) return ONNX_UNSUP(c, "a run-time weight with symbolic shapes");
   int32_t sp = g->sp, rank = sp + 2;
+  if (xt->rank != rank || wt->rank != rank)
+    return onnx_fail(c, MIL_ERR_INVALID, "input and weight must have rank %d, got %d and %d", (int)rank, (int)xt->rank,
+                     (int)wt->rank);
   int64_t groups = onnx_attr_i(n, "group", 1);
+  if (groups < 1 || groups > wt->dims[0].size) return onnx_fail(c, MIL_ERR_INVALID, "group %lld", (long long)groups);
   int64_t cin = wt->dims[0].size, coutg = wt->dims[1].size;
   for (int32_t i = 0; i < sp; i++)
     if (g->kernel[i] == 0) g->kernel[i] = wt->dims[2 + i].size;

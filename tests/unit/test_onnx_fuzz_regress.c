@@ -13,7 +13,10 @@
  *  - scan_zero_steps.onnx: an opset-8 Scan over a batch of 0 items, whose
  *    final states were read from an array never filled (SEGV);
  *  - split_scalar.onnx: Split of a rank-0 input, whose dims (none) were
- *    indexed by the split axis (UBSan). */
+ *    indexed by the split axis (UBSan);
+ *  - conv_transpose_weight_rank.onnx: ConvTranspose with a run-time weight of
+ *    rank 3 for a 2-D input, whose missing kernel dims were read past the
+ *    weight's dims (signed overflow in the padding arithmetic, UBSan). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,12 +73,18 @@ static void test_split_of_a_scalar(void **state) {
   expect_refused(SEEDS "split_scalar.onnx", "Split", "rank 0");
 }
 
+static void test_conv_transpose_weight_rank(void **state) {
+  (void)state;
+  expect_refused(SEEDS "conv_transpose_weight_rank.onnx", "ConvTranspose", "rank");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_depth_to_space_without_blocksize),
                                      cmocka_unit_test(test_transpose_perm_longer_than_rank),
                                      cmocka_unit_test(test_value_defined_twice),
                                      cmocka_unit_test(test_int_pad_value_inf),
                                      cmocka_unit_test(test_scan_of_nothing),
-                                     cmocka_unit_test(test_split_of_a_scalar)};
+                                     cmocka_unit_test(test_split_of_a_scalar),
+                                     cmocka_unit_test(test_conv_transpose_weight_rank)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
