@@ -210,7 +210,9 @@ static mil_status convert_node(onnx_ctx *c, const Onnx__NodeProto *np) {
   if (!in) return MIL_ERR_NOMEM;
   n.in = in;
   mil_status st = MIL_OK;
-  for (int32_t i = 0; i < n.n_in; i++) {
+  /* every ONNX operator has at least one output (an optional one may be unnamed) */
+  if (n.n_out < 1) st = onnx_fail(c, MIL_ERR_INVALID, "the node has no outputs");
+  for (int32_t i = 0; st == MIL_OK && i < n.n_in; i++) {
     const char *nm = np->input[i];
     in[i] = NULL;
     if (!nm || !nm[0]) continue;

@@ -33,6 +33,7 @@ static mil_status conv_size(onnx_ctx *c, onnx_node *n) {
 }
 
 static mil_status conv_constant(onnx_ctx *c, onnx_node *n) {
+  if (!onnx_out_used(n, 0)) return MIL_OK; /* an unnamed output: nothing reads it */
   mil_value *v = NULL;
   const Onnx__AttributeProto *a;
   if ((a = onnx_attr(n, "value")) && a->t) {

@@ -16,7 +16,9 @@
  *    indexed by the split axis (UBSan);
  *  - conv_transpose_weight_rank.onnx: ConvTranspose with a run-time weight of
  *    rank 3 for a 2-D input, whose missing kernel dims were read past the
- *    weight's dims (signed overflow in the padding arithmetic, UBSan). */
+ *    weight's dims (signed overflow in the padding arithmetic, UBSan);
+ *  - constant_no_outputs.onnx: a Constant node with no outputs, whose
+ *    missing first output name was read (UBSan). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -78,6 +80,11 @@ static void test_conv_transpose_weight_rank(void **state) {
   expect_refused(SEEDS "conv_transpose_weight_rank.onnx", "ConvTranspose", "rank");
 }
 
+static void test_node_without_outputs(void **state) {
+  (void)state;
+  expect_refused(SEEDS "constant_no_outputs.onnx", "Constant", "no outputs");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_depth_to_space_without_blocksize),
                                      cmocka_unit_test(test_transpose_perm_longer_than_rank),
@@ -85,6 +92,7 @@ int main(void) {
                                      cmocka_unit_test(test_int_pad_value_inf),
                                      cmocka_unit_test(test_scan_of_nothing),
                                      cmocka_unit_test(test_split_of_a_scalar),
-                                     cmocka_unit_test(test_conv_transpose_weight_rank)};
+                                     cmocka_unit_test(test_conv_transpose_weight_rank),
+                                     cmocka_unit_test(test_node_without_outputs)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
