@@ -88,7 +88,9 @@ float onnx_attr_f(const onnx_node *n, const char *name, float dflt) {
 const char *onnx_attr_s(onnx_ctx *c, const onnx_node *n, const char *name, const char *dflt) {
   const Onnx__AttributeProto *a = onnx_attr(n, name);
   if (!a || !a->has_s) return dflt;
-  return mil_program_intern(c->p, (const char *)a->s.data, a->s.len);
+  /* an empty string may come with no data; never return NULL to callers that compare it */
+  const char *r = mil_program_intern(c->p, a->s.len ? (const char *)a->s.data : "", a->s.len);
+  return r ? r : dflt;
 }
 
 int32_t onnx_attr_ints(const onnx_node *n, const char *name, const int64_t **out) {

@@ -18,7 +18,9 @@
  *    rank 3 for a 2-D input, whose missing kernel dims were read past the
  *    weight's dims (signed overflow in the padding arithmetic, UBSan);
  *  - constant_no_outputs.onnx: a Constant node with no outputs, whose
- *    missing first output name was read (UBSan). */
+ *    missing first output name was read (UBSan);
+ *  - resize_empty_mode.onnx: Resize whose `mode` is an empty string with no
+ *    data, read as NULL and compared (UBSan). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -85,6 +87,11 @@ static void test_node_without_outputs(void **state) {
   expect_refused(SEEDS "constant_no_outputs.onnx", "Constant", "no outputs");
 }
 
+static void test_resize_empty_mode(void **state) {
+  (void)state;
+  expect_refused(SEEDS "resize_empty_mode.onnx", "Resize", "mode ''");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_depth_to_space_without_blocksize),
                                      cmocka_unit_test(test_transpose_perm_longer_than_rank),
@@ -93,6 +100,7 @@ int main(void) {
                                      cmocka_unit_test(test_scan_of_nothing),
                                      cmocka_unit_test(test_split_of_a_scalar),
                                      cmocka_unit_test(test_conv_transpose_weight_rank),
-                                     cmocka_unit_test(test_node_without_outputs)};
+                                     cmocka_unit_test(test_node_without_outputs),
+                                     cmocka_unit_test(test_resize_empty_mode)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
