@@ -8,18 +8,6 @@
 #include "load.h"
 #include "mil/equiv.h"
 
-/* .mil text is parsed directly: the golden corpus holds programs of opsets
- * older than ML Programs (CoreML3), which the model loader refuses; other
- * formats go through cli_load. */
-static mil_status load_any(const char *path, cli_loaded *out, mil_diag *d) {
-  size_t n = strlen(path);
-  if (n > 4 && strcmp(path + n - 4, ".mil") == 0) {
-    memset(out, 0, sizeof *out);
-    return mil_parse_file(path, &out->program, d);
-  }
-  return cli_load(path, out, d);
-}
-
 static void help(void) {
   printf("usage: mil diff [--identical] [--rel-tol X] [--fp16-ulps N] A B\n\n"
          "Compare the programs of models A and B (.mil, .mlmodel or .mlpackage).\n"
@@ -72,7 +60,7 @@ int cmd_diff(int argc, char **argv) {
   memset(&ma, 0, sizeof ma);
   memset(&mb, 0, sizeof mb);
   int rc = CLI_FAIL;
-  if (load_any(pa, &ma, &d) != MIL_OK || load_any(pb, &mb, &d) != MIL_OK) {
+  if (cli_load_any(pa, &ma, &d) != MIL_OK || cli_load_any(pb, &mb, &d) != MIL_OK) {
     cli_print_diag(&d);
     goto out;
   }

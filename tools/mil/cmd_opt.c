@@ -13,18 +13,6 @@
 #include "mil/passes.h"
 #include "opt_summary.h"
 
-/* .mil text is parsed directly (it has no model description to keep; one is
- * synthesized when the result is written as a model); other formats go
- * through cli_load. */
-mil_status cli_load_any(const char *path, cli_loaded *out, mil_diag *d) {
-  size_t n = strlen(path);
-  if (n > 4 && strcmp(path + n - 4, ".mil") == 0) {
-    memset(out, 0, sizeof *out);
-    return mil_parse_file(path, &out->program, d);
-  }
-  return cli_load(path, out, d);
-}
-
 static void help(void) {
   printf("usage: mil opt IN -o OUT [--pipeline NAME | --passes P1,P2,...] [options]\n\n"
          "Optimize model IN (.mil, .mlmodel or .mlpackage) with a pass pipeline and write\n"

@@ -27,6 +27,15 @@ mil_status cli_load(const char *path, cli_loaded *out, mil_diag *d) {
   return MIL_OK;
 }
 
+mil_status cli_load_any(const char *path, cli_loaded *out, mil_diag *d) {
+  size_t n = strlen(path);
+  if (n > 4 && strcmp(path + n - 4, ".mil") == 0) {
+    memset(out, 0, sizeof *out);
+    return mil_parse_file(path, &out->program, d);
+  }
+  return cli_load(path, out, d);
+}
+
 void cli_unload(cli_loaded *m) {
   if (m->model) mil_model_free(m->model);
   else mil_program_free(m->program);
