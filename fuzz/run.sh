@@ -75,9 +75,11 @@ for exe in "$build"/fuzz/fuzz_*; do
   # FUZZ_SEED fixes libFuzzer's random seed: with the same seeds, a shorter run explores a prefix of
   # a longer one, so CI's short run replays what a longer run here found clean
   [ -n "${FUZZ_SEED:-}" ] && set -- "$@" "-seed=$FUZZ_SEED"
+  # FUZZ_RUNS caps the executions (a long run stops at whichever of SECONDS and FUZZ_RUNS comes first)
+  [ -n "${FUZZ_RUNS:-}" ] && set -- "$@" "-runs=$FUZZ_RUNS"
   if "$exe" "$@" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2560 \
       -artifact_prefix="$work/$name-" "$corpus" >"$work/$name.log" 2>&1; then
-    grep -E "^Done|^#[0-9]+.*DONE" "$work/$name.log" | tail -n 1
+    grep -E "^Done|^#[0-9]+.*DONE" "$work/$name.log" | tail -n 2
   else
     echo "FAILED: $name"
     tail -n 60 "$work/$name.log"
