@@ -26,8 +26,14 @@
 
 #include "io/blob_internal.h"
 
-#define BUF_CAP (4u << 20)       /* write buffer */
-#define DIRECT_MIN (1u << 20)    /* payloads this large bypass the buffer */
+/* Small buffers, reused from one blob to the next: every page of a fresh
+ * buffer costs a page fault and a clear, which for megabyte buffers is more
+ * than the copy itself; the kernel copies each write() into the page cache
+ * at the same speed in pieces of a few hundred KiB (and larger single
+ * writes were seen to take several times the CPU time). */
+#define BUF_CAP (256u << 10)     /* write buffer (metadata and small payloads) */
+#define DIRECT_MIN (64u << 10)   /* payloads and streamed pieces this large bypass the buffer */
+#define WRITE_MAX (1u << 20)     /* largest single write() */
 #define CMP_CHUNK (256u << 10)   /* read-back chunk for duplicate checks */
 
 #define SAMPLE_HEAD 4096u        /* sampled-key prefix */
@@ -122,8 +128,9 @@ static uint64_t hs_final(const hstate *s, const uint8_t *tail, size_t tn, uint64
 static size_t stripe_len(size_t n) { return (n - 1) / 64 * 64; }
 
 /* A blob's payload: in memory, or produced piecewise by a reader
- * (mil_blob_writer_add_stream) into a buffer of STREAM_CHUNK bytes. */
-#define STREAM_CHUNK (4u << 20)
+ * (mil_blob_writer_add_stream) into a buffer of STREAM_CHUNK bytes (small
+ * enough to stay in the L2 cache between the reader and write()). */
+#define STREAM_CHUNK (256u << 10)
 
 typedef struct bsrc {
   const uint8_t *mem;
@@ -194,7 +201,7 @@ static mil_status io_fail(mil_blob_writer *w, uint64_t off, const char *what, in
 
 static mil_status write_all(mil_blob_writer *w, const uint8_t *p, size_t n, mil_diag *d) {
   while (n > 0) {
-    size_t chunk = n > (1u << 30) ? (1u << 30) : n;
+    size_t chunk = n > WRITE_MAX ? WRITE_MAX : n;
     ssize_t r = write(w->fd, p, chunk);
     if (r < 0) {
       if (errno == EINTR) continue;
