@@ -238,7 +238,13 @@ MIL_API mil_status mil_program_add_mapping(mil_program *p, const void *base, siz
  * nothing when the mappings total less than 256 MiB. mil_pipeline_run
  * calls it after every pass. */
 MIL_API void mil_program_release_mappings(mil_program *p);
+/* Whether p's weight-file mappings total less than 64 MiB (and at least one
+ * is registered): their pages then stay resident once read, and
+ * mil_program_release_value_pages does nothing (giving them back only to
+ * fault them in again for the next reader costs more than it saves). */
+MIL_API bool mil_program_keeps_weight_pages(const mil_program *p);
 /* After reading bytes [offset, offset + nbytes) of a file-mapped value:
+ * nothing when mil_program_keeps_weight_pages(p); else
  * drops its whole pages (mil_value_release_range) and, for large weight
  * files (256 MiB and more registered), every 64 MiB read the whole
  * mappings, since a read maps in more than the bytes it reads. p is

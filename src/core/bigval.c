@@ -215,6 +215,10 @@ oom:
 /* Releasing costs a page-table walk over every mapping: worth it for large
  * weight files only, whose resident pages would otherwise add up. */
 #define RELEASE_MIN_TOTAL ((size_t)256 << 20)
+/* Below this, a value's pages stay mapped once read: dropping them and
+ * faulting them in again for the next reader (the save after the fp16
+ * scan) costs more CPU time than the few MiB of resident pages are worth. */
+#define KEEP_MAX_TOTAL ((size_t)64 << 20)
 #define RELEASE_EVERY ((size_t)64 << 20)
 #define FAULT_AROUND ((size_t)2 << 20)
 
@@ -247,8 +251,14 @@ void ir_mappings_free(mil_program *p) {
   p->mappings = NULL;
 }
 
+bool mil_program_keeps_weight_pages(const mil_program *p) {
+  const ir_mappings *ms = p ? p->mappings : NULL;
+  return ms && ms->total < KEEP_MAX_TOTAL;
+}
+
 void mil_program_release_value_pages(const mil_program *p, const mil_value *v, size_t offset, size_t nbytes) {
   if (!v || v->kind != MIL_VAL_TENSOR || !v->file_mapped || offset > v->nbytes) return;
+  if (mil_program_keeps_weight_pages(p)) return;
   if (nbytes > v->nbytes - offset) nbytes = v->nbytes - offset;
   mil_value_release_range(v, offset, nbytes);
   /* A fault maps in more than the bytes read (whole page-cache folios, up

@@ -328,7 +328,8 @@ static void produce(const mil_value *v, size_t e0, size_t n, void *dst) {
     /* a weight-file mapping's pages given back once the last element is
      * read (a scan or the writer went through the whole weight), by the
      * value alone: readers on several threads touch no program state */
-    if (e0 + n == (size_t)d->src->numel) mil_value_release_range(d->src, 0, d->src->nbytes);
+    if (e0 + n == (size_t)d->src->numel && !mil_program_keeps_weight_pages(d->p))
+      mil_value_release_range(d->src, 0, d->src->nbytes);
     return;
   }
   if (!d->transposed) {
@@ -358,7 +359,8 @@ static void produce(const mil_value *v, size_t e0, size_t n, void *dst) {
   if (g != stack) free(g);
   /* every piece reads across the whole source (a column each): its mapped
    * pages are given back once the last element is read, as above */
-  if (e0 + n == (size_t)d->src->numel) mil_value_release_range(d->src, 0, d->src->nbytes);
+  if (e0 + n == (size_t)d->src->numel && !mil_program_keeps_weight_pages(d->p))
+    mil_value_release_range(d->src, 0, d->src->nbytes);
 }
 
 const void *mil_value_data(const mil_value *v) {

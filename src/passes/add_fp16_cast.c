@@ -283,6 +283,7 @@ typedef struct prescan_job {
   const prescan *ps;
   size_t from, to;
   mag *val;
+  bool keep; /* mil_program_keeps_weight_pages */
 } prescan_job;
 
 static void *prescan_run(void *arg) {
@@ -294,7 +295,7 @@ static void *prescan_run(void *arg) {
       continue;
     }
     j->val[j->ps->slot[i]] = scan_range(mil_value_data(w), (size_t)w->numel);
-    mil_value_release_range(w, 0, w->nbytes); /* read: a weight-file mapping's pages go back */
+    if (!j->keep) mil_value_release_range(w, 0, w->nbytes); /* read: a weight-file mapping's pages go back */
   }
   return NULL;
 }
@@ -307,7 +308,8 @@ static void mags_prescan(mil_program *p) {
   mil_program_walk(p, collect_weight, &ps);
   size_t half = 0;
   for (uint64_t acc = 0; half < ps.n && acc < ps.bytes / 2; half++) acc += ps.w[half]->nbytes;
-  prescan_job lo = {&ps, 0, half, g_mags.val}, hi = {&ps, half, ps.n, g_mags.val};
+  bool keep = mil_program_keeps_weight_pages(p);
+  prescan_job lo = {&ps, 0, half, g_mags.val, keep}, hi = {&ps, half, ps.n, g_mags.val, keep};
   pthread_t th;
   bool threaded = ps.bytes >= PRESCAN_TOTAL_MIN && pthread_create(&th, NULL, prescan_run, &hi) == 0;
   prescan_run(&lo);
