@@ -34,11 +34,15 @@ static const mil_pass_def *const k_registered[] = {
 static const mil_pass_def *g_extra[MAX_EXTRA];
 static size_t g_n_extra;
 
-/* Counted at run time: with an empty passes.def a constant 0 would make
- * every `i < count` test a compile-time tautology. */
+/* Counted at run time (with an empty passes.def a constant 0 would make
+ * every `i < count` test a compile-time tautology), once: the lookups of a
+ * pipeline run ask it for every pass they compare. */
 static size_t n_builtin(void) {
-  size_t n = 0;
+  static _Atomic size_t known; /* the count plus one, 0 until counted */
+  size_t n = known;
+  if (n) return n - 1;
   while (k_registered[n]) n++;
+  known = n + 1;
   return n;
 }
 #define N_REGISTERED (n_builtin() + g_n_extra)
@@ -63,6 +67,9 @@ bool pass_name_matches(const char *given, const char *full) {
 }
 
 const mil_pass_def *mil_pass_find(const char *name) {
+  /* a pipeline's names are the definitions' own strings: compared by address first */
+  for (size_t i = 0, n = N_REGISTERED; i < n; i++)
+    if (registered_at(i)->name == name) return registered_at(i);
   for (size_t i = 0, n = N_REGISTERED; i < n; i++)
     if (pass_name_matches(name, registered_at(i)->name)) return registered_at(i);
   return NULL;
