@@ -229,6 +229,33 @@ static bool fold_binary_f32(bop k, const mil_value *x, const mil_value *y, mil_v
   return true;
 }
 
+/* The fp32 comparisons of a large fold (a causal mask's equal(x, 0.0)):
+ * x and y fp32, each of the output's element count or a single element,
+ * the bool result one byte an element. The float comparison is the one
+ * float_op makes on the values widened to double. */
+#define CMP_LOOP(OP)                                                     \
+  for (int64_t i = 0; i < n; i++) o[i] = a[sx ? i : 0] OP b[sy ? i : 0]
+
+static bool fold_compare_f32(bop k, const mil_value *x, const mil_value *y, mil_value *out) {
+  if (k != B_EQ && k != B_NE && k != B_LT && k != B_LE && k != B_GT && k != B_GE) return false;
+  if (x->type->dtype != MIL_DT_FP32 || y->type->dtype != MIL_DT_FP32 || out->type->dtype != MIL_DT_BOOL) return false;
+  int64_t n = out->numel;
+  bool sx = x->numel == n, sy = y->numel == n;
+  if ((!sx && x->numel != 1) || (!sy && y->numel != 1) || n < 1) return false;
+  const float *a = mil_value_data(x), *b = mil_value_data(y);
+  uint8_t *o = mil_value_data_mut(out);
+  if (!a || !b || !o) return false;
+  switch (k) {
+  case B_EQ: CMP_LOOP(==); break;
+  case B_NE: CMP_LOOP(!=); break;
+  case B_LT: CMP_LOOP(<); break;
+  case B_LE: CMP_LOOP(<=); break;
+  case B_GT: CMP_LOOP(>); break;
+  default: CMP_LOOP(>=); break;
+  }
+  return true;
+}
+
 static mil_status fold_binary(mil_infer_ctx *c, bop k) {
   const mil_value *x = fold_tensor(c, "x"), *y = fold_tensor(c, "y");
   if (!x || !y) return MIL_OK;
@@ -240,7 +267,7 @@ static mil_status fold_binary(mil_infer_ctx *c, bop k) {
   fold_iter it;
   if (!fold_iter_init(&it, rank, shape, 2, ins)) return MIL_OK;
   mil_dtype dt = x->type->dtype;
-  if (out->numel >= 64 && fold_binary_f32(k, x, y, out)) {
+  if (out->numel >= 64 && (fold_binary_f32(k, x, y, out) || fold_compare_f32(k, x, y, out))) {
     c->val[0] = out;
     return MIL_OK;
   }

@@ -129,7 +129,19 @@ static mil_status fold_full(mil_infer_ctx *c) {
   if (op_has(c, "value") && !v) return MIL_OK;
   mil_value *out = op_new_value(c, c->out[0]->dtype, rank, shape, false);
   if (!out || !op_foldable_dtype(c->out[0]->dtype)) return MIL_OK;
-  for (int64_t k = 0; v && k < out->numel; k++) op_copy_elem(out, k, v, 0);
+  size_t es = mil_dtype_size(c->out[0]->dtype), total = (size_t)out->numel * es;
+  uint8_t *d = mil_value_data_mut(out);
+  const uint8_t *s = v ? mil_value_data(v) : NULL;
+  if (v && d && s && es && total) { /* the first element, then the filled part doubled */
+    memcpy(d, s, es);
+    for (size_t have = es; have < total;) {
+      size_t k = have < total - have ? have : total - have;
+      memcpy(d + have, d, k);
+      have += k;
+    }
+  } else {
+    for (int64_t k = 0; v && k < out->numel; k++) op_copy_elem(out, k, v, 0);
+  }
   op_set_val(c, 0, out);
   return MIL_OK;
 }

@@ -85,10 +85,31 @@ bool op_value_shape(const mil_value *v, int64_t *shape, int32_t *rank) {
   return true;
 }
 
+/* op_value_from_map's loop for whole-byte elements of es bytes: direct
+ * copies (the size a constant the compiler sees), no per-element lookups. */
+#define FROM_MAP(ES)                                                      \
+  for (int64_t k = 0; k < n; k++) {                                       \
+    if (map[k] >= 0) memcpy(d + (size_t)k * ES, s + (size_t)map[k] * ES, ES); \
+    else if (f) memcpy(d + (size_t)k * ES, f, ES);                        \
+  }
+
 mil_value *op_value_from_map(mil_infer_ctx *c, mil_dtype dt, int32_t rank, const int64_t *shape, bool scalar,
                              const mil_value *src, const int64_t *map, const mil_value *fill) {
   mil_value *v = op_new_value(c, dt, rank, shape, scalar);
   if (!v) return NULL;
+  size_t es = mil_dtype_size(v->type->dtype);
+  uint8_t *d = mil_value_data_mut(v);
+  const uint8_t *s = src ? mil_value_data(src) : NULL, *f = fill ? mil_value_data(fill) : NULL;
+  if (d && s && (!fill || f) && (es == 1 || es == 2 || es == 4 || es == 8)) {
+    int64_t n = v->numel;
+    switch (es) {
+    case 1: FROM_MAP(1); break;
+    case 2: FROM_MAP(2); break;
+    case 4: FROM_MAP(4); break;
+    default: FROM_MAP(8); break;
+    }
+    return v;
+  }
   for (int64_t k = 0; k < v->numel; k++) {
     if (map[k] >= 0) op_copy_elem(v, k, src, map[k]);
     else if (fill) op_copy_elem(v, k, fill, 0);
@@ -292,12 +313,10 @@ bool op_map_gather(int32_t xr, const int64_t *xs, int32_t ir, const int64_t *is,
   int64_t xst[TOP_RANK], ist[TOP_RANK], idx[TOP_RANK];
   op_strides(xr, xs, xst);
   op_strides(ir, is, ist);
+  for (int32_t d = 0; d < r; d++) idx[d] = 0;
   for (int64_t k = 0; k < n; k++) {
-    int64_t rem = k;
-    for (int32_t d = r - 1; d >= 0; d--) {
-      idx[d] = oshape[d] ? rem % oshape[d] : 0;
-      rem = oshape[d] ? rem / oshape[d] : 0;
-    }
+    if (k) /* the output index of k, counted up from k - 1's (n > 0: no dimension is 0) */
+      for (int32_t d = r - 1; d >= 0 && ++idx[d] == oshape[d]; d--) idx[d] = 0;
     int64_t ipos = 0;
     for (int32_t d = 0; d < bd; d++) ipos += idx[d] * ist[d];
     for (int32_t d = (int32_t)bd; d < ir; d++) ipos += idx[axis + (d - bd)] * ist[d];
