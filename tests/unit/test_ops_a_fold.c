@@ -113,6 +113,49 @@ static void test_fold_binary_large(void **state) {
   }
 }
 
+/* Comparisons of 64 elements and more take a direct loop over fp32 data:
+ * the same answers as the element-by-element fold (equal values, either
+ * operand a single element). */
+static void test_fold_compare_large(void **state) {
+  (void)state;
+  enum { N = 100 };
+  static char av[N * 24], bv[N * 24], body[4 * N * 24];
+  float a[N], b[N];
+  size_t la = 0, lb = 0;
+  for (int i = 0; i < N; i++) {
+    a[i] = i % 7 == 3 ? 0.7f : (float)(i * 0.37 - 5.1);
+    b[i] = i % 5 == 0 ? a[i] : (float)(1.3 - i * 0.011);
+    la += (size_t)snprintf(av + la, sizeof av - la, "%s%.9g", i ? ", " : "[", (double)a[i]);
+    lb += (size_t)snprintf(bv + lb, sizeof bv - lb, "%s%.9g", i ? ", " : "[", (double)b[i]);
+  }
+  snprintf(av + la, sizeof av - la, "]");
+  snprintf(bv + lb, sizeof bv - lb, "]");
+  static const struct {
+    const char *call;
+    int op;      /* 0 ==, 1 !=, 2 <, 3 <=, 4 >, 5 >= */
+    char sx, sy; /* each operand: 'a', 'b', or 's' for the single element 0.7 */
+  } cases[] = {
+      {"equal(x=%a, y=0.7", 0, 'a', 's'},     {"not_equal(x=0.7, y=%a", 1, 's', 'a'},
+      {"equal(x=%a, y=%b", 0, 'a', 'b'},      {"less(x=%a, y=%b", 2, 'a', 'b'},
+      {"less_equal(x=%a, y=%b", 3, 'a', 'b'}, {"greater(x=%a, y=[0.7]", 4, 'a', 's'},
+      {"greater_equal(x=0.7, y=%b", 5, 's', 'b'},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    snprintf(body, sizeof body, "    %%a: (%d,fp32)*(Tensor) = const(val=%s, name=\"a\")\n"
+             "    %%b: (%d,fp32)*(Tensor) = const(val=%s, name=\"b\")\n"
+             "    %%t: (%d,bool)(Tensor) = %s, name=\"t\")\n", N, av, N, bv, N, cases[c].call);
+    double want[N];
+    for (int i = 0; i < N; i++) {
+      float x = cases[c].sx == 'a' ? a[i] : cases[c].sx == 'b' ? b[i] : 0.7f;
+      float y = cases[c].sy == 'a' ? a[i] : cases[c].sy == 'b' ? b[i] : 0.7f;
+      int op = cases[c].op;
+      bool r = op == 0 ? x == y : op == 1 ? x != y : op == 2 ? x < y : op == 3 ? x <= y : op == 4 ? x > y : x >= y;
+      want[i] = r;
+    }
+    expect_fold("CoreML5", "", body, BOOL, N, want);
+  }
+}
+
 static void test_fold_unary(void **state) {
   (void)state;
   FOLD("CoreML5", "", OP1("(2,int32)(Tensor)", "abs(x=[-3, 4], name=\"t\")"), I32, 3, 4);
@@ -374,6 +417,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fold_binary),
       cmocka_unit_test(test_fold_binary_large),
+      cmocka_unit_test(test_fold_compare_large),
       cmocka_unit_test(test_fold_unary),
       cmocka_unit_test(test_fold_cast),
       cmocka_unit_test(test_fold_cast_symbolic),
