@@ -219,11 +219,37 @@ static mil_status infer_select(mil_infer_ctx *c) {
   return MIL_OK;
 }
 
+/* select's fold when cond is bool and a, b and the output share a dtype of
+ * whole bytes, each operand of the output's element count (the same flat
+ * order) or a single element: the chosen element's bytes are copied, as
+ * numpy's where does. false when the case is not one of these. */
+static bool select_bytes(const mil_value *cv, const mil_value *a, const mil_value *b, mil_value *out) {
+  mil_dtype dt = out->type->dtype;
+  size_t es = mil_dtype_size(dt);
+  int64_t n = out->numel;
+  if (cv->type->dtype != MIL_DT_BOOL || a->type->dtype != dt || b->type->dtype != dt || n < 1) return false;
+  if (es != 1 && es != 2 && es != 4 && es != 8) return false;
+  bool sc = cv->numel == n, sa = a->numel == n, sb = b->numel == n;
+  if ((!sc && cv->numel != 1) || (!sa && a->numel != 1) || (!sb && b->numel != 1)) return false;
+  const uint8_t *cd = mil_value_data(cv), *ad = mil_value_data(a), *bd = mil_value_data(b);
+  uint8_t *od = mil_value_data_mut(out);
+  if (!cd || !ad || !bd || !od) return false;
+  for (int64_t i = 0; i < n; i++) {
+    const uint8_t *src = cd[sc ? i : 0] ? ad + (size_t)(sa ? i : 0) * es : bd + (size_t)(sb ? i : 0) * es;
+    memcpy(od + (size_t)i * es, src, es);
+  }
+  return true;
+}
+
 static mil_status fold_select(mil_infer_ctx *c) {
   const mil_value *cv = fold_tensor(c, "cond"), *a = fold_tensor(c, "a"), *b = fold_tensor(c, "b");
   if (!cv || !a || !b) return MIL_OK;
   mil_value *out = fold_out(c, 0);
   if (!out) return MIL_OK;
+  if (out->numel >= 64 && select_bytes(cv, a, b, out)) {
+    c->val[0] = out;
+    return MIL_OK;
+  }
   int64_t shape[OP_MAX_RANK];
   int32_t rank = fold_shape(out, shape);
   const mil_value *ins[3] = {cv, a, b};

@@ -156,6 +156,44 @@ static void test_fold_compare_large(void **state) {
   }
 }
 
+/* select of 64 elements and more copies the chosen elements' bytes: a
+ * vector cond with vector or single-element a and b, and a single cond. */
+static void test_fold_select_large(void **state) {
+  (void)state;
+  enum { N = 70 };
+  static char cv[N * 8], av[N * 24], body[4 * N * 24];
+  bool cond[N];
+  float a[N];
+  size_t lc = 0, la = 0;
+  for (int i = 0; i < N; i++) {
+    cond[i] = i % 3 == 1;
+    a[i] = (float)(i * 0.37 - 5.1);
+    lc += (size_t)snprintf(cv + lc, sizeof cv - lc, "%s%s", i ? ", " : "[", cond[i] ? "True" : "False");
+    la += (size_t)snprintf(av + la, sizeof av - la, "%s%.9g", i ? ", " : "[", (double)a[i]);
+  }
+  snprintf(cv + lc, sizeof cv - lc, "]");
+  snprintf(av + la, sizeof av - la, "]");
+  static const struct {
+    const char *call;
+    char sc, sa, sb; /* 'v' the vector const, or the single element: cond true, a -1.5, b 2.5 */
+  } cases[] = {
+      {"select(cond=%c, a=%a, b=2.5", 'v', 'v', 's'},
+      {"select(cond=%c, a=-1.5, b=%a", 'v', 's', 'v'},
+      {"select(cond=True, a=%a, b=2.5", 's', 'v', 's'},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    snprintf(body, sizeof body, "    %%c: (%d,bool)*(Tensor) = const(val=%s, name=\"c\")\n"
+             "    %%a: (%d,fp32)*(Tensor) = const(val=%s, name=\"a\")\n"
+             "    %%t: (%d,fp32)(Tensor) = %s, name=\"t\")\n", N, cv, N, av, N, cases[k].call);
+    double want[N];
+    for (int i = 0; i < N; i++) {
+      bool t = cases[k].sc == 'v' ? cond[i] : true;
+      want[i] = t ? (cases[k].sa == 'v' ? a[i] : -1.5) : (cases[k].sb == 'v' ? a[i] : 2.5);
+    }
+    expect_fold("CoreML5", "", body, FP32, N, want);
+  }
+}
+
 static void test_fold_unary(void **state) {
   (void)state;
   FOLD("CoreML5", "", OP1("(2,int32)(Tensor)", "abs(x=[-3, 4], name=\"t\")"), I32, 3, 4);
@@ -418,6 +456,7 @@ int main(void) {
       cmocka_unit_test(test_fold_binary),
       cmocka_unit_test(test_fold_binary_large),
       cmocka_unit_test(test_fold_compare_large),
+      cmocka_unit_test(test_fold_select_large),
       cmocka_unit_test(test_fold_unary),
       cmocka_unit_test(test_fold_cast),
       cmocka_unit_test(test_fold_cast_symbolic),
