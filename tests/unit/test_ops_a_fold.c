@@ -73,6 +73,14 @@ static void test_fold_binary(void **state) {
   expect_no_fold("CoreML5", "%x: (2,fp32)(Tensor)", OP1("(2,fp32)(Tensor)", "add(x=%x, y=[1.0, 2.0], name=\"t\")"));
 }
 
+/* "[v0, v1, ...]": n floats as MIL text (nine digits round-trip a float). */
+static void floats_text(char *out, size_t cap, const float *v, int n) {
+  size_t len = 0;
+  for (int i = 0; i < n && len < cap; i++)
+    len += (size_t)snprintf(out + len, cap - len, "%s%.9g", i ? ", " : "[", (double)v[i]);
+  if (len < cap) snprintf(out + len, cap - len, "]");
+}
+
 /* Folds of 100 fp32 elements take the vector loops (same shapes, or a
  * single element on either side): each element is numpy's float32 result,
  * the double result rounded once. */
@@ -81,15 +89,12 @@ static void test_fold_binary_large(void **state) {
   enum { N = 100 };
   static char av[N * 24], bv[N * 24], body[4 * N * 24];
   float a[N], b[N];
-  size_t la = 0, lb = 0;
   for (int i = 0; i < N; i++) {
     a[i] = (float)(i * 0.37 - 5.1);
     b[i] = (float)(1.3 + i * 0.011);
-    la += (size_t)snprintf(av + la, sizeof av - la, "%s%.9g", i ? ", " : "[", (double)a[i]);
-    lb += (size_t)snprintf(bv + lb, sizeof bv - lb, "%s%.9g", i ? ", " : "[", (double)b[i]);
   }
-  snprintf(av + la, sizeof av - la, "]");
-  snprintf(bv + lb, sizeof bv - lb, "]");
+  floats_text(av, sizeof av, a, N);
+  floats_text(bv, sizeof bv, b, N);
   static const struct {
     const char *call;
     char op;
@@ -121,15 +126,12 @@ static void test_fold_compare_large(void **state) {
   enum { N = 100 };
   static char av[N * 24], bv[N * 24], body[4 * N * 24];
   float a[N], b[N];
-  size_t la = 0, lb = 0;
   for (int i = 0; i < N; i++) {
     a[i] = i % 7 == 3 ? 0.7f : (float)(i * 0.37 - 5.1);
     b[i] = i % 5 == 0 ? a[i] : (float)(1.3 - i * 0.011);
-    la += (size_t)snprintf(av + la, sizeof av - la, "%s%.9g", i ? ", " : "[", (double)a[i]);
-    lb += (size_t)snprintf(bv + lb, sizeof bv - lb, "%s%.9g", i ? ", " : "[", (double)b[i]);
   }
-  snprintf(av + la, sizeof av - la, "]");
-  snprintf(bv + lb, sizeof bv - lb, "]");
+  floats_text(av, sizeof av, a, N);
+  floats_text(bv, sizeof bv, b, N);
   static const struct {
     const char *call;
     int op;      /* 0 ==, 1 !=, 2 <, 3 <=, 4 >, 5 >= */
@@ -164,15 +166,14 @@ static void test_fold_select_large(void **state) {
   static char cv[N * 8], av[N * 24], body[4 * N * 24];
   bool cond[N];
   float a[N];
-  size_t lc = 0, la = 0;
+  size_t lc = 0;
   for (int i = 0; i < N; i++) {
     cond[i] = i % 3 == 1;
     a[i] = (float)(i * 0.37 - 5.1);
     lc += (size_t)snprintf(cv + lc, sizeof cv - lc, "%s%s", i ? ", " : "[", cond[i] ? "True" : "False");
-    la += (size_t)snprintf(av + la, sizeof av - la, "%s%.9g", i ? ", " : "[", (double)a[i]);
   }
   snprintf(cv + lc, sizeof cv - lc, "]");
-  snprintf(av + la, sizeof av - la, "]");
+  floats_text(av, sizeof av, a, N);
   static const struct {
     const char *call;
     char sc, sa, sb; /* 'v' the vector const, or the single element: cond true, a -1.5, b 2.5 */
