@@ -226,6 +226,9 @@ MIL_API uint64_t mil_value_hash(const mil_value *v);
 /* Sub-byte bit-stream helpers (LSB-first, formats.md 4.4). `bits` is 1..8. */
 MIL_API uint32_t mil_bits_get(const uint8_t *stream, int64_t i, int bits);
 MIL_API void mil_bits_set(uint8_t *stream, int64_t i, int bits, uint32_t v);
+/* The number of set bits among stream bits [0, nbits) (a packbits or uint1
+ * mask's ones), read 64 bits at a time. */
+MIL_API int64_t mil_bits_count(const uint8_t *stream, int64_t nbits);
 /* Bytes needed to store n elements of dt (sub-byte: ceil(n*bits/8)). */
 MIL_API size_t mil_dtype_storage_bytes(mil_dtype dt, int64_t n);
 
