@@ -184,6 +184,7 @@ int cw_prune_n_m(const cw_weight *w, const mil_op_compress_config *cfg, float *v
 typedef struct cw_sparse_cut {
   uint32_t key;
   int64_t nnz;
+  bool nan; /* an fp16 weight has NaN elements (they are rewritten through fp32) */
 } cw_sparse_cut;
 /* The cut for target sparsity q (percent) of the n elements at raw (dtype
  * dt): np.percentile of the magnitudes found by a radix select on the
@@ -194,6 +195,9 @@ int cw_prune_magnitude_cut(const void *raw, mil_dtype dt, int64_t n, double q, c
 /* One pass: the packed mask (LSB first, (n + 7) / 8 bytes, every byte
  * written) and the cut->nnz kept elements, in order, to nz. */
 void cw_sparse_split(const void *raw, mil_dtype dt, int64_t n, const cw_sparse_cut *cut, uint8_t *mask, void *nz);
+/* The packed mask alone (for a nonzero data gathered later, see
+ * mil_value_new_deferred_masked). */
+void cw_sparse_mask(const void *raw, mil_dtype dt, int64_t n, const cw_sparse_cut *cut, uint8_t *mask);
 
 /* Palettization (palettize.c): LUTs per group of group_size channels along
  * ch_axis (0 = one group), of 2^nbits entries of cluster_dim values, and

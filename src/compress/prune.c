@@ -207,18 +207,41 @@ int cw_prune_magnitude_cut(const void *raw, mil_dtype dt, int64_t n, double q, c
   uint32_t *hi = hist, *la = hist + 65536, *lb = hist + 2 * 65536;
   uint32_t ha = 0, hb = 0;
   int64_t below_a = 0, below_b = 0;
+  cut->nan = false;
   if (dt == MIL_DT_FP16) {
     for (int64_t i = 0; i < n; i++) la[key16(raw, i)]++;
+    for (uint32_t k = 0x7c01; k <= 0x7fff && !cut->nan; k++) cut->nan = la[k] != 0;
   } else {
     const uint32_t *x = raw;
-    for (int64_t i = 0; i < n; i++) hi[key32(x, i) >> 16]++;
+    /* even and odd elements count into the two halves of hi (a key's high
+     * bits are below 32768), so neighbours of one bucket do not wait on
+     * each other's increment */
+    int64_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+      hi[key32(x, i) >> 16]++;
+      hi[32768 + (key32(x, i + 1) >> 16)]++;
+    }
+    if (i < n) hi[key32(x, i) >> 16]++;
+    for (uint32_t b = 0; b < 32768; b++) hi[b] += hi[32768 + b];
     while (below_a + hi[ha] <= i0) below_a += hi[ha++];
     hb = ha, below_b = below_a;
     while (below_b + hi[hb] <= i1) below_b += hi[hb++];
-    for (int64_t i = 0; i < n; i++) {
-      uint32_t k = key32(x, i), h = k >> 16;
-      if (h == ha) la[k & 0xffff]++;
-      else if (h == hb) lb[k & 0xffff]++;
+    /* few elements fall in buckets ha..hb (no element lies strictly
+     * between them): eight are tested at once, the counting is rare */
+    uint32_t span = hb - ha;
+    for (i = 0; i < n; i += 8) {
+      int64_t len = n - i < 8 ? n - i : 8;
+      unsigned any = 0;
+      if (len == 8)
+        for (int e = 0; e < 8; e++) any |= (key32(x, i + e) >> 16) - ha <= span;
+      else
+        any = 1;
+      if (!any) continue;
+      for (int64_t e = 0; e < len; e++) {
+        uint32_t k = key32(x, i + e), h = k >> 16;
+        if (h == ha) la[k & 0xffff]++;
+        else if (h == hb) lb[k & 0xffff]++;
+      }
     }
   }
   if (hb == ha) lb = la;
@@ -268,11 +291,37 @@ void cw_sparse_split(const void *raw, mil_dtype dt, int64_t n, const cw_sparse_c
     SPLIT_LOOP(uint16_t, key16);
     /* a NaN goes through fp32 and back as the dense path does */
     uint16_t *o = nz;
-    for (int64_t j = 0; j < nnz; j++)
-      if ((o[j] & 0x7fff) > 0x7c00) o[j] = mil_fp32_to_fp16(mil_fp16_to_fp32(o[j]));
+    for (int64_t j = 0; cut->nan && j < nnz; j++)
+      if ((o[j] & 0x7fff) > 0x7c00) {
+        float f;
+        mil_fp16_to_fp32_array(&o[j], &f, 1);
+        mil_fp32_to_fp16_array(&f, &o[j], 1);
+      }
   } else {
     SPLIT_LOOP(uint32_t, key32);
   }
+}
+
+/* The mask alone, eight elements a byte. */
+#define MASK_LOOP(KEY)                                                   \
+  do {                                                                   \
+    int64_t i = 0;                                                       \
+    for (; i + 8 <= n; i += 8) {                                         \
+      unsigned m = 0;                                                    \
+      for (int e = 0; e < 8; e++) m |= (unsigned)(KEY(raw, i + e) > key) << e; \
+      mask[i >> 3] = (uint8_t)m;                                         \
+    }                                                                    \
+    if (i < n) {                                                         \
+      unsigned m = 0;                                                    \
+      for (int e = 0; i + e < n; e++) m |= (unsigned)(KEY(raw, i + e) > key) << e; \
+      mask[i >> 3] = (uint8_t)m;                                         \
+    }                                                                    \
+  } while (0)
+
+void cw_sparse_mask(const void *raw, mil_dtype dt, int64_t n, const cw_sparse_cut *cut, uint8_t *mask) {
+  uint32_t key = cut->key;
+  if (dt == MIL_DT_FP16) MASK_LOOP(key16);
+  else MASK_LOOP(key32);
 }
 
 int cw_prune_threshold(const cw_weight *w, const mil_op_compress_config *cfg, float *val) {

@@ -176,8 +176,9 @@ static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const float *val) {
 }
 
 /* Magnitude pruning of an fp32 / fp16 const without block sparsity,
- * streamed from the weight's bytes (mapped from the weight file) into the
- * mask and nonzero data: no dense copy. 2 when not handled here (the dense
+ * streamed from the weight's bytes (mapped from the weight file): the mask
+ * is built, the nonzero data is a deferred gather of the weight through
+ * the mask (computed piecewise by the weight writer): no dense copy. 2 when not handled here (the dense
  * path then runs), else as transform. */
 static int prune_streamed(cw_pass *c, mil_op *op, const mil_value *v, const mil_op_compress_config *cfg) {
   const mil_type *t = v->type;
@@ -191,11 +192,20 @@ static int prune_streamed(cw_pass *c, mil_op *op, const mil_value *v, const mil_
   if (r == 0) return 2;
   if (r < 0) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
   mil_value *mask = new_mask(c, op, t->rank, shape, v->numel);
-  mil_value *nzv = mil_value_new_tensor_uninit(c->bld.p, t->dtype, 1, &cut.nnz, false);
   uint8_t *mb = mask ? mil_value_data_mut(mask) : NULL;
-  void *nz = nzv ? mil_value_data_mut(nzv) : NULL;
-  if (!mb || (!nz && cut.nnz)) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
-  cw_sparse_split(raw, t->dtype, v->numel, &cut, mb, nz);
+  if (!mb) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
+  /* the nonzero data is gathered from the weight when it is written */
+  mil_value *nzv = NULL;
+  if (!cut.nan) {
+    cw_sparse_mask(raw, t->dtype, v->numel, &cut, mb);
+    nzv = mil_value_new_deferred_masked(c->bld.p, v, mask, cut.nnz);
+  }
+  if (!nzv) {
+    nzv = mil_value_new_tensor_uninit(c->bld.p, t->dtype, 1, &cut.nnz, false);
+    void *nz = nzv ? mil_value_data_mut(nzv) : NULL;
+    if (!nz && cut.nnz) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
+    cw_sparse_split(raw, t->dtype, v->numel, &cut, mb, nz);
+  }
   /* the weight is replaced: its pages need not stay resident */
   mil_value_release_pages(v);
   return emit_sparse(c, op, t->rank, shape, mask, nzv);

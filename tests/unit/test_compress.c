@@ -527,6 +527,55 @@ static void test_prune_streamed(void **state) {
   assert_int_equal(mil_bits_count((const uint8_t[]){0x0f, 0x00}, 16), 4);
 }
 
+/* The nonzero data as a deferred gather (mil_value_new_deferred_masked)
+ * reads, at any offset and length, what the eager split writes; element
+ * reads and mil_value_data agree; a wrong count is refused. Spans more
+ * than one index block (16384 elements) of the gather. */
+static void test_prune_deferred(void **state) {
+  (void)state;
+  enum { N = 40000 };
+  mil_program *p = mil_program_new(NULL);
+  assert_non_null(p);
+  float *w = malloc(N * sizeof *w), *eager = malloc(N * sizeof *eager), *got = malloc(N * sizeof *got);
+  assert_true(w && eager && got);
+  uint32_t s = 7;
+  for (int i = 0; i < N; i++) {
+    s = s * 1103515245u + 12345u;
+    w[i] = (float)((int)((s >> 8) & 0xfff) - 2048) / 512.0f;
+  }
+  int64_t n = N;
+  mil_value *src = mil_value_new_tensor(p, MIL_DT_FP32, 1, &n, false, w);
+  cw_sparse_cut cut;
+  assert_int_equal(cw_prune_magnitude_cut(mil_value_data(src), MIL_DT_FP32, n, 70, &cut), 1);
+  int64_t nb = (n + 7) / 8;
+  mil_value *mask = mil_value_new_tensor_uninit(p, MIL_DT_UINT8, 1, &nb, false);
+  uint8_t *mb = mil_value_data_mut(mask), *mb2 = malloc((size_t)nb);
+  cw_sparse_mask(mil_value_data(src), MIL_DT_FP32, n, &cut, mb);
+  cw_sparse_split(mil_value_data(src), MIL_DT_FP32, n, &cut, mb2, eager);
+  assert_memory_equal(mb, mb2, (size_t)nb);
+  assert_null(mil_value_new_deferred_masked(p, src, mask, cut.nnz + 1));
+  mil_value *nz = mil_value_new_deferred_masked(p, src, mask, cut.nnz);
+  assert_non_null(nz);
+  assert_true(mil_value_is_deferred(nz));
+  assert_false(mil_value_deferred_is_permutation(nz));
+  assert_int_equal(nz->numel, cut.nnz);
+  /* 70% pruned: about 4900 kept per block of 16384 */
+  assert_true(cut.nnz > 11000 && cut.nnz < 13000);
+  static const int64_t at[][2] = {{0, 1}, {0, 7}, {3, 9}, {100, 5000}, {4890, 30}, {6000, 4000}, {-30, 30}, {0, -1}};
+  for (size_t k = 0; k < sizeof at / sizeof *at; k++) {
+    int64_t e0 = at[k][0] < 0 ? cut.nnz + at[k][0] : at[k][0], len = at[k][1] < 0 ? cut.nnz : at[k][1];
+    assert_true(mil_value_read(nz, (size_t)e0 * 4, (size_t)len * 4, got));
+    assert_memory_equal(got, eager + e0, (size_t)len * 4);
+  }
+  /* unaligned byte ranges, one element, the whole value */
+  assert_true(mil_value_read(nz, 6, 10, got));
+  assert_memory_equal(got, (uint8_t *)eager + 6, 10);
+  assert_true(mil_value_get_f64(nz, cut.nnz - 1) == eager[cut.nnz - 1]);
+  assert_memory_equal(mil_value_data(nz), eager, (size_t)cut.nnz * 4);
+  free(w), free(eager), free(got), free(mb2);
+  mil_program_free(p);
+}
+
 static void test_kmeans1d_optimal(void **state) {
   (void)state;
   /* two clear groups; weights pull the second centroid */
@@ -572,7 +621,7 @@ int main(void) {
       cmocka_unit_test(test_config_defaults),    cmocka_unit_test(test_config_errors),
       cmocka_unit_test(test_config_yaml),        cmocka_unit_test(test_lookup_and_conflict),
       cmocka_unit_test(test_decode_equals_fake), cmocka_unit_test(test_quantize_values),
-      cmocka_unit_test(test_prune_percentile),   cmocka_unit_test(test_prune_streamed),   cmocka_unit_test(test_kmeans1d_optimal),
+      cmocka_unit_test(test_prune_percentile),   cmocka_unit_test(test_prune_streamed), cmocka_unit_test(test_prune_deferred),   cmocka_unit_test(test_kmeans1d_optimal),
       cmocka_unit_test(test_weights_metadata),   cmocka_unit_test(test_joint),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
