@@ -253,6 +253,13 @@ static void produce_masked(const struct ir_deferred *d, size_t e0, size_t n, voi
   const uint8_t *bits = m->bits;
   size_t i = (size_t)(lo * MASK_BLOCK), end = (size_t)d->src->numel;
   size_t skip = e0 - (size_t)m->before[lo];
+  /* whole 64-element words of the block before kept element e0 */
+  while (skip >= 64 && i + 64 <= end) {
+    size_t c = (size_t)mil_bits_count(bits + (i >> 3), 64);
+    if (c > skip) break;
+    skip -= c;
+    i += 64;
+  }
   if (d->src->type->dtype == MIL_DT_FP16) GATHER(uint16_t);
   else GATHER(uint32_t);
   if (e0 + n == (size_t)m->before[m->nblocks]) mil_value_release_range(d->src, 0, d->src->nbytes);
