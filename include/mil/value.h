@@ -179,6 +179,19 @@ typedef struct mil_scale_map {
  * fuse_conv_batchnorm / fuse_conv_scale (passes/defs/optimize_conv.py). */
 MIL_API mil_value *mil_value_new_deferred_scale(mil_program *p, const mil_value *src, const mil_scale_map *map,
                                                 const double *factors, int64_t n_factors, mil_dtype product);
+/* A deferred rank-1 value of the elements of an fp32 or fp16 tensor `src`
+ * (bytes not deferred, valid while the program lives: a weight-file view
+ * or a value of the program) whose bit is set in `mask` (uint8 packbits or
+ * uint1, LSB first, one bit per element of src, ceil(numel / 8) bytes; a
+ * value of the program, which the result keeps alive), in row-major
+ * order: constexpr_sparse_to_dense's nonzero_data. nnz must be the number
+ * of set bits. Nothing is gathered now: readers get the bytes through
+ * mil_value_data / mil_value_read and the weight writer streams them
+ * through its buffer, so pruning a weight never holds its nonzero data
+ * whole. NULL when the dtypes, sizes or count do not fit or on allocation
+ * failure (the caller then builds the value itself). */
+MIL_API mil_value *mil_value_new_deferred_masked(mil_program *p, const mil_value *src, const mil_value *mask,
+                                                 int64_t nnz);
 /* Whether deferred value v holds exactly its source's elements, only
  * reordered or reshaped (a deferred transpose without a conversion):
  * order-free facts of its elements (largest magnitude, any NaN) are the
@@ -226,6 +239,9 @@ MIL_API uint64_t mil_value_hash(const mil_value *v);
 /* Sub-byte bit-stream helpers (LSB-first, formats.md 4.4). `bits` is 1..8. */
 MIL_API uint32_t mil_bits_get(const uint8_t *stream, int64_t i, int bits);
 MIL_API void mil_bits_set(uint8_t *stream, int64_t i, int bits, uint32_t v);
+/* The number of set bits among stream bits [0, nbits) (a packbits or uint1
+ * mask's ones), read 64 bits at a time. */
+MIL_API int64_t mil_bits_count(const uint8_t *stream, int64_t nbits);
 /* Bytes needed to store n elements of dt (sub-byte: ceil(n*bits/8)). */
 MIL_API size_t mil_dtype_storage_bytes(mil_dtype dt, int64_t n);
 

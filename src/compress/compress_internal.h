@@ -176,6 +176,29 @@ int cw_prune_threshold(const cw_weight *w, const mil_op_compress_config *cfg, fl
 int cw_prune_magnitude(const cw_weight *w, const mil_op_compress_config *cfg, float *val);
 int cw_prune_n_m(const cw_weight *w, const mil_op_compress_config *cfg, float *val);
 
+/* Magnitude pruning streamed over an fp32 / fp16 weight's bytes (prune.c),
+ * the same result as cw_prune_magnitude without a block size, without a
+ * dense copy: an element is kept (its mask bit set, its bits in the
+ * nonzero data) when its magnitude key (bit pattern without the sign) is
+ * above `key`; nnz of them are. */
+typedef struct cw_sparse_cut {
+  uint32_t key;
+  int64_t nnz;
+  bool nan; /* an fp16 weight has NaN elements (they are rewritten through fp32) */
+} cw_sparse_cut;
+/* The cut for target sparsity q (percent) of the n elements at raw (dtype
+ * dt): np.percentile of the magnitudes found by a radix select on the
+ * keys (two reading passes for fp32, one for fp16, 768 KB of counts).
+ * 1 done, 0 not handled here (q >= 100, other dtypes: use
+ * cw_prune_magnitude), -1 out of memory. */
+int cw_prune_magnitude_cut(const void *raw, mil_dtype dt, int64_t n, double q, cw_sparse_cut *cut);
+/* One pass: the packed mask (LSB first, (n + 7) / 8 bytes, every byte
+ * written) and the cut->nnz kept elements, in order, to nz. */
+void cw_sparse_split(const void *raw, mil_dtype dt, int64_t n, const cw_sparse_cut *cut, uint8_t *mask, void *nz);
+/* The packed mask alone (for a nonzero data gathered later, see
+ * mil_value_new_deferred_masked). */
+void cw_sparse_mask(const void *raw, mil_dtype dt, int64_t n, const cw_sparse_cut *cut, uint8_t *mask);
+
 /* Palettization (palettize.c): LUTs per group of group_size channels along
  * ch_axis (0 = one group), of 2^nbits entries of cluster_dim values, and
  * an index per element (per vector of cluster_dim along ch_axis). */

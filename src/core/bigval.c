@@ -87,7 +87,10 @@ static void mark_value(uint64_t epoch, const mil_value *v, int depth) {
   if (v->kind == MIL_VAL_TENSOR) {
     if (v->big) v->big->epoch = epoch;
     if (v->widened_from) mark_value(epoch, v->widened_from, depth + 1); /* it may be handed out again */
-    if (v->deferred) mark_value(epoch, ir_deferred_mark_source(v), depth + 1); /* its bytes come from there */
+    if (v->deferred) { /* its bytes come from there */
+      mark_value(epoch, ir_deferred_mark_source(v), depth + 1);
+      mark_value(epoch, ir_deferred_mark_extra(v), depth + 1);
+    }
     return;
   }
   for (int32_t i = 0; i < v->n; i++) {

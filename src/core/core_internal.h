@@ -71,6 +71,8 @@ IR_HIDDEN void ir_big_note_detached(mil_program *p, const mil_value *v);
  * deferred; neither is computed whole). */
 IR_HIDDEN double ir_deferred_get_f64(const mil_value *v, int64_t i);
 IR_HIDDEN const mil_value *ir_deferred_mark_source(const mil_value *v);
+/* Another value a deferred value reads (a gather's mask), or NULL. */
+IR_HIDDEN const mil_value *ir_deferred_mark_extra(const mil_value *v);
 IR_HIDDEN bool ir_value_bytes_equal(const mil_value *a, const mil_value *b);
 
 /* raw allocation through a mil_allocator */

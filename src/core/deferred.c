@@ -36,9 +36,22 @@ struct ir_scale {
   const double *f;
 };
 
+/* The source elements whose mask bit is set, in order
+ * (mil_value_new_deferred_masked): the mask bits (LSB first, one per
+ * source element) and, per block of MASK_BLOCK source elements, how many
+ * are kept before it, so a read of any range starts without a scan. */
+#define MASK_BLOCK ((int64_t)1 << 14)
+struct ir_masked {
+  const mil_value *mask; /* kept alive with the value (ir_deferred_mark_extra) */
+  const uint8_t *bits;
+  const int64_t *before; /* nblocks + 1 entries */
+  int64_t nblocks;
+};
+
 struct ir_deferred {
   mil_program *p;
   const mil_value *src; /* fp32 or fp16, bytes not deferred */
+  const struct ir_masked *masked; /* the only step when set */
   const struct ir_scale *scale; /* applied to the source first, or NULL */
   conv conv;
   /* transposed: the value is src seen as rows x cols, transposed (element
@@ -81,6 +94,7 @@ static mil_value *make(mil_program *p, const struct ir_deferred *r, int32_t rank
 static bool recipe_of(const mil_value *v, struct ir_deferred *r) {
   if (!v || v->kind != MIL_VAL_TENSOR || !v->type) return false;
   if (v->deferred) {
+    if (v->deferred->masked) return false; /* no recipe composes with a gather */
     *r = *v->deferred;
     return true;
   }
@@ -161,11 +175,94 @@ mil_value *mil_value_new_deferred_transpose(mil_program *p, const mil_value *src
 bool mil_value_is_deferred(const mil_value *v) { return v && v->kind == MIL_VAL_TENSOR && v->deferred; }
 
 bool mil_value_deferred_is_permutation(const mil_value *v) {
-  return mil_value_is_deferred(v) && v->deferred->conv == CONV_COPY && !v->deferred->scale;
+  return mil_value_is_deferred(v) && v->deferred->conv == CONV_COPY && !v->deferred->scale && !v->deferred->masked;
 }
 
 bool mil_value_deferred_is_fp16_rounding(const mil_value *v) {
-  return mil_value_is_deferred(v) && v->deferred->conv == CONV_F32_F16_F32 && !v->deferred->scale;
+  return mil_value_is_deferred(v) && v->deferred->conv == CONV_F32_F16_F32 && !v->deferred->scale &&
+         !v->deferred->masked;
+}
+
+mil_value *mil_value_new_deferred_masked(mil_program *p, const mil_value *src, const mil_value *mask, int64_t nnz) {
+  if (!p || !src || !mask || src->kind != MIL_VAL_TENSOR || !src->type || src->deferred || !src->raw ||
+      mask->kind != MIL_VAL_TENSOR || !mask->type || mask->deferred || nnz < 1)
+    return NULL;
+  mil_dtype dt = src->type->dtype, mdt = mask->type->dtype;
+  int64_t n = src->numel;
+  if ((dt != MIL_DT_FP32 && dt != MIL_DT_FP16) || n < 1 || src->nbytes != (size_t)n * (dt == MIL_DT_FP32 ? 4 : 2) ||
+      (mdt != MIL_DT_UINT8 && mdt != MIL_DT_UINT1) || mask->nbytes != (size_t)(n + 7) / 8)
+    return NULL;
+  const uint8_t *bits = mil_value_data(mask);
+  int64_t nb = (n + MASK_BLOCK - 1) / MASK_BLOCK;
+  struct ir_masked *m = ir_arena_alloc(p->arena, sizeof *m);
+  int64_t *before = ir_arena_alloc(p->arena, (size_t)(nb + 1) * sizeof *before);
+  if (!bits || !m || !before) return NULL;
+  before[0] = 0;
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t len = n - b * MASK_BLOCK < MASK_BLOCK ? n - b * MASK_BLOCK : MASK_BLOCK;
+    before[b + 1] = before[b] + mil_bits_count(bits + b * (MASK_BLOCK / 8), len);
+  }
+  if (before[nb] != nnz) return NULL;
+  *m = (struct ir_masked){mask, bits, before, nb};
+  struct ir_deferred r = {.src = src, .masked = m, .conv = CONV_COPY};
+  mil_value *v = make(p, &r, 1, &nnz, false);
+  if (!v) return NULL;
+  v->numel = nnz;
+  v->nbytes = (size_t)nnz * (dt == MIL_DT_FP16 ? 2 : 4);
+  return v;
+}
+
+/* Kept elements [e0, e0 + n) of a masked recipe into dst: from the block
+ * holding kept element e0, eight source elements a step (each stored,
+ * the output advancing by its mask bit) while eight more fit in dst. */
+#define GATHER(T)                                                                            \
+  do {                                                                                       \
+    const T *x = (const T *)d->src->raw;                                                     \
+    T *o = dst;                                                                              \
+    size_t j = 0;                                                                            \
+    for (; i < end && j < n; i += 8) {                                                       \
+      unsigned mb = bits[i >> 3];                                                            \
+      if (skip) { /* drop the kept elements before e0 in this byte */                        \
+        unsigned c = (unsigned)__builtin_popcount(mb);                                       \
+        if (c <= skip) {                                                                     \
+          skip -= c;                                                                         \
+          continue;                                                                          \
+        }                                                                                    \
+        for (; skip; skip--) mb &= mb - 1;                                                   \
+      }                                                                                      \
+      if (j + 8 <= n && i + 8 <= end) {                                                      \
+        for (unsigned e = 0; e < 8; e++) {                                                   \
+          o[j] = x[i + e];                                                                   \
+          j += (mb >> e) & 1;                                                                \
+        }                                                                                    \
+      } else {                                                                               \
+        for (; mb && j < n; mb &= mb - 1) o[j++] = x[i + (size_t)__builtin_ctz(mb)];          \
+      }                                                                                      \
+    }                                                                                        \
+  } while (0)
+
+static void produce_masked(const struct ir_deferred *d, size_t e0, size_t n, void *dst) {
+  const struct ir_masked *m = d->masked;
+  /* the last block with `before` at most e0 */
+  int64_t lo = 0, hi = m->nblocks - 1;
+  while (lo < hi) {
+    int64_t mid = (lo + hi + 1) / 2;
+    if (m->before[mid] <= (int64_t)e0) lo = mid;
+    else hi = mid - 1;
+  }
+  const uint8_t *bits = m->bits;
+  size_t i = (size_t)(lo * MASK_BLOCK), end = (size_t)d->src->numel;
+  size_t skip = e0 - (size_t)m->before[lo];
+  /* whole 64-element words of the block before kept element e0 */
+  while (skip >= 64 && i + 64 <= end) {
+    size_t c = (size_t)mil_bits_count(bits + (i >> 3), 64);
+    if (c > skip) break;
+    skip -= c;
+    i += 64;
+  }
+  if (d->src->type->dtype == MIL_DT_FP16) GATHER(uint16_t);
+  else GATHER(uint32_t);
+  if (e0 + n == (size_t)m->before[m->nblocks]) mil_value_release_range(d->src, 0, d->src->nbytes);
 }
 
 /* ---- per-channel scaling ----
@@ -311,6 +408,10 @@ static void gather(const struct ir_deferred *d, size_t e, size_t n, uint8_t *g) 
 /* Result elements [e0, e0 + n) of deferred value v into dst. */
 static void produce(const mil_value *v, size_t e0, size_t n, void *dst) {
   const struct ir_deferred *d = v->deferred;
+  if (d->masked) {
+    produce_masked(d, e0, n, dst);
+    return;
+  }
   mil_dtype sdt = d->src->type->dtype;
   size_t es = src_es(d), oes = v->nbytes / (size_t)v->numel;
   if (d->scale) { /* never transposed (see mil_value_new_deferred_transpose) */
@@ -421,8 +522,12 @@ double ir_deferred_get_f64(const mil_value *v, int64_t i) {
 
 const mil_value *ir_deferred_mark_source(const mil_value *v) { return v->deferred ? v->deferred->src : NULL; }
 
+const mil_value *ir_deferred_mark_extra(const mil_value *v) {
+  return v->deferred && v->deferred->masked ? v->deferred->masked->mask : NULL;
+}
+
 static bool same_recipe(const struct ir_deferred *a, const struct ir_deferred *b) {
-  return a->src == b->src && a->scale == b->scale && a->conv == b->conv && a->transposed == b->transposed &&
+  return a->src == b->src && a->masked == b->masked && a->scale == b->scale && a->conv == b->conv && a->transposed == b->transposed &&
          (!a->transposed || (a->rows == b->rows && a->cols == b->cols));
 }
 

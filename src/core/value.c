@@ -34,6 +34,32 @@ void mil_bits_set(uint8_t *s, int64_t i, int bits, uint32_t v) {
   }
 }
 
+/* Set bits of a 64-bit word: the popcnt instruction when the target has
+ * it, else the SWAR sum (no libgcc call per word). */
+static inline int popcount64(uint64_t x) {
+#if defined(__POPCNT__) || defined(__ARM_NEON)
+  return __builtin_popcountll(x);
+#else
+  x -= (x >> 1) & 0x5555555555555555ull;
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return (int)((x * 0x0101010101010101ull) >> 56);
+#endif
+}
+
+int64_t mil_bits_count(const uint8_t *s, int64_t nbits) {
+  if (!s || nbits <= 0) return 0;
+  int64_t full = nbits >> 3, c = 0, i = 0;
+  for (; i + 8 <= full; i += 8) {
+    uint64_t w;
+    memcpy(&w, s + i, 8);
+    c += popcount64(w);
+  }
+  for (; i < full; i++) c += popcount64(s[i]);
+  if (nbits & 7) c += popcount64(s[full] & ((1u << (nbits & 7)) - 1));
+  return c;
+}
+
 static int64_t shape_numel(int32_t rank, const int64_t *shape) {
   int64_t n = 1;
   for (int32_t i = 0; i < rank; i++) {

@@ -100,7 +100,10 @@ static mil_status check_sparse(mil_infer_ctx *c, const char *nz_name, const char
   const mil_value *mask = op_in_value(c, mask_name);
   if (mask) {
     int64_t cnt = 0;
-    for (int64_t i = 0; i < mask->numel; i++) cnt += mil_value_get_i64(mask, i) != 0;
+    if (mask->type && mask->type->dtype == MIL_DT_UINT1)
+      cnt = mil_bits_count(mil_value_data(mask), mask->numel);
+    else
+      for (int64_t i = 0; i < mask->numel; i++) cnt += mil_value_get_i64(mask, i) != 0;
     if (cnt != nz->dims[0].size)
       return op_fail(c, "Number of 1s in mask not match number of elements in parameter nonzero_data (%lld vs %s)",
                      (long long)cnt, op_tstr(c, nz));

@@ -104,9 +104,7 @@ static mil_status infer_sparse16(mil_infer_ctx *c) {
   int64_t out = op_numel(n, shape);
   const mil_value *mask = op_in_value(c, "mask");
   if (mask) {
-    int64_t bits = 0;
-    const uint8_t *mb = mil_value_data(mask);
-    for (size_t i = 0; mb && i < mask->nbytes; i++) bits += __builtin_popcount(mb[i]);
+    int64_t bits = mil_bits_count(mil_value_data(mask), (int64_t)mask->nbytes * 8);
     if (bits != nz->dims[0].size)
       return op_fail(c,
                      "Number of set bits in mask needs to be equal to number of elements in parameter nonzero_data "

@@ -100,9 +100,48 @@ static int emit_joint(cw_pass *c, mil_op *op, mil_value *mask) {
   return cw_replace(c, op, nop->outputs[0]);
 }
 
-static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const float *val) {
+/* The mask value of a weight of the given shape: packbits (LSB first)
+ * before iOS18, uint1 in the weight's shape after; both are the same bit
+ * stream. Its bytes are left for the caller to write. */
+static mil_value *new_mask(cw_pass *c, const mil_op *op, int32_t rank, const int64_t *shape, int64_t n) {
+  bool ios16 = pass_op_opset(op) < MIL_IOS18 && mil_op_is_const(op);
+  int64_t nbytes = (n + 7) / 8;
+  return ios16 ? mil_value_new_tensor_uninit(c->bld.p, MIL_DT_UINT8, 1, &nbytes, false)
+               : mil_value_new_tensor_uninit(c->bld.p, MIL_DT_UINT1, rank, shape, false);
+}
+
+/* Replaces const op by constexpr_sparse_to_dense(nonzero_data=nzv,
+ * mask[, shape]) (NULL values: out of memory). */
+static int emit_sparse(cw_pass *c, mil_op *op, int32_t rank, const int64_t *shape, mil_value *mask,
+                       mil_value *nzv) {
   mil_program *p = c->bld.p;
   char name[512];
+  snprintf(name, sizeof name, "%s_sparsified", op->name);
+  mil_status st = MIL_OK;
+  mil_op *nop = NULL;
+  if (!mask || !nzv) {
+    st = MIL_ERR_NOMEM;
+  } else if (pass_op_opset(op) < MIL_IOS18) {
+    mil_value *sh = mil_value_new_tensor(p, MIL_DT_UINT32, 1, (int64_t[]){rank}, false, NULL);
+    if (sh) {
+      for (int32_t a = 0; a < rank; a++) mil_value_set_i64(sh, a, shape[a]);
+      pass_barg args[] = {PASS_BK("nonzero_data", nzv), PASS_BK("mask", mask), PASS_BK("shape", sh)};
+      nop = pass_bld_op(&c->bld, NULL, op, "constexpr_sparse_to_dense", name, 3, args, &st);
+    } else {
+      st = MIL_ERR_NOMEM;
+    }
+  } else {
+    pass_barg args[] = {PASS_BK("nonzero_data", nzv), PASS_BK("mask", mask)};
+    nop = pass_bld_op(&c->bld, NULL, op, "constexpr_sparse_to_dense", name, 2, args, &st);
+  }
+  if (!nop) {
+    if (st == MIL_ERR_NOMEM) mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
+    return -(int)(st != MIL_OK ? st : MIL_ERR_INVALID);
+  }
+  return cw_replace(c, op, nop->outputs[0]);
+}
+
+static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const float *val) {
   if (c->fake) {
     /* sparse_to_dense: pruned elements come back as +0 */
     float *x = malloc((size_t)w->n * sizeof *x);
@@ -112,18 +151,14 @@ static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const float *val) {
     free(x);
     return r;
   }
-  /* the mask: packbits (LSB first) before iOS18, uint1 in the weight's
-   * shape after; both are the same bit stream */
-  bool ios16 = pass_op_opset(op) < MIL_IOS18 && mil_op_is_const(op);
-  int64_t nbytes = (w->n + 7) / 8;
-  mil_value *mask = ios16 ? mil_value_new_tensor(p, MIL_DT_UINT8, 1, &nbytes, false, NULL)
-                          : mil_value_new_tensor(p, MIL_DT_UINT1, w->rank, w->shape, false, NULL);
+  mil_value *mask = new_mask(c, op, w->rank, w->shape, w->n);
   uint8_t *mb = mask ? mil_value_data_mut(mask) : NULL;
   float *nz = malloc((size_t)(w->n ? w->n : 1) * sizeof *nz);
   if (!mb || !nz) {
     free(nz);
     return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
   }
+  memset(mb, 0, mask->nbytes);
   int64_t nnz = 0;
   for (int64_t i = 0; i < w->n; i++) { /* branch-free: the mask is as likely set as not */
     bool set = val[i] != 0;
@@ -135,32 +170,45 @@ static int emit(cw_pass *c, mil_op *op, const cw_weight *w, const float *val) {
     free(nz);
     return emit_joint(c, op, mask);
   }
-  mil_value *nzv = cw_float_value(p, w->dtype, 1, &nnz, false, nz);
+  mil_value *nzv = cw_float_value(c->bld.p, w->dtype, 1, &nnz, false, nz);
   free(nz);
-  snprintf(name, sizeof name, "%s_sparsified", op->name);
-  mil_status st = MIL_OK;
-  mil_op *nop = NULL;
-  if (ios16) {
-    mil_value *shape = mil_value_new_tensor(p, MIL_DT_UINT32, 1, (int64_t[]){w->rank}, false, NULL);
-    if (shape)
-      for (int32_t a = 0; a < w->rank; a++) mil_value_set_i64(shape, a, w->shape[a]);
-    if (nzv && shape) {
-      pass_barg args[] = {PASS_BK("nonzero_data", nzv), PASS_BK("mask", mask), PASS_BK("shape", shape)};
-      nop = pass_bld_op(&c->bld, NULL, op, "constexpr_sparse_to_dense", name, 3, args, &st);
-    } else {
-      st = MIL_ERR_NOMEM;
-    }
-  } else if (nzv) {
-    pass_barg args[] = {PASS_BK("nonzero_data", nzv), PASS_BK("mask", mask)};
-    nop = pass_bld_op(&c->bld, NULL, op, "constexpr_sparse_to_dense", name, 2, args, &st);
-  } else {
-    st = MIL_ERR_NOMEM;
+  return emit_sparse(c, op, w->rank, w->shape, mask, nzv);
+}
+
+/* Magnitude pruning of an fp32 / fp16 const without block sparsity,
+ * streamed from the weight's bytes (mapped from the weight file): the mask
+ * is built, the nonzero data is a deferred gather of the weight through
+ * the mask (computed piecewise by the weight writer): no dense copy. 2 when not handled here (the dense
+ * path then runs), else as transform. */
+static int prune_streamed(cw_pass *c, mil_op *op, const mil_value *v, const mil_op_compress_config *cfg) {
+  const mil_type *t = v->type;
+  if (!t || t->rank < 0 || t->rank > MIL_CFG_MAX_RANK) return 2;
+  int64_t shape[MIL_CFG_MAX_RANK];
+  for (int32_t a = 0; a < t->rank; a++) shape[a] = t->dims[a].size;
+  const void *raw = mil_value_data(v);
+  if (!raw) return 2;
+  cw_sparse_cut cut;
+  int r = cw_prune_magnitude_cut(raw, t->dtype, v->numel, cfg->target_sparsity * 100, &cut);
+  if (r == 0) return 2;
+  if (r < 0) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
+  mil_value *mask = new_mask(c, op, t->rank, shape, v->numel);
+  uint8_t *mb = mask ? mil_value_data_mut(mask) : NULL;
+  if (!mb) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
+  /* the nonzero data is gathered from the weight when it is written */
+  mil_value *nzv = NULL;
+  if (!cut.nan) {
+    cw_sparse_mask(raw, t->dtype, v->numel, &cut, mb);
+    nzv = mil_value_new_deferred_masked(c->bld.p, v, mask, cut.nnz);
   }
-  if (!nop) {
-    if (st == MIL_ERR_NOMEM) mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
-    return -(int)(st != MIL_OK ? st : MIL_ERR_INVALID);
+  if (!nzv) {
+    nzv = mil_value_new_tensor_uninit(c->bld.p, t->dtype, 1, &cut.nnz, false);
+    void *nz = nzv ? mil_value_data_mut(nzv) : NULL;
+    if (!nz && cut.nnz) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
+    cw_sparse_split(raw, t->dtype, v->numel, &cut, mb, nz);
   }
-  return cw_replace(c, op, nop->outputs[0]);
+  /* the weight is replaced: its pages need not stay resident */
+  mil_value_release_pages(v);
+  return emit_sparse(c, op, t->rank, shape, mask, nzv);
 }
 
 static int transform(cw_pass *c, mil_op *op) {
@@ -174,8 +222,13 @@ static int transform(cw_pass *c, mil_op *op) {
                  op->name, mil_cfg_type_name(cfg->type));
     return 0;
   }
-  cw_weight w;
   const mil_value *v = val_of(c, op);
+  if (v && mil_op_is_const(op) && !c->fake && cfg->type == MIL_CFG_MAGNITUDE_PRUNER && cfg->has_target_sparsity &&
+      !cfg->has_prune_block_size) {
+    int r = prune_streamed(c, op, v, cfg);
+    if (r != 2) return r;
+  }
+  cw_weight w;
   if (!v || !cw_weight_read(v, &w)) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
   float *val = malloc((size_t)(w.n ? w.n : 1) * sizeof *val);
   int r = -1;

@@ -442,6 +442,140 @@ static void test_prune_percentile(void **state) {
   for (int i = 0; i < 10; i++) assert_true(out[i] == want[i]);
 }
 
+/* The streamed magnitude cut + split against the dense path: same mask
+ * bits, same nonzero elements (bit for bit), for ties, signed zeros, NaN
+ * and infinities, magnitudes spread over many radix buckets, both dtypes
+ * and lengths that end inside a mask byte. */
+static void check_streamed(const float *w, int64_t n, double sparsity, bool half) {
+  uint16_t h[300];
+  float wf[300], val[300];
+  assert_true(n <= 300);
+  for (int64_t i = 0; i < n; i++) {
+    h[i] = mil_fp32_to_fp16(w[i]);
+    wf[i] = half ? mil_fp16_to_fp32(h[i]) : w[i];
+  }
+  cw_weight cw = {wf, n, 1, {n}, half ? MIL_DT_FP16 : MIL_DT_FP32, half};
+  mil_op_compress_config c;
+  mil_op_compress_config_init(&c, MIL_CFG_MAGNITUDE_PRUNER);
+  c.has_target_sparsity = true;
+  c.target_sparsity = sparsity;
+  assert_int_equal(cw_prune_magnitude(&cw, &c, val), 1);
+  cw_sparse_cut cut;
+  const void *raw = half ? (const void *)h : (const void *)w;
+  assert_int_equal(cw_prune_magnitude_cut(raw, cw.dtype, n, sparsity * 100, &cut), 1);
+  uint8_t mask[40];
+  uint32_t nz[300];
+  memset(mask, 0xa5, sizeof mask);
+  cw_sparse_split(raw, cw.dtype, n, &cut, mask, nz);
+  int64_t j = 0;
+  for (int64_t i = 0; i < n; i++) {
+    bool set = val[i] != 0;
+    assert_int_equal((mask[i >> 3] >> (i & 7)) & 1, set);
+    if (!set) continue;
+    if (half) {
+      assert_int_equal(((uint16_t *)nz)[j], mil_fp32_to_fp16(val[i]));
+    } else {
+      uint32_t b;
+      memcpy(&b, &val[i], 4);
+      assert_int_equal(nz[j], b);
+    }
+    j++;
+  }
+  assert_int_equal(j, cut.nnz);
+  for (int64_t i = n; i < (n + 7) / 8 * 8; i++) assert_int_equal((mask[i >> 3] >> (i & 7)) & 1, 0);
+  assert_int_equal(mil_bits_count(mask, n), cut.nnz);
+}
+
+static void test_prune_streamed(void **state) {
+  (void)state;
+  /* hand-derived: percentile 50 of 1..10 is 5.5, the five largest kept */
+  float w[300] = {1, -2, 3, -4, 5, -6, 7, -8, 9, -10};
+  cw_sparse_cut cut;
+  assert_int_equal(cw_prune_magnitude_cut(w, MIL_DT_FP32, 10, 50, &cut), 1);
+  assert_int_equal(cut.nnz, 5);
+  uint8_t mask[2];
+  float nz[5];
+  cw_sparse_split(w, MIL_DT_FP32, 10, &cut, mask, nz);
+  assert_int_equal(mask[0], 0xe0);
+  assert_int_equal(mask[1], 0x03);
+  for (int i = 0; i < 5; i++) assert_true(nz[i] == w[5 + i]);
+  /* 100% is left to the dense path */
+  assert_int_equal(cw_prune_magnitude_cut(w, MIL_DT_FP32, 10, 100, &cut), 0);
+  static const double sp[] = {0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.999};
+  static const int64_t lens[] = {10, 13, 64, 299};
+  uint32_t s = 12345;
+  for (int round = 0; round < 4; round++) {
+    for (int i = 0; i < 300; i++) {
+      s = s * 1103515245u + 12345u;
+      float u = (float)((s >> 8) & 0xffff) / 65536.0f - 0.5f;
+      switch (round) {
+      case 0: w[i] = u; break;                                   /* one scale */
+      case 1: w[i] = ldexpf(u, (int)(s % 40) - 20); break;       /* many buckets */
+      case 2: w[i] = (float)((int)(s % 7) - 3) * 0.5f; break;    /* ties, zeros */
+      default: w[i] = i % 11 == 0 ? -0.0f : i % 17 == 0 ? INFINITY : i % 23 == 0 ? NAN : u; break;
+      }
+    }
+    for (size_t k = 0; k < sizeof sp / sizeof *sp; k++)
+      for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+        check_streamed(w, lens[l], sp[k], false);
+        check_streamed(w, lens[l], sp[k], true);
+      }
+  }
+  /* mil_bits_count: bits 0..9 of 0xff 0x03 0xff are ten ones, of 0x0f 0x00 four */
+  assert_int_equal(mil_bits_count((const uint8_t[]){0xff, 0x03, 0xff}, 10), 10);
+  assert_int_equal(mil_bits_count((const uint8_t[]){0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 65), 65);
+  assert_int_equal(mil_bits_count((const uint8_t[]){0x0f, 0x00}, 16), 4);
+}
+
+/* The nonzero data as a deferred gather (mil_value_new_deferred_masked)
+ * reads, at any offset and length, what the eager split writes; element
+ * reads and mil_value_data agree; a wrong count is refused. Spans more
+ * than one index block (16384 elements) of the gather. */
+static void test_prune_deferred(void **state) {
+  (void)state;
+  enum { N = 40000 };
+  mil_program *p = mil_program_new(NULL);
+  assert_non_null(p);
+  float *w = malloc(N * sizeof *w), *eager = malloc(N * sizeof *eager), *got = malloc(N * sizeof *got);
+  assert_true(w && eager && got);
+  uint32_t s = 7;
+  for (int i = 0; i < N; i++) {
+    s = s * 1103515245u + 12345u;
+    w[i] = (float)((int)((s >> 8) & 0xfff) - 2048) / 512.0f;
+  }
+  int64_t n = N;
+  mil_value *src = mil_value_new_tensor(p, MIL_DT_FP32, 1, &n, false, w);
+  cw_sparse_cut cut;
+  assert_int_equal(cw_prune_magnitude_cut(mil_value_data(src), MIL_DT_FP32, n, 70, &cut), 1);
+  int64_t nb = (n + 7) / 8;
+  mil_value *mask = mil_value_new_tensor_uninit(p, MIL_DT_UINT8, 1, &nb, false);
+  uint8_t *mb = mil_value_data_mut(mask), *mb2 = malloc((size_t)nb);
+  cw_sparse_mask(mil_value_data(src), MIL_DT_FP32, n, &cut, mb);
+  cw_sparse_split(mil_value_data(src), MIL_DT_FP32, n, &cut, mb2, eager);
+  assert_memory_equal(mb, mb2, (size_t)nb);
+  assert_null(mil_value_new_deferred_masked(p, src, mask, cut.nnz + 1));
+  mil_value *nz = mil_value_new_deferred_masked(p, src, mask, cut.nnz);
+  assert_non_null(nz);
+  assert_true(mil_value_is_deferred(nz));
+  assert_false(mil_value_deferred_is_permutation(nz));
+  assert_int_equal(nz->numel, cut.nnz);
+  /* 70% pruned: about 4900 kept per block of 16384 */
+  assert_true(cut.nnz > 11000 && cut.nnz < 13000);
+  static const int64_t at[][2] = {{0, 1}, {0, 7}, {3, 9}, {100, 5000}, {4890, 30}, {6000, 4000}, {-30, 30}, {0, -1}};
+  for (size_t k = 0; k < sizeof at / sizeof *at; k++) {
+    int64_t e0 = at[k][0] < 0 ? cut.nnz + at[k][0] : at[k][0], len = at[k][1] < 0 ? cut.nnz : at[k][1];
+    assert_true(mil_value_read(nz, (size_t)e0 * 4, (size_t)len * 4, got));
+    assert_memory_equal(got, eager + e0, (size_t)len * 4);
+  }
+  /* unaligned byte ranges, one element, the whole value */
+  assert_true(mil_value_read(nz, 6, 10, got));
+  assert_memory_equal(got, (uint8_t *)eager + 6, 10);
+  assert_true(mil_value_get_f64(nz, cut.nnz - 1) == eager[cut.nnz - 1]);
+  assert_memory_equal(mil_value_data(nz), eager, (size_t)cut.nnz * 4);
+  free(w), free(eager), free(got), free(mb2);
+  mil_program_free(p);
+}
+
 static void test_kmeans1d_optimal(void **state) {
   (void)state;
   /* two clear groups; weights pull the second centroid */
@@ -487,7 +621,7 @@ int main(void) {
       cmocka_unit_test(test_config_defaults),    cmocka_unit_test(test_config_errors),
       cmocka_unit_test(test_config_yaml),        cmocka_unit_test(test_lookup_and_conflict),
       cmocka_unit_test(test_decode_equals_fake), cmocka_unit_test(test_quantize_values),
-      cmocka_unit_test(test_prune_percentile),   cmocka_unit_test(test_kmeans1d_optimal),
+      cmocka_unit_test(test_prune_percentile),   cmocka_unit_test(test_prune_streamed), cmocka_unit_test(test_prune_deferred),   cmocka_unit_test(test_kmeans1d_optimal),
       cmocka_unit_test(test_weights_metadata),   cmocka_unit_test(test_joint),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
