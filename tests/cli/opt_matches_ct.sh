@@ -12,6 +12,10 @@
 # recording Python process). Counter names are renumbered by first
 # appearance on both sides, so their pattern (which var and op share a
 # number, in which order they come) must still match.
+# The complete print (`mil print --complete`: every const, with the names
+# coremltools' print folds away, e.g. "108_transpose_x_0_1") must equal
+# the complete print of expected.mlpackage the same way, weight file paths
+# aside.
 # Exits 77 (ctest: skipped) when the corpus is absent.
 #   bash opt_matches_ct.sh MIL TESTS_DIR SHARED_DIR
 set -u
@@ -31,7 +35,7 @@ fail() {
 # block numbers out; counter names (of the op types DEFAULT auto-names in
 # the corpus models) renumbered by first appearance
 normalize() {
-  perl -pe 's/\bblock\d+\(\)/block()/; s/(?<![\w.])(transpose)_(\d+)(?![\w.])/"$1_#" . ($n{"$1_$2"} \/\/= ++$c{$1})/ge' "$1"
+  perl -pe 's/\bblock\d+\(\)/block()/; s/\@blob\("[^"]*"/\@blob(W/g; s/(?<![\w.])(transpose)_(\d+)(?![\w.])/"$1_#" . ($n{"$1_$2"} \/\/= ++$c{$1})/ge' "$1"
 }
 W=Data/com.apple.CoreML/weights/weight.bin
 n=0
@@ -54,7 +58,16 @@ for d in "$MODELS"/*/; do
       fail "$name: mil print of mil opt's output differs from coremltools' expected.ct.mil (< libmil, > coremltools)"
     fi
   fi
-  echo "$name: weight.bin identical ($(stat -c %s "$out/$W") bytes), print identical to expected.ct.mil"
+  "$MIL" print --complete "$out" >"$tmp/got.mil" 2>"$tmp/err" || fail "$name: mil print --complete: $(cat "$tmp/err")"
+  "$MIL" print --complete "$d/expected.mlpackage" >"$tmp/want.mil" 2>"$tmp/err" ||
+    fail "$name: mil print --complete of expected.mlpackage: $(cat "$tmp/err")"
+  normalize "$tmp/got.mil" >"$tmp/got"
+  normalize "$tmp/want.mil" >"$tmp/want"
+  if ! cmp -s "$tmp/got" "$tmp/want"; then
+    diff "$tmp/got" "$tmp/want" | head -20
+    fail "$name: mil print --complete of mil opt's output differs from that of expected.mlpackage (< libmil, > coremltools)"
+  fi
+  echo "$name: weight.bin identical ($(stat -c %s "$out/$W") bytes), print and complete print identical to coremltools'"
   rm -rf "$out"
   n=$((n + 1))
 done
