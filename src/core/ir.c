@@ -98,8 +98,10 @@ static int seed_op(mil_op *op, void *ud) {
   seed_ctx *c = ud;
   bool ok = seed_name(c->p, c->n, op->name);
   for (int32_t i = 0; ok && i < op->n_outputs; i++) ok = seed_name(c->p, c->n, op->outputs[i]->name);
-  for (int32_t b = 0; ok && b < op->n_blocks; b++)
-    for (int32_t i = 0; ok && i < op->blocks[b]->n_inputs; i++) ok = seed_name(c->p, c->n, op->blocks[b]->inputs[i]->name);
+  for (int32_t b = 0; ok && b < op->n_blocks; b++) {
+    const mil_block *nb = op->blocks[b];
+    for (int32_t i = 0; ok && i < nb->n_inputs; i++) ok = seed_name(c->p, c->n, nb->inputs[i]->name);
+  }
   return ok ? 0 : 1;
 }
 

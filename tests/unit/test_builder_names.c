@@ -35,6 +35,7 @@
 #include "mil/model.h"
 #include "mil/passes.h"
 #include "mil/text.h"
+#include "model_testutil.h"
 
 /* conv + batch_norm, the conv's weight and bias consts named "const_0" and
  * "const_1" as a frontend's builder names them; the batch_norm's mean is
@@ -93,19 +94,9 @@ static mil_program *parse(const char *text) {
 /* The program written to a Model protobuf and read back: what `mil opt
  * model.mlpackage` starts from (the builder's counts at 0). */
 static mil_model *loaded(const char *text) {
-  mil_diag d;
-  mil_diag_init(&d);
-  mil_model *m = NULL;
-  assert_int_equal(mil_model_from_program(parse(text), 0, &m, &d), MIL_OK);
-  void *data = NULL;
-  size_t len = 0;
-  assert_int_equal(mil_model_serialize(m, NULL, &data, &len, &d), MIL_OK);
-  mil_model_free(m);
-  mil_model *back = NULL;
-  assert_int_equal(mil_model_load_proto(data, len, "<test>", NULL, &back, &d), MIL_OK);
-  free(data);
-  mil_diag_clear(&d);
-  return back;
+  mil_model *m = mt_through_proto(parse(text));
+  assert_non_null(m);
+  return m;
 }
 
 static void run(mil_program *p, const char *const *passes, int n) {
@@ -178,6 +169,19 @@ static void test_fused_conv_bias_before_later_holder(void **state) {
   free(text);
 }
 
+static const char *const k_matmul_passes[] = {"common::fuse_transpose_matmul", "common::dedup_op_and_var_names"};
+
+/* Runs the first n_passes of k_matmul_passes on p and checks the names of
+ * the fused matmul's transpose_x / transpose_y consts. */
+static void check_matmul(mil_program *p, int n_passes, const char *want_x, const char *want_y) {
+  run(p, k_matmul_passes, n_passes);
+  const mil_op *mm = find_op(p, "matmul");
+  assert_non_null(mm);
+  assert_string_equal(mm->name, "m");
+  assert_string_equal(input_name(mm, "transpose_x"), want_x);
+  assert_string_equal(input_name(mm, "transpose_y"), want_y);
+}
+
 /* fuse_transpose_matmul on a loaded model: the new matmul "m" gets consts
  * "m_transpose_x_0" / "m_transpose_y_0" again (count 0), after the old
  * ones: "m_transpose_x_0_1" / "m_transpose_y_0_1" (coremltools'
@@ -185,14 +189,7 @@ static void test_fused_conv_bias_before_later_holder(void **state) {
 static void test_matmul_consts_loaded(void **state) {
   (void)state;
   mil_model *m = loaded(k_matmul);
-  mil_program *p = mil_model_program(m);
-  const char *const passes[] = {"common::fuse_transpose_matmul", "common::dedup_op_and_var_names"};
-  run(p, passes, 2);
-  const mil_op *mm = find_op(p, "matmul");
-  assert_non_null(mm);
-  assert_string_equal(mm->name, "m");
-  assert_string_equal(input_name(mm, "transpose_x"), "m_transpose_x_0_1");
-  assert_string_equal(input_name(mm, "transpose_y"), "m_transpose_y_0_1");
+  check_matmul(mil_model_program(m), 2, "m_transpose_x_0_1", "m_transpose_y_0_1");
   mil_model_free(m);
 }
 
@@ -203,26 +200,24 @@ static void test_matmul_consts_loaded(void **state) {
 static void test_matmul_consts_built_in_process(void **state) {
   (void)state;
   mil_program *p = parse(k_matmul);
-  const char *const passes[] = {"common::fuse_transpose_matmul", "common::dedup_op_and_var_names"};
-  run(p, passes, 2);
-  const mil_op *mm = find_op(p, "matmul");
-  assert_non_null(mm);
-  assert_string_equal(input_name(mm, "transpose_x"), "m_transpose_x_1");
-  assert_string_equal(input_name(mm, "transpose_y"), "m_transpose_y_1");
+  check_matmul(p, 2, "m_transpose_x_1", "m_transpose_y_1");
   mil_program_free(p);
 }
 
 /* Without dedup_op_and_var_names (a single pass), no name repeats: the new
- * const already carries the "_1" and the program still binds by name. */
+ * const already carries the "_1", the name coremltools gave is recorded,
+ * and the program still binds by name. */
 static void test_single_pass_never_repeats(void **state) {
   (void)state;
   mil_model *m = loaded(k_matmul);
   mil_program *p = mil_model_program(m);
-  const char *const passes[] = {"common::fuse_transpose_matmul"};
-  run(p, passes, 1);
-  const mil_op *mm = find_op(p, "matmul");
-  assert_string_equal(input_name(mm, "transpose_x"), "m_transpose_x_0_1");
-  assert_string_equal(mil_program_name_intended(p, input_name(mm, "transpose_x")), "m_transpose_x_0");
+  check_matmul(p, 1, "m_transpose_x_0_1", "m_transpose_y_0_1");
+  assert_string_equal(mil_program_name_intended(p, input_name(find_op(p, "matmul"), "transpose_x")), "m_transpose_x_0");
+  mil_diag d;
+  mil_diag_init(&d);
+  assert_int_equal(mil_program_verify(p, &d), MIL_OK);
+  assert_int_equal(d.n_warnings, 0);
+  mil_diag_clear(&d);
   mil_model_free(m);
 }
 
