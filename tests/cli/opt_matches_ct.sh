@@ -4,16 +4,15 @@
 # the one in coremltools' expected.mlpackage (the folded conv / batch_norm /
 # scale / bias weights computed in numpy's dtypes and order, the fp16 casts,
 # the blob layout), and `mil print` of the result is coremltools' print of
-# its result, expected.ct.mil, line for line. Two things no program can
-# reproduce are set aside there, as mil-text.md section 3 says: the numbers
-# of function-body block names (`block7`), and the numbers coremltools'
-# builder gives new ops from its process-wide per-op-type counter
-# (`transpose_33` means 33 transposes had been auto-named earlier in the
-# recording Python process). Counter names are renumbered by first
-# appearance on both sides, so their pattern (which var and op share a
-# number, in which order they come) must still match.
-# The complete print (`mil print --complete`: every const, with the names
-# coremltools' print folds away, e.g. "108_transpose_x_0_1") must equal
+# its result, expected.ct.mil, line for line, names included: the names
+# coremltools' builder gives new ops and consts come from its per-prefix
+# counter (Builder.name_count, cleared when ct.convert starts, so counting
+# from 0 for a model read from disk: "transpose_33" is the 34th transpose
+# the pipeline built), repeats settled by dedup_op_and_var_names
+# ("const_40_1", "108_transpose_x_0_1"). Only the numbers of function-body
+# block names (`block23`, from a process-wide counter) are set aside, as
+# mil-text.md section 3 says. The complete print (`mil print --complete`:
+# every const, with the names coremltools' print folds away) must equal
 # the complete print of expected.mlpackage the same way, weight file paths
 # aside.
 # Exits 77 (ctest: skipped) when the corpus is absent.
@@ -32,10 +31,9 @@ fail() {
   echo "FAIL: $*"
   exit 1
 }
-# block numbers out; counter names (of the op types DEFAULT auto-names in
-# the corpus models) renumbered by first appearance
+# block numbers and weight file paths out
 normalize() {
-  perl -pe 's/\bblock\d+\(\)/block()/; s/\@blob\("[^"]*"/\@blob(W/g; s/(?<![\w.])(transpose)_(\d+)(?![\w.])/"$1_#" . ($n{"$1_$2"} \/\/= ++$c{$1})/ge' "$1"
+  perl -pe 's/\bblock\d+\(\)/block()/; s/\@blob\("[^"]*"/\@blob(W/g' "$1"
 }
 W=Data/com.apple.CoreML/weights/weight.bin
 n=0
