@@ -397,6 +397,8 @@ static inline void golden_run_tree(const char *root, const char *filter, const g
       if (o.equivalent) {
         row->equivalent++;
         if (o.identical) row->identical++;
+        /* MIL_GOLDEN_NI=1: list the cases equivalent but not identical */
+        else if (getenv("MIL_GOLDEN_NI")) printf("  NI %s: %s\n", rel, o.msg);
         if (is_known) printf("  note: %s passes now; remove it from golden_known_failures.txt\n", rel);
       } else if (is_known) {
         row->known++;

@@ -154,6 +154,9 @@ struct mil_program {
   const mil_allocator *alloc;
   uint64_t next_block_id;  /* for fresh "block<N>" names */
   uint64_t next_symbol_id; /* for fresh "is<N>" symbols */
+  /* private: coremltools' Builder.name_count and the names it would have
+   * given (mil_program_name_count_next, mil_program_name_intended) */
+  struct ir_builder_names *builder_names;
   int64_t n_ops;           /* private: ops reachable from the functions (mil_program_count_ops) */
   struct ir_typecount *typecounts; /* private: the same by op type */
   struct ir_bigheap *big;  /* private: large value buffers (src/core/bigval.c) */
@@ -185,6 +188,43 @@ MIL_API mil_program *mil_program_clone(const mil_program *p);
 MIL_API mil_function *mil_program_find_function(const mil_program *p, const char *name);
 /* Allocates n zeroed bytes from the program's arena (freed with the program). */
 MIL_API void *mil_program_alloc(mil_program *p, size_t n);
+/* The index coremltools' Builder._get_free_name gives its next name with
+ * the prefix `key` ("<prefix>_<index>"): how many names with that prefix
+ * were asked of p before (each call counts one). The count lives in p: it
+ * starts at 0 for a program just read or built, as ct.convert starts with
+ * Builder.name_count cleared (coremltools/converters/mil/converter.py,
+ * _reset_conversion_state), and it never looks at the names p holds.
+ * mil_program_clone copies the counts. key must be interned in p (any
+ * string naming the prefix; equal keys share a count). Returns -1 when out
+ * of memory (the count is then unchanged). */
+MIL_API int64_t mil_program_name_count_next(mil_program *p, const char *key);
+/* Sets the counts as if p had been built by coremltools' builder in the
+ * running process (PyMIL's mb.program, whose print is the MIL text form):
+ * for every op, var, block input and function input name "<prefix>_<k>"
+ * (k a run of decimal digits after the last '_'), the count of prefix
+ * becomes at least k + 1, so the next name the builder would give is not
+ * one the program already holds. The golden pass corpus shows both
+ * behaviours of coremltools: a pass applied to a program built in the
+ * same process continues its counts (greater_equal_1 after
+ * greater_equal_0), and ct.convert / a model loaded from disk starts from
+ * 0 (108_transpose_x_0_1). mil_parse_program calls this; a program read
+ * from a model protobuf keeps its counts at 0. Returns false on out of
+ * memory (the counts may then be partly set). */
+MIL_API bool mil_program_name_counts_seed(mil_program *p);
+/* The name coremltools' builder gives can repeat one the program holds;
+ * libmil then gives a free name instead (`given`, e.g. "const_40_1") and
+ * records the one coremltools gave (`intended`, "const_40"), so that
+ * common::dedup_op_and_var_names can settle every repeat as coremltools'
+ * pass does, in program order. Both strings must be interned in p.
+ * mil_program_name_intended_set returns false on out of memory;
+ * mil_program_name_intended returns the name recorded for `given`, or
+ * `given` itself; mil_program_name_intended_any tells whether any is
+ * recorded; mil_program_name_intended_clear forgets them all (once the
+ * dedup has run). mil_program_clone copies them. */
+MIL_API bool mil_program_name_intended_set(mil_program *p, const char *given, const char *intended);
+MIL_API const char *mil_program_name_intended(const mil_program *p, const char *given);
+MIL_API bool mil_program_name_intended_any(const mil_program *p);
+MIL_API void mil_program_name_intended_clear(mil_program *p);
 /* Interns a string (pointer-equal for equal content). len may be (size_t)-1 for NUL-terminated. */
 MIL_API const char *mil_program_intern(mil_program *p, const char *s, size_t len);
 /* The interned copy of s when some name/string equal to s exists in the

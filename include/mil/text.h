@@ -129,6 +129,9 @@ typedef struct mil_parse_options {
  *    0)" or "../x" leaving it are errors unless the caller names a
  *    base_dir that holds them. The file must be a regular file; messages
  *    never show bytes of a file that is not a weight file.
+ * The names the passes later give go on from the program's own
+ * "<prefix>_<k>" names, as coremltools' builder counts in the process that
+ * built the program (mil_program_name_counts_seed).
  * Errors: MIL_ERR_PARSE (malformed text, undefined or out-of-scope names,
  * bad values, nesting beyond 64 blocks / 64 dims / 32 literal levels),
  * MIL_ERR_IO and MIL_ERR_FORMAT (a @blob file that cannot be read),

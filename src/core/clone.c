@@ -1,4 +1,5 @@
 /* Deep copy of a program into a fresh arena. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core_internal.h"
@@ -130,6 +131,29 @@ static bool copy_function(cl *c, const mil_function *sf) {
   return ir_program_push_function(p, f);
 }
 
+/* The keys of m (interned in src's strings) and, when vals_are_names,
+ * its values interned in dst, put into d. false on out of memory. */
+static bool copy_interned_map(mil_program *dst, ir_ptrmap *d, const ir_ptrmap *m, bool vals_are_names) {
+  for (size_t i = 0; i < m->cap; i++) {
+    if (!m->keys[i]) continue;
+    const char *k = mil_program_intern(dst, m->keys[i], (size_t)-1);
+    void *v = vals_are_names ? (void *)mil_program_intern(dst, m->vals[i], (size_t)-1) : m->vals[i];
+    if (!k || !v || !ir_ptrmap_put(d, k, v)) return false;
+  }
+  return true;
+}
+
+/* The builder's name counts and intended names (mil_program_name_count_next,
+ * mil_program_name_intended), their strings interned in dst. false on out
+ * of memory. */
+static bool copy_name_counts(mil_program *dst, const mil_program *src) {
+  const ir_builder_names *n = src->builder_names;
+  if (!n) return true;
+  ir_builder_names *d = ir_builder_names_of(dst);
+  return d && copy_interned_map(dst, &d->counts, &n->counts, false) &&
+         copy_interned_map(dst, &d->intended, &n->intended, true);
+}
+
 mil_program *mil_program_clone(const mil_program *src) {
   cl c = {0};
   c.dst = mil_program_new(src->alloc);
@@ -140,13 +164,14 @@ mil_program *mil_program_clone(const mil_program *src) {
   p->doc_string = src->doc_string ? mil_program_intern(p, src->doc_string, (size_t)-1) : NULL;
   p->next_block_id = src->next_block_id;
   p->next_symbol_id = src->next_symbol_id;
+  bool counts_ok = copy_name_counts(p, src);
   p->user = src->user;
   p->attrs = copy_attrs(&c, src->attrs, src->n_attrs);
   p->n_attrs = src->n_attrs;
   bool ok = true;
   for (int32_t i = 0; ok && i < src->n_functions; i++) ok = copy_function(&c, src->functions[i]);
   ir_ptrmap_free(&c.vars);
-  if (!ok || c.oom) {
+  if (!ok || c.oom || !counts_ok) {
     mil_program_free(p);
     return NULL;
   }

@@ -112,6 +112,16 @@ IR_HIDDEN void ir_ptrmap_free(ir_ptrmap *m);
 IR_HIDDEN bool ir_ptrmap_put(ir_ptrmap *m, const void *key, void *val);
 IR_HIDDEN void *ir_ptrmap_get(const ir_ptrmap *m, const void *key);
 
+/* ir.c: what mil_program_name_count_next and mil_program_name_intended
+ * keep (interned key -> count + 1; interned given -> interned intended). */
+typedef struct ir_builder_names {
+  ir_ptrmap counts;
+  ir_ptrmap intended;
+} ir_builder_names;
+/* p's table, made on first call; NULL on out of memory. */
+IR_HIDDEN ir_builder_names *ir_builder_names_of(mil_program *p);
+IR_HIDDEN void ir_builder_names_free(ir_builder_names *n);
+
 /* value.c: copy of a value into program p (views stay views). */
 IR_HIDDEN const mil_value *ir_value_import(mil_program *p, const mil_value *v);
 /* Appends f to p->functions (geometric growth); false when out of memory. */

@@ -1,5 +1,6 @@
 /* Program, function and block structure; op placement within blocks. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core_internal.h"
@@ -31,6 +32,7 @@ mil_program *mil_program_new(const mil_allocator *alloc) {
 
 void mil_program_free(mil_program *p) {
   if (!p) return;
+  ir_builder_names_free(p->builder_names);
   ir_typecount_free(p);
   ir_big_free_all(p);
   ir_mappings_free(p);
@@ -39,6 +41,96 @@ void mil_program_free(mil_program *p) {
   ir_arena_free(p->nodes);
   ir_arena_free(p->ops);
   ir_arena_free(p->arena); /* p itself lives in the arena */
+}
+
+void ir_builder_names_free(ir_builder_names *n) {
+  if (!n) return;
+  ir_ptrmap_free(&n->counts);
+  ir_ptrmap_free(&n->intended);
+  free(n);
+}
+
+ir_builder_names *ir_builder_names_of(mil_program *p) {
+  if (!p->builder_names) {
+    p->builder_names = calloc(1, sizeof *p->builder_names);
+    if (p->builder_names) {
+      ir_ptrmap_init(&p->builder_names->counts);
+      ir_ptrmap_init(&p->builder_names->intended);
+    }
+  }
+  return p->builder_names;
+}
+
+/* Builder.name_count[key] (a defaultdict(int)), then += 1. Stored as
+ * count + 1 so that a missing key reads 0. */
+int64_t mil_program_name_count_next(mil_program *p, const char *key) {
+  ir_builder_names *n = ir_builder_names_of(p);
+  if (!n) return -1;
+  uintptr_t stored = (uintptr_t)ir_ptrmap_get(&n->counts, key);
+  int64_t k = stored ? (int64_t)(stored - 1) : 0;
+  if (!ir_ptrmap_put(&n->counts, key, (void *)(uintptr_t)(k + 2))) return -1;
+  return k;
+}
+
+/* count[prefix] = max(count[prefix], k + 1) for name "<prefix>_<k>". */
+static bool seed_name(mil_program *p, ir_builder_names *n, const char *name) {
+  if (!name) return true;
+  const char *us = strrchr(name, '_');
+  if (!us || us == name || !us[1]) return true;
+  uint64_t k = 0;
+  for (const char *c = us + 1; *c; c++) {
+    if (*c < '0' || *c > '9' || k > (UINT64_MAX - 9) / 10 / 2) return true;
+    k = k * 10 + (uint64_t)(*c - '0');
+  }
+  const char *key = mil_program_intern(p, name, (size_t)(us - name));
+  if (!key) return false;
+  uintptr_t stored = (uintptr_t)ir_ptrmap_get(&n->counts, key);
+  if (stored >= (uintptr_t)k + 2) return true;
+  return ir_ptrmap_put(&n->counts, key, (void *)(uintptr_t)(k + 2));
+}
+
+typedef struct seed_ctx {
+  mil_program *p;
+  ir_builder_names *n;
+} seed_ctx;
+
+static int seed_op(mil_op *op, void *ud) {
+  seed_ctx *c = ud;
+  bool ok = seed_name(c->p, c->n, op->name);
+  for (int32_t i = 0; ok && i < op->n_outputs; i++) ok = seed_name(c->p, c->n, op->outputs[i]->name);
+  for (int32_t b = 0; ok && b < op->n_blocks; b++) {
+    const mil_block *nb = op->blocks[b];
+    for (int32_t i = 0; ok && i < nb->n_inputs; i++) ok = seed_name(c->p, c->n, nb->inputs[i]->name);
+  }
+  return ok ? 0 : 1;
+}
+
+bool mil_program_name_counts_seed(mil_program *p) {
+  seed_ctx c = {p, ir_builder_names_of(p)};
+  if (!c.n) return false;
+  for (int32_t i = 0; i < p->n_functions; i++)
+    for (int32_t k = 0; k < p->functions[i]->n_inputs; k++)
+      if (!seed_name(p, c.n, p->functions[i]->inputs[k]->name)) return false;
+  return mil_program_walk(p, seed_op, &c) == 0;
+}
+
+bool mil_program_name_intended_set(mil_program *p, const char *given, const char *intended) {
+  ir_builder_names *n = ir_builder_names_of(p);
+  return n && ir_ptrmap_put(&n->intended, given, (void *)intended);
+}
+
+const char *mil_program_name_intended(const mil_program *p, const char *given) {
+  const ir_builder_names *n = p->builder_names;
+  const char *s = n && n->intended.count && given ? ir_ptrmap_get(&n->intended, given) : NULL;
+  return s ? s : given;
+}
+
+bool mil_program_name_intended_any(const mil_program *p) {
+  return p->builder_names && p->builder_names->intended.count > 0;
+}
+
+void mil_program_name_intended_clear(mil_program *p) {
+  if (p->builder_names) ir_ptrmap_free(&p->builder_names->intended);
 }
 
 void *mil_program_alloc(mil_program *p, size_t n) { return ir_arena_alloc(p->arena, n); }

@@ -569,6 +569,10 @@ mil_status mil_parse_program(const char *text, size_t len, const mil_parse_optio
   mil_status st = P.L.st;
   io_parser_free(&P);
   io_lex_fini(&P.L);
+  /* a program printed from PyMIL was built in that process: the builder's
+   * counts go on from its names (mil_program_name_counts_seed) */
+  if (st == MIL_OK && !mil_program_name_counts_seed(P.p))
+    st = mil_diag_error(d, MIL_ERR_NOMEM, "%s: out of memory", P.L.filename);
   if (st != MIL_OK) {
     mil_program_free(P.p);
     return st;

@@ -190,12 +190,13 @@ static bool note_removal(pass_castq_state *r, const mil_op *op) {
 }
 
 /* The name of the const made for input `input` of op `op_name`:
- * "<op_name>_<input>_<k>" with the smallest free k (pass_const_before's
- * naming), interned and recorded. NULL on out of memory. */
+ * pass_names_fresh("<op_name>_<input>") (pass_const_before's naming),
+ * interned and recorded. Before the set of taken names is made, a name
+ * the program never interned is free. NULL on out of memory. */
 static const char *const_name(pass_castq_state *r, const char *op_name, const char *input) {
   size_t lo = strlen(op_name), li = strlen(input), n = lo + 1 + li;
-  if (n + 24 > r->cap_pfx) {
-    size_t cap = n + 24 < 256 ? 256 : (n + 24) * 2;
+  if (n + 48 > r->cap_pfx) {
+    size_t cap = n + 48 < 256 ? 256 : (n + 48) * 2;
     char *b = realloc(r->pfx, cap);
     if (!b) return NULL;
     r->pfx = b;
@@ -205,17 +206,15 @@ static const char *const_name(pass_castq_state *r, const char *op_name, const ch
   memcpy(b, op_name, lo);
   b[lo] = '_';
   memcpy(b + lo + 1, input, li);
+  size_t m = pass_name_counted(r->b.p, b, n);
+  if (!m) return NULL;
   if (!r->b.names) {
-    b[n] = '_';
-    b[n + 1] = '0';
-    b[n + 2] = 0;
     bool added;
-    const char *s = mil_program_intern_new(r->b.p, b, n + 2, &added);
+    const char *s = mil_program_intern_new(r->b.p, b, m, &added);
     if (!s || added) return s;
     if (!names_now(r)) return NULL;
   }
-  b[n] = 0;
-  return pass_names_fresh(r->b.names, r->b.p, b);
+  return pass_names_claim(r->b.names, r->b.p, b, m);
 }
 
 /* ---------- building ---------- */

@@ -27,7 +27,12 @@
  * them with one name is an error). Then, walking the function (an op's
  * nested blocks, with their inputs, before the op itself), an op or var
  * whose name was already seen gets "<name>_<k>" with the smallest k >= 1
- * not seen yet. Op names and var names are tracked separately.
+ * not seen yet. Op names and var names are tracked separately. A name a
+ * pass gave in place of a repeat coremltools' builder made
+ * (pass_names_claim: "const_40_1" for a second "const_40") is walked as
+ * the name coremltools gave (mil_program_name_intended), so the repeat is
+ * settled here in program order exactly as coremltools' pass settles it:
+ * the first holder keeps "const_40", the next one gets "const_40_1".
  *
  * Mirrors coremltools/converters/mil/mil/passes/defs/cleanup/
  * dedup_op_and_var_names.py. Linear: the next k tried for each base name is
@@ -65,10 +70,16 @@ typedef struct dedup {
 
 /* coremltools' _gen_new_name: name itself when unseen, else the first free
  * "<name>_<k>", k >= 1. Records the result as seen. */
-static const char *fresh(dedup *c, names *ns, const char *name) {
-  if (!name) return name;
+static const char *fresh(dedup *c, names *ns, const char *given) {
+  if (!given) return given;
+  /* the name coremltools' builder gave, where libmil gave another to
+   * avoid a repeat (pass_names_claim) */
+  const char *name = mil_program_name_intended(c->p, given);
   int added = pass_ptrset_insert(&ns->seen, name);
-  if (added > 0) return name;
+  if (added > 0) {
+    if (name != given) c->changes++;
+    return name;
+  }
   if (added < 0) {
     c->oom = true;
     return name;
@@ -308,12 +319,14 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
   c.p = p;
   c.d = d;
   name_list op_names = {0}, var_names = {0};
+  /* names given in place of a repeat coremltools made: the walk must run */
+  bool intended = mil_program_name_intended_any(p);
   for (int32_t fi = 0; fi < p->n_functions && st == MIL_OK; fi++) {
     mil_function *f = p->functions[fi];
     for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) {
       mil_block *body = f->specs[s].block;
       c.body = body;
-      if (all_unique(&c, f, body, &op_names, &var_names)) continue;
+      if (!intended && all_unique(&c, f, body, &op_names, &var_names)) continue;
       /* room for a name per op and output without growing */
       size_t n = (size_t)(mil_program_count_ops(p) + f->n_inputs) + 32;
       if (!pass_ptrset_reserve(&c.vars.seen, n) || !pass_ptrset_reserve(&c.ops.seen, n))
@@ -326,6 +339,7 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
       pass_ptrset_free(&c.func_outputs);
     }
   }
+  if (st == MIL_OK) mil_program_name_intended_clear(p);
   free(c.buf);
   free(op_names.v);
   free(var_names.v);

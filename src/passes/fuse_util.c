@@ -15,7 +15,6 @@ void pass_fuse_ctx_free(pass_fuse_ctx *c) {
   pass_nonrep_free(c->nonrep);
   free(c->noted);
   pass_ptrset_free(&c->noted_set);
-  pass_ptrmap_free(&c->noted_next);
   c->names = NULL;
   c->nonrep = NULL;
   c->noted = NULL;
@@ -29,7 +28,6 @@ pass_names *pass_fuse_names(pass_fuse_ctx *c) {
   for (int32_t i = 0; ok && i < c->n_noted; i++) ok = pass_names_add_interned(c->names, c->noted[i]);
   free(c->noted);
   pass_ptrset_free(&c->noted_set);
-  pass_ptrmap_free(&c->noted_next);
   c->noted = NULL;
   c->n_noted = c->cap_noted = 0;
   if (!ok) mil_diag_error(c->d, MIL_ERR_NOMEM, "%s: out of memory collecting names", c->pass);
@@ -63,53 +61,53 @@ static int note_op_names(mil_op *op, void *ud) {
   return ok ? 0 : 1;
 }
 
-/* Lazy naming's answer for "<prefix>_<k>" (prefix in buf, len bytes):
+/* Lazy naming's answer for the name buf[0, m) (pass_names_claim's rule):
  * every name the set would hold is interned, and every noted name is in
- * it, so the first k whose name the program never interned is the
- * smallest free one once every smaller k's name is noted. Returns the
- * name (interned and noted), or NULL with *decided false when some
- * smaller k's name is interned but not noted (only the set can tell), or
- * with *decided true on out of memory. buf is left holding the prefix. */
-static const char *lazy_fresh(pass_fuse_ctx *c, char *buf, size_t len, bool *decided) {
+ * it, so a name the program never interned is free, and a noted one is
+ * taken. Returns the name (buf[0, m) or "<buf>_<j>", interned and noted),
+ * or NULL with *decided false when a candidate is interned but not noted
+ * (only the set can tell), or with *decided true on out of memory. buf is
+ * left holding buf[0, m). */
+static const char *lazy_claim(pass_fuse_ctx *c, char *buf, size_t m, bool *decided) {
   *decided = true;
-  memcpy(buf + len, "_0", 3);
-  const char *key = mil_program_find_string(c->p, buf, len + 2);
-  size_t m = len + 2;
-  uint64_t k = 0;
-  if (key) {
-    if (!pass_ptrset_has(&c->noted_set, key)) goto unknown;
-    k = (uint64_t)(uintptr_t)pass_ptrmap_get(&c->noted_next, key);
-    for (k = k ? k : 1;; k++) {
-      m = len + 1 + pass_put_u64(buf + len + 1, k);
+  size_t e = m;
+  for (uint64_t j = 0;; j++) {
+    if (j) {
+      buf[m] = '_';
+      e = m + 1 + pass_put_u64(buf + m + 1, j);
+      buf[e] = 0;
+    }
+    const char *s = mil_program_find_string(c->p, buf, e);
+    if (!s) break;
+    if (!pass_ptrset_has(&c->noted_set, s)) {
       buf[m] = 0;
-      const char *s = mil_program_find_string(c->p, buf, m);
-      if (!s) break;
-      if (!pass_ptrset_has(&c->noted_set, s)) goto unknown;
+      *decided = false;
+      return NULL;
     }
   }
-  const char *s = mil_program_intern(c->p, buf, m);
-  buf[len] = 0;
-  if (!s || !note_name(c, s)) return NULL;
-  if (key && !pass_ptrmap_put(&c->noted_next, key, (void *)(uintptr_t)(k + 1))) return NULL;
+  const char *s = mil_program_intern(c->p, buf, e);
+  /* a repeat: the name coremltools gave is recorded (pass_names_claim) */
+  const char *base = e != m && s ? mil_program_intern(c->p, buf, m) : s;
+  buf[m] = 0;
+  if (!s || !base || !note_name(c, s)) return NULL;
+  if (base != s && !mil_program_name_intended_set(c->p, s, base)) return NULL;
   return s;
-unknown:
-  buf[len] = 0;
-  *decided = false;
-  return NULL;
 }
 
-/* "<prefix>_<k>" with the smallest k not taken (pass_names_fresh), built
- * in buf (room for len + 24 bytes, holding the prefix). Lazy naming: a
- * name the program has never interned is no name of it, so it is taken
- * without collecting the set (lazy_fresh). */
+/* pass_names_fresh's name for the prefix buf[0, len) (buf has room for
+ * len + 48 bytes): the counted "<prefix>_<k>", made unique. Lazy naming:
+ * settled without collecting the set when the interned strings tell
+ * (lazy_claim). */
 static const char *fresh_name(pass_fuse_ctx *c, char *buf, size_t len) {
+  size_t m = pass_name_counted(c->p, buf, len);
+  if (!m) return NULL;
   if (c->lazy_names && !c->names) {
     bool decided;
-    const char *s = lazy_fresh(c, buf, len, &decided);
+    const char *s = lazy_claim(c, buf, m, &decided);
     if (s || decided) return s;
   }
   pass_names *names = pass_fuse_names(c);
-  return names ? pass_names_fresh(names, c->p, buf) : NULL;
+  return names ? pass_names_claim(names, c->p, buf, m) : NULL;
 }
 
 pass_nonrep *pass_fuse_nonrep(pass_fuse_ctx *c) {
@@ -194,7 +192,7 @@ mil_op *pass_fuse_new_op(pass_fuse_ctx *c, mil_op *anchor, const char *type, con
   char stack[256];
   size_t len = strlen(type);
   if (!name) {
-    char *buf = len + 24 <= sizeof stack ? stack : malloc(len + 24);
+    char *buf = len + 48 <= sizeof stack ? stack : malloc(len + 48);
     if (buf) {
       memcpy(buf, type, len + 1);
       name = fresh_name(c, buf, len);
@@ -247,7 +245,7 @@ mil_var *pass_fuse_const(pass_fuse_ctx *c, mil_op *anchor, const char *op_name, 
   if (!input) op_name = "const";
   size_t lo = strlen(op_name), li = input ? strlen(input) + 1 : 0, len = lo + li;
   char stack[256];
-  char *buf = len + 24 <= sizeof stack ? stack : malloc(len + 24);
+  char *buf = len + 48 <= sizeof stack ? stack : malloc(len + 48);
   const char *name = NULL;
   if (buf && v) {
     memcpy(buf, op_name, lo);

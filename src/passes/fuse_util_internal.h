@@ -50,7 +50,6 @@ typedef struct pass_fuse_ctx {
   const char **noted; /* interned names taken since the run started (lazy_names, set not built) */
   int32_t n_noted, cap_noted;
   pass_ptrset noted_set;  /* the same names, for lookups */
-  pass_ptrmap noted_next; /* interned "<prefix>_0" -> k + 1: every "<prefix>_<j>", j <= k, is noted */
   bool names_due;         /* an op was built: the set would have been collected */
   int8_t constexpr_state; /* 0 not known, 1 the program holds no constexpr_* op, 2 it may */
 } pass_fuse_ctx;

@@ -151,11 +151,23 @@ bool pass_names_has(const pass_names *n, const char *name);
 /* pass_names_add for a name already interned in the program (an op's or
  * var's name): no lookup of the text. */
 bool pass_names_add_interned(pass_names *n, const char *name);
-/* "<prefix>_<k>" with the smallest k >= 0 not taken (coremltools'
- * Builder._get_free_name counts per prefix from 0); records and returns it,
- * interned in the program. NULL on out of memory. With names == NULL
- * returns "<prefix>_0" unchecked. */
+/* The name coremltools' Builder._get_free_name(prefix) gives, made
+ * unique the way common::dedup_op_and_var_names would (the rule in full
+ * at fresh_in in pass_util.c): "<prefix>_<k>", k from the program's count
+ * for prefix (mil_program_name_count_next), or "<prefix>_<k>_<j>" with the
+ * smallest j >= 1 free when "<prefix>_<k>" is taken. Records and returns
+ * it, interned in the program. NULL on out of memory. With names == NULL
+ * returns "<prefix>_<k>" unchecked. */
 const char *pass_names_fresh(pass_names *n, mil_program *p, const char *prefix);
+/* The two steps of pass_names_fresh, for callers with their own view of
+ * the taken names. pass_name_counted: the prefix buf[0, len) (buf has room
+ * for len + 48 bytes) becomes "<prefix>_<k>", k taken from the program's
+ * count; returns its length, 0 on out of memory. pass_names_claim: the
+ * name buf[0, m) (room for m + 24), or "<name>_<j>" with the smallest
+ * j >= 1 free in n when it is taken; recorded in n (when n is not NULL) and
+ * returned interned; buf is left holding buf[0, m). NULL on out of memory. */
+size_t pass_name_counted(mil_program *p, char *buf, size_t len);
+const char *pass_names_claim(pass_names *n, mil_program *p, char *buf, size_t m);
 
 /* A const op holding v, inserted before anchor, named as coremltools'
  * builder names the const it makes for input `input` of the op `op_name`:

@@ -289,10 +289,6 @@ bool pass_value_all_equal(const mil_value *v, double x) {
 struct pass_names {
   pset set; /* interned name pointers */
   mil_program *p;
-  /* interned "<prefix>_0" -> the next k worth trying: names are only
-   * added, so the smallest free k of a prefix never decreases (keeps
-   * repeated fresh names linear) */
-  pass_ptrmap next_k;
 };
 
 static int collect_names(mil_op *op, void *ud) {
@@ -346,7 +342,6 @@ pass_names *pass_names_from(mil_program *p, const char *const *names, size_t cou
 void pass_names_free(pass_names *n) {
   if (!n) return;
   pset_free(&n->set);
-  pass_ptrmap_free(&n->next_k);
   free(n);
 }
 
@@ -374,38 +369,80 @@ size_t pass_put_u64(char *out, uint64_t k) {
   return n;
 }
 
-/* pass_names_fresh with the prefix's length known, built in buf (room for
- * len + 22 bytes; buf may be prefix itself). The result is the smallest
- * free k: names are only ever added, so every k below one handed out
- * earlier for the same prefix is taken. The next k to try is kept for
- * prefixes used more than once, keyed by the interned "<prefix>_0" (the
- * first candidate, interned anyway). */
-static const char *fresh_in(pass_names *n, mil_program *p, char *buf, const char *prefix, size_t len) {
-  if (buf != prefix) memcpy(buf, prefix, len);
+/* How coremltools names what a pass builds, and how libmil follows it.
+ *
+ * coremltools/converters/mil/mil/builder.py: an op built without a name
+ * gets Builder._maybe_set_name -> _get_free_name(op_type); a Python value
+ * bound to an input becomes a const named by _add_const ->
+ * _get_free_name("<op_name>_<input>") (Builder._create_vars, for given
+ * and for default inputs alike). _get_free_name(prefix) returns
+ * "<prefix>_<name_count[prefix]>" and increments the count: a class-level
+ * defaultdict(int) that never looks at the names the program holds, and
+ * that ct.convert clears when it starts (converter.py,
+ * _reset_conversion_state). So the new name can repeat one the program
+ * already has (a loaded model's own "const_40", or the "108_transpose_x_0"
+ * of the matmul fuse_transpose_matmul rebuilds). The DEFAULT pipeline
+ * resolves that in common::dedup_op_and_var_names
+ * (passes/defs/cleanup/dedup_op_and_var_names.py, _gen_new_name): walking
+ * each function in order, a name seen before becomes "<name>_<j>" with the
+ * smallest j >= 1 not seen; add_fp16_cast then derives "<name>_to_fp16"
+ * from the result. Hence coremltools' "const_40_1_to_fp16" and
+ * "108_transpose_x_0_1".
+ *
+ * libmil keeps the count per program (mil_program_name_count_next: 0 for a
+ * program just read, as after the reset) and gives "<prefix>_<k>" when it
+ * is free in n. When it is taken, libmil does not repeat it (a program
+ * after any single pass must still bind by name): it gives
+ * "<prefix>_<k>_<j>", the smallest j >= 1 free, which is what
+ * dedup_op_and_var_names makes of the repeat when the earlier holder comes
+ * first in the function (the consts a frontend made before the ops a pass
+ * rebuilds), and records "<prefix>_<k>" as the name coremltools gave
+ * (mil_program_name_intended_set). libmil's dedup_op_and_var_names walks
+ * with the recorded names in place of the given ones, so when the holder
+ * comes later, or is gone by then, it settles the names as coremltools'
+ * pass does (the new op keeps "<prefix>_<k>", the holder gets the "_1").
+ *
+ * pass_name_counted makes "<prefix>_<k>", pass_names_claim settles the
+ * suffix. */
+size_t pass_name_counted(mil_program *p, char *buf, size_t len) {
+  const char *key = mil_program_intern(p, buf, len);
+  int64_t k = key ? mil_program_name_count_next(p, key) : -1;
+  if (k < 0) return 0;
   buf[len] = '_';
-  buf[len + 1] = '0';
-  buf[len + 2] = 0;
-  const char *s = mil_program_intern(p, buf, len + 2);
+  size_t m = len + 1 + pass_put_u64(buf + len + 1, (uint64_t)k);
+  buf[m] = 0;
+  return m;
+}
+
+const char *pass_names_claim(pass_names *n, mil_program *p, char *buf, size_t m) {
+  const char *base = mil_program_intern(p, buf, m), *s = base;
   if (!s || !n) return s;
-  const char *key = s;
-  uint64_t k = (uint64_t)(uintptr_t)pass_ptrmap_get(&n->next_k, key);
-  if (k || pset_has(&n->set, s))
-    for (k = k ? k : 1;; k++) {
-      size_t m = len + 1 + pass_put_u64(buf + len + 1, k);
-      buf[m] = 0;
-      s = mil_program_intern(p, buf, m);
+  if (pset_has(&n->set, s)) {
+    buf[m] = '_';
+    for (uint64_t j = 1;; j++) {
+      size_t e = m + 1 + pass_put_u64(buf + m + 1, j);
+      buf[e] = 0;
+      s = mil_program_intern(p, buf, e);
       if (!s || !pset_has(&n->set, s)) break;
     }
+    buf[m] = 0;
+    if (s && !mil_program_name_intended_set(p, s, base)) s = NULL;
+  }
   if (s && !pset_add_new(&n->set, s)) s = NULL;
-  /* a prefix used once needs no entry: its next call finds "_0" taken */
-  if (s && k > 0) pass_ptrmap_put(&n->next_k, key, (void *)(uintptr_t)(k + 1));
   return s;
+}
+
+/* buf has room for len + 48 bytes and may be prefix itself. */
+static const char *fresh_in(pass_names *n, mil_program *p, char *buf, const char *prefix, size_t len) {
+  if (buf != prefix) memcpy(buf, prefix, len);
+  size_t m = pass_name_counted(p, buf, len);
+  return m ? pass_names_claim(n, p, buf, m) : NULL;
 }
 
 const char *pass_names_fresh(pass_names *n, mil_program *p, const char *prefix) {
   size_t len = strlen(prefix);
   char stack[256];
-  char *buf = len + 24 <= sizeof stack ? stack : malloc(len + 24);
+  char *buf = len + 48 <= sizeof stack ? stack : malloc(len + 48);
   if (!buf) return NULL;
   const char *s = fresh_in(n, p, buf, prefix, len);
   if (buf != stack) free(buf);
@@ -426,7 +463,7 @@ mil_var *pass_const_before(mil_op *anchor, pass_names *names, const char *op_nam
   /* the prefix "<op_name>_<input>", then "_<k>" */
   size_t lo = strlen(op_name), li = strlen(input), len = lo + 1 + li;
   char stack[256];
-  char *buf = len + 24 <= sizeof stack ? stack : malloc(len + 24);
+  char *buf = len + 48 <= sizeof stack ? stack : malloc(len + 48);
   if (!buf) return NULL;
   memcpy(buf, op_name, lo);
   buf[lo] = '_';

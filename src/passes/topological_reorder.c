@@ -136,25 +136,10 @@ static void ol_insert_after(olist *l, int32_t p, int32_t i) {
  * memory at every op (a prefetch of an address that holds no op is
  * harmless). */
 
-/* coremltools names a rebuilt op "<type>_<k>" with the smallest k >= 0
- * not taken: not the name of an op, an op output, a block input or a
- * function input of the program as the pass found it, nor handed out
- * before (pass_names_fresh over the program's names). A candidate that
- * was never interned names nothing, so the program's names are looked
- * through only when some candidate is interned, and then only for those:
- * the usable k of each prefix are listed once, in ascending order. */
-typedef struct prefix_names {
-  const char *type; /* interned op type, or NULL */
-  const char **k;   /* the usable names, by ascending k */
-  int32_t n, next;
-} prefix_names;
-
 typedef struct topo {
   mil_program *p;
   const char *cast, *transpose; /* interned, or NULL */
-  bool names_ready;
-  pass_names *names; /* the names of the program, when an op count is unknown */
-  prefix_names pre[2];
+  pass_names *names; /* the names of the program, once a candidate may be taken */
   int64_t changes;
   mil_diag *d;
   bool oom;
@@ -181,130 +166,29 @@ static bool is_movable(const topo *c, const mil_op *op) {
   return (c->cast && op->type == c->cast) || (c->transpose && op->type == c->transpose);
 }
 
-/* Writes "<type>_<k>" into buf (room for len + 22 bytes); its length. */
-static size_t candidate(char *buf, const char *type, size_t len, int64_t k) {
-  memcpy(buf, type, len);
-  buf[len] = '_';
-  size_t m = len + 1 + pass_put_u64(buf + len + 1, (uint64_t)k);
-  buf[m] = 0;
-  return m;
-}
-
-static void note_name(const char *name, const pass_ptrset *cand, pass_ptrset *taken, bool *oom) {
-  if (name && pass_ptrset_has(cand, name) && !pass_ptrset_add(taken, name)) *oom = true;
-}
-
-/* Adds the names of b's ops, their outputs and nested block inputs that
- * are in cand to taken. */
-static void taken_in_block(const mil_block *b, const pass_ptrset *cand, pass_ptrset *taken, bool *oom) {
-  for (const mil_op *op = b->first; op && !*oom; op = op->next) {
-    PASS_WALK_PREFETCH(op);
-    note_name(op->name, cand, taken, oom);
-    for (int32_t i = 0; i < op->n_outputs; i++) note_name(op->outputs[i]->name, cand, taken, oom);
-    for (int32_t k = 0; k < op->n_blocks; k++) {
-      for (int32_t i = 0; i < op->blocks[k]->n_inputs; i++) note_name(op->blocks[k]->inputs[i]->name, cand, taken, oom);
-      taken_in_block(op->blocks[k], cand, taken, oom);
-    }
+/* The name coremltools gives the rebuilt op: mb.cast / mb.transpose with
+ * no name, Builder._get_free_name(op_type) ("<type>_<k>", k from the
+ * program's count, pass_names_fresh). The old op is removed right after,
+ * so its own name is free for it; a name the program never interned is
+ * free without looking; otherwise the program's names decide
+ * (pass_names_claim). NULL on out of memory. */
+static const char *fresh_name(topo *c, const mil_op *op) {
+  size_t len = strlen(op->type);
+  char stack[64];
+  char *buf = len + 48 <= sizeof stack ? stack : malloc(len + 48);
+  if (!buf) return NULL;
+  memcpy(buf, op->type, len);
+  size_t m = pass_name_counted(c->p, buf, len);
+  bool added = false;
+  const char *s = m ? mil_program_intern_new(c->p, buf, m, &added) : NULL;
+  if (s && !added && s != op->name) {
+    if (!c->names) c->names = pass_names_new(c->p);
+    s = c->names ? pass_names_claim(c->names, c->p, buf, m) : NULL;
+  } else if (s && c->names && !pass_names_add_interned(c->names, s)) {
+    s = NULL;
   }
-}
-
-typedef struct cand_k {
-  const char *s;  /* the interned candidate */
-  bool interned;  /* it was interned before (it may name something) */
-} cand_k;
-
-/* Lists the usable k of both prefixes (falls back to the program's name
- * set when an op count is unknown); `known` are ops of the program. false
- * on out of memory. */
-static bool prepare_names(topo *c, const oplist *known) {
-  c->names_ready = true;
-  c->pre[0].type = c->cast;
-  c->pre[1].type = c->transpose;
-  int64_t need[2];
-  for (int j = 0; j < 2; j++) {
-    need[j] = c->pre[j].type ? mil_program_count_op_type(c->p, c->pre[j].type) : 0;
-    if (need[j] < 0) return (c->names = pass_names_new(c->p)) != NULL;
-  }
-  /* the first need[j] candidates never interned, and the interned ones
-   * before them: enough usable k, as each op is renamed once */
-  cand_k *list[2] = {NULL, NULL};
-  int32_t n_list[2] = {0, 0};
-  pass_ptrset cand = {0}, taken = {0};
-  bool ok = true;
-  char buf[32]; /* "transpose_" and 20 digits */
-  for (int j = 0; j < 2 && ok; j++) {
-    const char *t = c->pre[j].type;
-    if (!t || need[j] == 0) continue;
-    size_t len = strlen(t);
-    int32_t cap = (int32_t)need[j] + 16;
-    if (!(list[j] = malloc((size_t)cap * sizeof *list[j]))) {
-      ok = false;
-      break;
-    }
-    for (int64_t k = 0, absent = 0; absent < need[j] && ok; k++) {
-      size_t m = candidate(buf, t, len, k);
-      const char *s = mil_program_find_string(c->p, buf, m);
-      bool was = s != NULL;
-      if (!s) {
-        /* interned now: it names nothing either way, and will be handed
-         * out (all but a few at most) */
-        absent++;
-        if (!(s = mil_program_intern(c->p, buf, m))) ok = false;
-      } else if (!pass_ptrset_add(&cand, s)) {
-        ok = false;
-      }
-      if (n_list[j] == cap) {
-        cap *= 2;
-        cand_k *g = realloc(list[j], (size_t)cap * sizeof *g);
-        if (!g) {
-          ok = false;
-          break;
-        }
-        list[j] = g;
-      }
-      list[j][n_list[j]++] = (cand_k){s, was};
-    }
-  }
-  if (ok && cand.n > 0) {
-    /* the names of the known ops and their outputs first: when they take
-     * every interned candidate, no other name can matter */
-    bool oom = false;
-    for (int32_t i = 0; i < known->n && !oom; i++) {
-      const mil_op *op = known->v[i];
-      note_name(op->name, &cand, &taken, &oom);
-      for (int32_t k = 0; k < op->n_outputs; k++) note_name(op->outputs[k]->name, &cand, &taken, &oom);
-    }
-    for (int32_t fi = 0; fi < c->p->n_functions && !oom && taken.n < cand.n; fi++) {
-      const mil_function *f = c->p->functions[fi];
-      for (int32_t i = 0; i < f->n_inputs; i++) note_name(f->inputs[i]->name, &cand, &taken, &oom);
-      for (int32_t sp = 0; sp < f->n_specs; sp++) taken_in_block(f->specs[sp].block, &cand, &taken, &oom);
-    }
-    ok = !oom;
-  }
-  for (int j = 0; j < 2 && ok; j++) {
-    prefix_names *pn = &c->pre[j];
-    if (!n_list[j]) continue;
-    if (!(pn->k = malloc((size_t)n_list[j] * sizeof *pn->k))) {
-      ok = false;
-      break;
-    }
-    for (int32_t i = 0; i < n_list[j]; i++)
-      if (!list[j][i].interned || !pass_ptrset_has(&taken, list[j][i].s)) pn->k[pn->n++] = list[j][i].s;
-  }
-  free(list[0]);
-  free(list[1]);
-  pass_ptrset_free(&cand);
-  pass_ptrset_free(&taken);
-  return ok;
-}
-
-/* pass_names_fresh(names of the program, type) for an op of a movable
- * type; NULL on out of memory. */
-static const char *fresh_name(topo *c, const char *type, const oplist *known) {
-  if (!c->names_ready && !prepare_names(c, known)) return NULL;
-  if (c->names) return pass_names_fresh(c->names, c->p, type);
-  prefix_names *pn = type == c->pre[0].type ? &c->pre[0] : &c->pre[1];
-  return pn->next < pn->n ? pn->k[pn->next++] : NULL; /* (the list has a name per op) */
+  if (buf != stack) free(buf);
+  return s;
 }
 
 /* ---------- the pass ---------- */
@@ -361,8 +245,7 @@ static bool build_list(topo *c, const mil_block *b, const oplist *ev, olist *l, 
 
 /* Moves op (node i of l) right before the earliest reader of its outputs,
  * or to the end of the list when none reads them, renaming it. */
-static void move_op(topo *c, const mil_block *b, olist *l, const pass_ptrmap *idx, const oplist *known, mil_op *op,
-                    int32_t i) {
+static void move_op(topo *c, const mil_block *b, olist *l, const pass_ptrmap *idx, mil_op *op, int32_t i) {
   int32_t before = 0;
   for (int32_t k = 0; k < op->n_outputs; k++)
     for (const mil_use *u = op->outputs[k]->uses; u; u = u->next_use) {
@@ -371,7 +254,7 @@ static void move_op(topo *c, const mil_block *b, olist *l, const pass_ptrmap *id
       int32_t ri = (int32_t)(intptr_t)pass_ptrmap_get(idx, r);
       if (ri > 0 && (!before || ol_before(l, ri, before))) before = ri;
     }
-  const char *name = fresh_name(c, op->type, known);
+  const char *name = fresh_name(c, op);
   if (!name) {
     c->oom = true;
     return;
@@ -409,7 +292,7 @@ static mil_status reorder_block(topo *c, mil_block *b, int depth) {
     mil_op *op = ev.v[e];
     if (is_movable(c, op)) {
       int32_t i = (int32_t)(intptr_t)pass_ptrmap_get(&idx, op);
-      move_op(c, b, &l, &idx, &ev, op, i);
+      move_op(c, b, &l, &idx, op, i);
       moved[i] = true;
       n_moved++;
     }
@@ -458,8 +341,6 @@ static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats 
     for (int32_t s = 0; s < f->n_specs && st == MIL_OK; s++) st = reorder_block(&c, f->specs[s].block, 0);
   }
   pass_names_free(c.names);
-  free(c.pre[0].k);
-  free(c.pre[1].k);
   if (stats) stats->changes += c.changes;
   return st;
 }

@@ -150,6 +150,22 @@ MT_FN int mt_count_entries(const char *dir) {
 /* programs                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* p written to a Model protobuf (mil_model_from_program takes p) and read
+ * back: the program a model file gives. NULL on any failure. */
+MT_FN mil_model *mt_through_proto(mil_program *p) {
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_model *m = NULL, *back = NULL;
+  void *data = NULL;
+  size_t len = 0;
+  if (mil_model_from_program(p, 0, &m, &d) == MIL_OK && mil_model_serialize(m, NULL, &data, &len, &d) == MIL_OK)
+    mil_model_load_proto(data, len, "<test>", NULL, &back, &d);
+  mil_model_free(m);
+  free(data);
+  mil_diag_clear(&d);
+  return back;
+}
+
 typedef struct mt_err {
   char msg[1024];
 } mt_err;

@@ -18,6 +18,7 @@
 #include "mil/model.h"
 #include "mil/passes.h"
 #include "mil/text.h"
+#include "model_testutil.h"
 
 /* Two concats, each with its own interleave=False const. */
 static const char k_prog[] = "main[CoreML5](%x: (2, 3, fp32)(Tensor)) {\n"
@@ -65,19 +66,9 @@ static mil_program *parse(void) {
 
 /* The program written to a Model protobuf and read back. */
 static mil_model *through_proto(void) {
-  mil_diag d;
-  mil_diag_init(&d);
-  mil_model *m = NULL;
-  assert_int_equal(mil_model_from_program(parse(), 0, &m, &d), MIL_OK);
-  void *data = NULL;
-  size_t len = 0;
-  assert_int_equal(mil_model_serialize(m, NULL, &data, &len, &d), MIL_OK);
-  mil_model_free(m);
-  mil_model *back = NULL;
-  assert_int_equal(mil_model_load_proto(data, len, "<test>", NULL, &back, &d), MIL_OK);
-  free(data);
-  mil_diag_clear(&d);
-  return back;
+  mil_model *m = mt_through_proto(parse());
+  assert_non_null(m);
+  return m;
 }
 
 static void test_python_bools_stay_apart(void **state) {
