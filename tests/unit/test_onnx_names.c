@@ -3,8 +3,9 @@
  * value name of the graph, nor each other, and the ONNX names keep their
  * sanitized form. Each model is built here with protobuf-c and imported
  * without a pipeline; the program must pass mil_program_validate. The
- * first case is the fuzz_onnx_model finding (FUZZ_SEED=1) where two vars
- * ended up named like one graph output. */
+ * first case has the symptom of a fuzz_onnx_model finding: two vars named
+ * after one graph output, an output and an importer-made cast (its seed
+ * is fuzz/seeds/fuzz_onnx_model/bool_output_twice.onnx). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -134,7 +135,7 @@ static void expect_output(mil_model *m, int i, const char *want) {
   assert_string_equal(b->outputs[i].var->name, want);
 }
 
-/* The same number of vars named `name` in main's body as `n`. */
+/* The number of op outputs of b named `name`. */
 static int named(const mil_block *b, const char *name) {
   int k = 0;
   for (const mil_op *op = b->first; op; op = op->next)
