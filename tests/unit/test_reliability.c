@@ -170,10 +170,10 @@ static void test_size_rule_text(void **state) {
 }
 
 /* fault 13: a protobuf model whose input has a dim of 2^62. */
-static void test_size_rule_proto(void **state) {
-  (void)state;
-  mil_program *p = parse_ok("main[CoreML7](%x: (2, fp32)(Tensor)) {\n  block0() {\n"
-                            "    %y: (2, fp32)(Tensor) = relu(x=%x, name=\"y\")\n  } -> (%y)\n}\n");
+/* The message the writer makes of the program in text (free with
+ * coreml__model__free_unpacked). */
+static Coreml__Model *written(const char *text) {
+  mil_program *p = parse_ok(text);
   mil_model *m = NULL;
   mil_diag d;
   mil_diag_init(&d);
@@ -182,16 +182,34 @@ static void test_size_rule_proto(void **state) {
   size_t len = 0;
   assert_int_equal(mil_model_serialize(m, NULL, &buf, &len, &d), MIL_OK);
   mil_model_free(m);
+  mil_diag_clear(&d);
   Coreml__Model *pm = coreml__model__unpack(NULL, len, buf);
   assert_non_null(pm);
   free(buf);
-  Milproto__Function *f = pm->mlprogram->functions[0]->value;
-  f->inputs[0]->type->tensortype->dimensions[0]->constant->size = (uint64_t)1 << 62;
-  len = coreml__model__get_packed_size(pm);
-  buf = malloc(len);
+  return pm;
+}
+
+/* pm packed into a malloc'ed buffer of *len bytes; pm is freed. */
+static void *repack(Coreml__Model *pm, size_t *len) {
+  *len = coreml__model__get_packed_size(pm);
+  void *buf = malloc(*len);
+  assert_non_null(buf);
   coreml__model__pack(pm, buf);
   coreml__model__free_unpacked(pm, NULL);
-  m = NULL;
+  return buf;
+}
+
+static void test_size_rule_proto(void **state) {
+  (void)state;
+  Coreml__Model *pm = written("main[CoreML7](%x: (2, fp32)(Tensor)) {\n  block0() {\n"
+                              "    %y: (2, fp32)(Tensor) = relu(x=%x, name=\"y\")\n  } -> (%y)\n}\n");
+  Milproto__Function *f = pm->mlprogram->functions[0]->value;
+  f->inputs[0]->type->tensortype->dimensions[0]->constant->size = (uint64_t)1 << 62;
+  size_t len;
+  void *buf = repack(pm, &len);
+  mil_model *m = NULL;
+  mil_diag d;
+  mil_diag_init(&d);
   assert_int_not_equal(mil_model_load_proto(buf, len, "big.mlmodel", NULL, &m, &d), MIL_OK);
   assert_null(m);
   const char *e = mil_diag_first_error(&d);
@@ -492,18 +510,7 @@ static void test_duplicate_names(void **state) {
  * output renamed "x" in the message the writer made. */
 static void test_duplicate_names_proto(void **state) {
   (void)state;
-  mil_program *p = parse_ok(k_io_ok);
-  mil_model *m = NULL;
-  mil_diag d;
-  mil_diag_init(&d);
-  assert_int_equal(mil_model_from_program(p, 0, &m, &d), MIL_OK);
-  void *buf = NULL;
-  size_t len = 0;
-  assert_int_equal(mil_model_serialize(m, NULL, &buf, &len, &d), MIL_OK);
-  mil_model_free(m);
-  Coreml__Model *pm = coreml__model__unpack(NULL, len, buf);
-  assert_non_null(pm);
-  free(buf);
+  Coreml__Model *pm = written(k_io_ok);
   Milproto__Function *f = pm->mlprogram->functions[0]->value;
   Milproto__Block *b = f->block_specializations[0]->value;
   bool renamed = false;
@@ -517,11 +524,11 @@ static void test_duplicate_names_proto(void **state) {
   assert_true(renamed);
   free(b->outputs[0]);
   b->outputs[0] = strdup("x");
-  len = coreml__model__get_packed_size(pm);
-  buf = malloc(len);
-  coreml__model__pack(pm, buf);
-  coreml__model__free_unpacked(pm, NULL);
-  m = NULL;
+  size_t len;
+  void *buf = repack(pm, &len);
+  mil_model *m = NULL;
+  mil_diag d;
+  mil_diag_init(&d);
   assert_int_not_equal(mil_model_load_proto(buf, len, "clash.mlmodel", NULL, &m, &d), MIL_OK);
   assert_null(m);
   const char *e = mil_diag_first_error(&d);
