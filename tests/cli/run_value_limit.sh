@@ -31,10 +31,11 @@ main[CoreML7](%x: (2, fp32)(Tensor)) {
 }
 MIL
 mkdir "$tmp/out"
-# 1 GiB of address space: the refusal must come before any allocation of the
-# value (not under AddressSanitizer, which reserves terabytes of shadow)
+# 4 GiB of address space, a thousandth of the value: the refusal must come
+# before any allocation of it (not under AddressSanitizer, which reserves
+# terabytes of shadow memory)
 (
-  grep -qa __asan_init "$MIL" || ulimit -v 1048576
+  grep -qa __asan_init "$MIL" || ulimit -v 4194304
   exec timeout 60 "$MIL" run "$tmp/fill.mil" --random-inputs --output-dir "$tmp/out"
 ) >"$tmp/stdout" 2>"$tmp/err"
 rc=$?
