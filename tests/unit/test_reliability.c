@@ -524,6 +524,10 @@ static void test_duplicate_names_proto(void **state) {
   assert_true(renamed);
   free(b->outputs[0]);
   b->outputs[0] = strdup("x");
+  /* and the model description's output */
+  assert_true(pm->description && pm->description->n_output == 1);
+  free(pm->description->output[0]->name);
+  pm->description->output[0]->name = strdup("x");
   size_t len;
   void *buf = repack(pm, &len);
   mil_model *m = NULL;
