@@ -189,14 +189,24 @@ static Coreml__Model *written(const char *text) {
   return pm;
 }
 
-/* pm packed into a malloc'ed buffer of *len bytes; pm is freed. */
-static void *repack(Coreml__Model *pm, size_t *len) {
-  *len = coreml__model__get_packed_size(pm);
-  void *buf = malloc(*len);
+/* The first error of loading pm (packed again, then freed) as `file`,
+ * which must fail; malloc'ed. */
+static char *load_error(Coreml__Model *pm, const char *file) {
+  size_t len = coreml__model__get_packed_size(pm);
+  void *buf = malloc(len);
   assert_non_null(buf);
   coreml__model__pack(pm, buf);
   coreml__model__free_unpacked(pm, NULL);
-  return buf;
+  mil_model *m = NULL;
+  mil_diag d;
+  mil_diag_init(&d);
+  assert_int_not_equal(mil_model_load_proto(buf, len, file, NULL, &m, &d), MIL_OK);
+  assert_null(m);
+  assert_non_null(mil_diag_first_error(&d));
+  char *e = strdup(mil_diag_first_error(&d));
+  free(buf);
+  mil_diag_clear(&d);
+  return e;
 }
 
 static void test_size_rule_proto(void **state) {
@@ -205,19 +215,11 @@ static void test_size_rule_proto(void **state) {
                               "    %y: (2, fp32)(Tensor) = relu(x=%x, name=\"y\")\n  } -> (%y)\n}\n");
   Milproto__Function *f = pm->mlprogram->functions[0]->value;
   f->inputs[0]->type->tensortype->dimensions[0]->constant->size = (uint64_t)1 << 62;
-  size_t len;
-  void *buf = repack(pm, &len);
-  mil_model *m = NULL;
-  mil_diag d;
-  mil_diag_init(&d);
-  assert_int_not_equal(mil_model_load_proto(buf, len, "big.mlmodel", NULL, &m, &d), MIL_OK);
-  assert_null(m);
-  const char *e = mil_diag_first_error(&d);
+  char *e = load_error(pm, "big.mlmodel");
   expect_has(e, "big.mlmodel");
   expect_has(e, "input 'x'");
   expect_has(e, "tensor type too large");
-  free(buf);
-  mil_diag_clear(&d);
+  free(e);
 }
 
 static size_t vm_size(void) {
@@ -528,18 +530,10 @@ static void test_duplicate_names_proto(void **state) {
   assert_true(pm->description && pm->description->n_output == 1);
   free(pm->description->output[0]->name);
   pm->description->output[0]->name = strdup("x");
-  size_t len;
-  void *buf = repack(pm, &len);
-  mil_model *m = NULL;
-  mil_diag d;
-  mil_diag_init(&d);
-  assert_int_not_equal(mil_model_load_proto(buf, len, "clash.mlmodel", NULL, &m, &d), MIL_OK);
-  assert_null(m);
-  const char *e = mil_diag_first_error(&d);
+  char *e = load_error(pm, "clash.mlmodel");
   expect_has(e, "clash.mlmodel: function 'main': ");
   expect_has(e, IO_CLASH);
-  free(buf);
-  mil_diag_clear(&d);
+  free(e);
 }
 
 int main(void) {
