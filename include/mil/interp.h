@@ -117,6 +117,28 @@ MIL_API void mil_interp_set_seed(mil_interp *ip, uint64_t seed);
  * loop whose condition never becomes false ends with an error instead of
  * hanging. Default 10,000,000. */
 MIL_API void mil_interp_set_max_iterations(mil_interp *ip, int64_t n);
+/* Upper bound, in bytes, on any single value the interpreter materializes
+ * (an op output: element count x dtype size, sub-byte dtypes packed), so a
+ * program whose used values are huge (a fill of shape (2^20, 2^20), a tile
+ * by 2^30 that reaches an output) fails with an error before the
+ * allocation instead of exhausting memory. Each op's output shape is known
+ * from type inference on the concrete inputs before anything is
+ * allocated; the element count is checked for overflow first. The bound
+ * is per value: the total held at once by the live values of a run is not
+ * bounded (it is at most the sum of the live values). Outputs whose shape
+ * is only known once computed (non_zero, and the ops that manage their
+ * own types: control flow, lists, states, constexpr) are not measured
+ * beforehand.
+ * n <= 0 restores the default, mil_interp_default_max_value_bytes(); n is
+ * capped at MIL_TENSOR_MAX_BYTES (the size rule of every tensor type). */
+MIL_API void mil_interp_set_max_value_bytes(mil_interp *ip, int64_t n);
+/* The bound in effect for ip (0 for NULL). */
+MIL_API int64_t mil_interp_max_value_bytes(const mil_interp *ip);
+/* The default bound: half of the machine's physical memory
+ * (sysconf(_SC_PHYS_PAGES) x sysconf(_SC_PAGESIZE) / 2), never above
+ * MIL_TENSOR_MAX_BYTES (MIL_TENSOR_MAX_BYTES when the memory size is not
+ * known). */
+MIL_API int64_t mil_interp_default_max_value_bytes(void);
 
 /* Runs the function on the inputs set so far. `state` holds the values of
  * the function's state inputs (created by mil_interp_state_new; it is
@@ -129,7 +151,10 @@ MIL_API void mil_interp_set_max_iterations(mil_interp *ip, int64_t n);
  * another interpreter), MIL_ERR_TYPE (an op's type inference failed on the
  * concrete types), MIL_ERR_UNSUPPORTED (an op the interpreter cannot
  * execute; see docs/interpreter.md), MIL_ERR_INVALID (an out-of-range
- * index at run time, the while_loop iteration limit), MIL_ERR_NOMEM. */
+ * index at run time, the while_loop iteration limit), MIL_ERR_NOMEM (out of
+ * memory, or an output larger than mil_interp_set_max_value_bytes allows:
+ * the message names the output, its shape and dtype, its size in bytes and
+ * the limit). */
 MIL_API mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d);
 
 /* Output `name` (or output i) of the last successful run, or NULL when

@@ -359,6 +359,22 @@ MIL_API mil_block *mil_function_add_specialization(mil_function *f, const char *
 /* Appends a function input var. */
 MIL_API mil_var *mil_function_add_input(mil_function *f, const char *name, const mil_type *type);
 
+/* The one rule on function input and output names, which the text and
+ * protobuf readers, mil_program_verify and common::dedup_op_and_var_names
+ * all apply: two different vars among f's inputs and the outputs of body
+ * (f's body block or another of its specializations; NULL: inputs only)
+ * may not share a name. The same var listed twice is fine. Any other
+ * repeated op or var name is allowed (the pass renames it). This mirrors
+ * coremltools' dedup_op_and_var_names, which keeps every function input
+ * and output name (they are the model's interface) and raises "Var names
+ * ... is used both as function's input and output" when it cannot.
+ * Returns true when the rule holds; otherwise false, with *at (may be
+ * NULL) the index of the second var of the clash (k < f->n_inputs: input
+ * k, else output k - f->n_inputs of body) and the reason ("input 0 and
+ * output 0 of function 'main' are two different vars named 'x': ...") in
+ * why[0..n) (why may be NULL). */
+MIL_API bool mil_function_io_names_ok(const mil_function *f, const mil_block *body, int32_t *at, char *why, size_t n);
+
 /* A new detached nested block (attach with mil_op_add_block). */
 MIL_API mil_block *mil_block_new(mil_program *p, const char *name);
 /* Appends a block input var (while_loop bodies). */

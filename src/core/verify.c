@@ -230,26 +230,16 @@ static void walked_types_check(const mil_program *p, mil_diag *d, size_t *total)
   ir_ptrmap_free(&t.counts);
 }
 
-/* coremltools' one rule on duplicate names (dedup_op_and_var_names): two
- * different vars among a function's inputs and outputs may not share a
- * name (the pass cannot rename either); any other repeated op or var name
- * is allowed (the pass renames it; a var name defined twice in a scope
- * shadows, with a warning). */
+/* coremltools' one rule on duplicate names (dedup_op_and_var_names):
+ * mil_function_io_names_ok; any other repeated op or var name is allowed
+ * (the pass renames it; a var name defined twice in a scope shadows, with
+ * a warning). */
 static void check_io_names(vctx *c, const mil_function *f, const mil_block *body) {
-  ir_ptrmap owner;
-  ir_ptrmap_init(&owner);
-  int32_t n = f->n_inputs + (body ? body->n_outputs : 0);
-  for (int32_t i = 0; i < n; i++) {
-    mil_var *v = i < f->n_inputs ? f->inputs[i] : body->outputs[i - f->n_inputs].var;
-    if (!v || !v->name) continue;
-    mil_var *o = ir_ptrmap_get(&owner, v->name);
-    if (o && o != v) {
-      err(c, "var name '%s' is used both as function input and output (or by two of them)%s%s", v->name, "", "");
-      break;
-    }
-    if (!o && !ir_ptrmap_put(&owner, v->name, v)) break;
+  char why[512];
+  if (!mil_function_io_names_ok(f, body, NULL, why, sizeof why)) {
+    c->errors++;
+    mil_diag_add(c->d, MIL_SEV_ERROR, "%s", why);
   }
-  ir_ptrmap_free(&owner);
 }
 
 mil_status mil_program_verify(const mil_program *p, mil_diag *d) {

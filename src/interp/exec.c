@@ -47,6 +47,43 @@ static int64_t static_bytes(const mil_type *t) {
   return n > 0 ? (int64_t)mil_dtype_storage_bytes(t->dtype, n) : 0;
 }
 
+/* The per-value limit (mil_interp_set_max_value_bytes): every output whose
+ * type inference gave a static tensor shape is measured, element count
+ * checked for overflow first, before a kernel or value inference
+ * allocates it. */
+static mil_status check_value_sizes(interp_run *r, mil_infer_ctx *c, int32_t n, const mil_type **types) {
+  for (int32_t i = 0; i < n; i++) {
+    const mil_type *t = types[i];
+    if (!t || t->kind != MIL_TYPE_TENSOR || t->rank <= 0) continue;
+    int64_t count = 1;
+    bool over = false, symbolic = false;
+    for (int32_t k = 0; k < t->rank; k++) {
+      int64_t s = t->dims[k].size;
+      if (s < 0) {
+        symbolic = true;
+        continue;
+      }
+      if (s && count > MIL_TENSOR_MAX_ELEMENTS / s) over = true;
+      else count *= s;
+    }
+    if (symbolic && !over) continue;
+    int64_t bytes = over ? 0 : (int64_t)mil_dtype_storage_bytes(t->dtype, count);
+    if (!over && bytes <= r->max_value_bytes) continue;
+    char tb[200], sz[64];
+    mil_type_to_string(t, tb, sizeof tb);
+    if (over)
+      snprintf(sz, sizeof sz, "more than 2^48 elements");
+    else
+      snprintf(sz, sizeof sz, "%lld bytes", (long long)bytes);
+    const char *name = i < c->op->n_outputs && c->op->outputs[i]->name ? c->op->outputs[i]->name : "?";
+    return interp_fail(c, MIL_ERR_NOMEM,
+                       "output %d %%%s %s would take %s, more than the limit of %lld bytes on one value "
+                       "(mil_interp_set_max_value_bytes, mil run --max-value-bytes)",
+                       (int)i, name, tb, sz, (long long)r->max_value_bytes);
+  }
+  return MIL_OK;
+}
+
 static mil_status exec_const(interp_run *r, mil_op *op) {
   for (int32_t i = 0; i < op->n_outputs; i++)
     if (!op->outputs[i]->val)
@@ -103,6 +140,7 @@ static mil_status exec_op(interp_run *r, mil_op *op) {
     if (st != MIL_OK) return st;
     for (int32_t i = 0; i < n; i++)
       if (!types[i]) return interp_fail(&c, MIL_ERR_TYPE, "type inference produced no type for output %d", i);
+    if ((st = check_value_sizes(r, &c, n, types)) != MIL_OK) return st;
     st = INTERP_DECLINE;
     if (k) {
       st = k->fn(r, &c);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "interp/interp_internal.h"
 
@@ -36,6 +37,7 @@ struct mil_interp {
   bool have_outputs;
   uint64_t seed;
   int64_t max_iters;
+  int64_t max_value_bytes;
   mil_interp_state *own_state;
 };
 
@@ -130,6 +132,7 @@ mil_status mil_interp_new(const mil_program *p, const char *function, mil_interp
   if (!body) goto nomem;
   ip->seed = 0;
   ip->max_iters = 10000000;
+  ip->max_value_bytes = mil_interp_default_max_value_bytes();
   ip->opset = mil_opset_version(f->opset);
   if (ip->opset < 0) ip->opset = MIL_IOS18;
   ip->fn_name = dupstr(f->name);
@@ -193,6 +196,19 @@ void mil_interp_set_seed(mil_interp *ip, uint64_t seed) {
 void mil_interp_set_max_iterations(mil_interp *ip, int64_t n) {
   if (ip) ip->max_iters = n < 0 ? 0 : n;
 }
+
+int64_t mil_interp_default_max_value_bytes(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  int64_t half = MIL_TENSOR_MAX_BYTES;
+  if (pages > 0 && size > 0 && (int64_t)pages <= INT64_MAX / 2 / (int64_t)size) half = (int64_t)pages * size / 2;
+  return half < MIL_TENSOR_MAX_BYTES ? half : MIL_TENSOR_MAX_BYTES;
+}
+
+void mil_interp_set_max_value_bytes(mil_interp *ip, int64_t n) {
+  if (ip) ip->max_value_bytes = n <= 0 ? mil_interp_default_max_value_bytes() : n < MIL_TENSOR_MAX_BYTES ? n : MIL_TENSOR_MAX_BYTES;
+}
+
+int64_t mil_interp_max_value_bytes(const mil_interp *ip) { return ip ? ip->max_value_bytes : 0; }
 
 static void shape_str(int32_t rank, const int64_t *shape, mil_dtype dt, char *buf, size_t n) {
   size_t l = (size_t)snprintf(buf, n, "(");
@@ -561,6 +577,7 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
   r.seed = ip->seed;
   r.iters_left = ip->max_iters;
   r.ip_max_iters = ip->max_iters;
+  r.max_value_bytes = ip->max_value_bytes;
   r.opset = ip->opset;
   r.cache = ip->cache;
   r.prog = mil_program_clone(ip->base);

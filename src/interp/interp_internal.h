@@ -69,6 +69,7 @@ typedef struct interp_run {
   uint64_t seed;
   int64_t iters_left;    /* while_loop iterations still allowed */
   int64_t ip_max_iters;  /* the limit iters_left started from */
+  int64_t max_value_bytes; /* the largest value the run materializes (mil_interp_set_max_value_bytes) */
   int depth;             /* current block nesting */
   interp_cache *cache;   /* the interpreter's caches (cache.c), may be NULL */
 } interp_run;

@@ -570,6 +570,9 @@ static mil_status load_block(rd *s, const Milproto__Block *pb, mil_block *b, boo
                             "defined in the block", r->file, s->func, i, pb->outputs[i] ? pb->outputs[i] : "");
   }
   if ((st = mil_block_set_outputs(b, (int32_t)pb->n_outputs, outs)) != MIL_OK) return st;
+  char why[512];
+  if (is_body && !mil_function_io_names_ok(b->func, b, NULL, why, sizeof why))
+    return mil_diag_error(r->d, MIL_ERR_INVALID, "%s: function '%s': %s", r->file, s->func, why);
   scope_restore(s, mark);
   return MIL_OK;
 }

@@ -477,6 +477,16 @@ static bool parse_block(io_parser *P, mil_block *b, int depth) {
     nomem(P);
     goto out;
   }
+  /* a function body: its outputs and the function's inputs need distinct names */
+  if (depth == 0 && b->func) {
+    char why[512];
+    int32_t at;
+    if (!mil_function_io_names_ok(b->func, b, &at, why, sizeof why)) {
+      int32_t k = at - b->func->n_inputs;
+      io_lex_error(L, k >= 0 ? P->lit_at[vars_mark + (size_t)k] : L->p, "%s", why);
+      goto out;
+    }
+  }
   ok = true;
 out:
   P->n_vars = vars_mark;

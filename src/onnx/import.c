@@ -343,14 +343,33 @@ static mil_status add_inputs(onnx_ctx *c, mil_function *f, const Onnx__GraphProt
   return MIL_OK;
 }
 
+/* Whether MIL name nm is carried by an input of b's function or by one of
+ * the outputs vars[0..n) already set. */
+static bool name_carried(const mil_block *b, const char *nm, mil_var *const *vars, size_t n) {
+  for (int32_t k = 0; b->func && !b->parent && k < b->func->n_inputs; k++)
+    if (b->func->inputs[k]->name == nm) return true;
+  for (size_t k = 0; k < n; k++)
+    if (vars[k]->name == nm) return true;
+  return false;
+}
+
+/* want, or a fresh name after it when another var carries want. */
+static const char *out_name(onnx_ctx *c, const mil_block *b, const char *want, mil_var *const *vars, size_t n,
+                            bool taken) {
+  if (!taken && !name_carried(b, want, vars, n)) return want;
+  pass_names *names = pass_bld_names(&c->bld);
+  return names ? pass_names_fresh(names, c->p, want) : NULL;
+}
+
 /* The block's outputs: each graph output's var, behind an identity named
  * after the output when the var carries another name (an input, a const,
- * another output). */
+ * another output). An output listed again is an identity of its first
+ * occurrence; a name another output or a function input carries is not
+ * given twice (the later one gets a fresh name). */
 mil_status onnx_block_outputs(onnx_ctx *c, mil_block *b, const Onnx__ValueInfoProto *const *outs, size_t n,
                               bool rename) {
-  mil_var **vars = calloc(n + 1, sizeof *vars);
-  if (!vars) return MIL_ERR_NOMEM;
-  mil_status st = MIL_OK;
+  mil_var **vars = calloc(n + 1, sizeof *vars), **orig = calloc(n + 1, sizeof *orig);
+  mil_status st = vars && orig ? MIL_OK : MIL_ERR_NOMEM;
   for (size_t i = 0; i < n && st == MIL_OK; i++) {
     const char *name = outs[i]->name ? outs[i]->name : "";
     mil_var *v = onnx_lookup(c, name);
@@ -363,10 +382,20 @@ mil_status onnx_block_outputs(onnx_ctx *c, mil_block *b, const Onnx__ValueInfoPr
       st = mil_diag_error(c->d, MIL_ERR_INVALID, "%s: graph output '%s' is produced by no node", c->path, name);
       break;
     }
+    orig[i] = v;
     bool dup = false;
-    for (size_t k = 0; k < i; k++) dup |= vars[k] == v;
+    for (size_t k = 0; k < i && !dup; k++)
+      if (orig[k] == v) {
+        dup = true;
+        v = vars[k]; /* its first occurrence, as that became (an int32 cast of a bool) */
+      }
     const char *want = rename ? onnx_sanitize(c, name) : NULL;
-    if (rename && onnx_dtype(v) == MIL_DT_BOOL) {
+    if (rename && !want) {
+      st = MIL_ERR_NOMEM;
+      break;
+    }
+    bool named = false; /* v is a cast named here */
+    if (rename && !dup && onnx_dtype(v) == MIL_DT_BOOL) {
       /* Core ML has no bool I/O: a bool output is given as int32 */
       mil_block *save = c->blk;
       c->blk = b;
@@ -376,17 +405,24 @@ mil_status onnx_block_outputs(onnx_ctx *c, mil_block *b, const Onnx__ValueInfoPr
         st = MIL_ERR_TYPE;
         break;
       }
-      cv->name = want;
-      cv->op->name = want;
-      if (v->name == want) {
-        /* the bool var gives up the name */
+      bool gives_up = v->name == want && v->op; /* a node's bool output gives up the name */
+      const char *nm = out_name(c, b, want, vars, i, v->name == want && !gives_up);
+      if (gives_up) {
         pass_names *names = pass_bld_names(&c->bld);
         v->name = names ? pass_names_fresh(names, c->p, "bool_out") : v->name;
-        if (v->op && v->op->n_outputs == 1) v->op->name = v->name;
+        if (v->op->n_outputs == 1) v->op->name = v->name;
       }
+      if (!nm) {
+        st = MIL_ERR_NOMEM;
+        break;
+      }
+      cv->name = nm;
+      cv->op->name = nm;
       v = cv;
+      named = true;
     }
-    if (dup || !v->op || mil_op_is_const(v->op) || v->op->block != b || (rename && v->name != want)) {
+    if (dup || !v->op || mil_op_is_const(v->op) || v->op->block != b ||
+        (rename && !named && (v->name != want || name_carried(b, want, vars, i)))) {
       mil_block *save = c->blk;
       c->blk = b;
       mil_var *idv = ONNX_OP(c, "identity", A("x", v));
@@ -398,7 +434,11 @@ mil_status onnx_block_outputs(onnx_ctx *c, mil_block *b, const Onnx__ValueInfoPr
       if (rename) {
         /* a graph input listed as an output keeps its name: the output
          * gets a fresh one */
-        const char *nm = v->name == want ? pass_names_fresh(pass_bld_names(&c->bld), c->p, want) : want;
+        const char *nm = out_name(c, b, want, vars, i, v->name == want);
+        if (!nm) {
+          st = MIL_ERR_NOMEM;
+          break;
+        }
         idv->name = nm;
         idv->op->name = nm;
       }
@@ -408,6 +448,7 @@ mil_status onnx_block_outputs(onnx_ctx *c, mil_block *b, const Onnx__ValueInfoPr
   }
   if (st == MIL_OK) st = mil_block_set_outputs(b, (int32_t)n, vars);
   free(vars);
+  free(orig);
   return st;
 }
 
@@ -431,6 +472,7 @@ static mil_status convert_model(onnx_ctx *c, const mil_onnx_options *o) {
   c->blk = mil_function_body(f);
   mil_status st = onnx_scope_push(c);
   if (st != MIL_OK) return st;
+  if ((st = onnx_reserve_names(c, g)) != MIL_OK) return st;
   if ((st = add_inputs(c, f, g, o)) != MIL_OK) return st;
   if ((st = onnx_convert_nodes(c, g)) != MIL_OK) return st;
   const Onnx__ValueInfoProto *const *outs = (const Onnx__ValueInfoProto *const *)g->output;

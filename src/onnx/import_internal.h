@@ -200,6 +200,14 @@ mil_status onnx_block_outputs(onnx_ctx *c, mil_block *b, const Onnx__ValueInfoPr
                               bool rename);
 /* coremltools' NameSanitizer (prefix "var_"), unique in the program. */
 const char *onnx_sanitize(onnx_ctx *c, const char *name);
+/* Sanitizes every value name of graph g and of its subgraphs (inputs,
+ * initializers, node outputs, outputs) before conversion, so that the
+ * names the importer makes up (fresh op and var names, a sanitized name's
+ * "_k" suffix) never take one of them: each ONNX name keeps its sanitized
+ * form, and no MIL name is given twice. MIL_ERR_NOMEM (recorded). */
+mil_status onnx_reserve_names(onnx_ctx *c, const Onnx__GraphProto *g);
+/* Whether name is an ONNX value name of the model (reserved) or bound. */
+bool onnx_name_taken(onnx_ctx *c, const char *name);
 /* The MIL type of a ValueInfoProto (dtype narrowed), NULL with an error. */
 const mil_type *onnx_value_info_type(onnx_ctx *c, const Onnx__ValueInfoProto *vi);
 

@@ -61,6 +61,43 @@ const char *onnx_sanitize(onnx_ctx *c, const char *name) {
   return out;
 }
 
+/* Sanitizes (and so reserves) the names g defines: its inputs and
+ * initializers, then per node the values of its subgraphs and its
+ * outputs, then its outputs: the order conversion meets them in. */
+static mil_status reserve_graph(onnx_ctx *c, const Onnx__GraphProto *g, int depth) {
+  if (!g || depth > MIL_MAX_BLOCK_DEPTH) return MIL_OK; /* conversion refuses deeper graphs itself */
+#define RESERVE(nm)                                           \
+  do {                                                        \
+    const char *n_ = (nm);                                    \
+    if (n_ && n_[0] && !onnx_sanitize(c, n_)) return MIL_ERR_NOMEM; \
+  } while (0)
+  for (size_t i = 0; i < g->n_input; i++) RESERVE(g->input[i]->name);
+  for (size_t i = 0; i < g->n_initializer; i++) RESERVE(g->initializer[i]->name);
+  for (size_t i = 0; i < g->n_node; i++) {
+    const Onnx__NodeProto *np = g->node[i];
+    for (size_t a = 0; a < np->n_attribute; a++) {
+      const Onnx__AttributeProto *at = np->attribute[a];
+      mil_status st = reserve_graph(c, at->g, depth + 1);
+      for (size_t k = 0; st == MIL_OK && k < at->n_graphs; k++) st = reserve_graph(c, at->graphs[k], depth + 1);
+      if (st != MIL_OK) return st;
+    }
+    for (size_t k = 0; k < np->n_output; k++) RESERVE(np->output[k]);
+  }
+  for (size_t i = 0; i < g->n_output; i++) RESERVE(g->output[i]->name);
+#undef RESERVE
+  return MIL_OK;
+}
+
+mil_status onnx_reserve_names(onnx_ctx *c, const Onnx__GraphProto *g) {
+  mil_status st = reserve_graph(c, g, 0);
+  return st == MIL_OK ? MIL_OK : mil_diag_error(c->d, st, "%s: out of memory", c->path);
+}
+
+bool onnx_name_taken(onnx_ctx *c, const char *name) {
+  const char *k = mil_program_find_string(c->p, name, (size_t)-1);
+  return k && (onnx_san_get(c, k) || onnx_lookup(c, name));
+}
+
 /* ---------- attributes ---------- */
 
 const Onnx__AttributeProto *onnx_attr(const onnx_node *n, const char *name) {

@@ -20,7 +20,7 @@ mil_var *onnx_convert_as(onnx_ctx *c, onnx_node *n, const char *op_type, int32_t
   const char *out = NULL;
   for (int k = 0; k < 1000 && !out; k++) {
     snprintf(buf, sizeof buf, k ? "%s_%s_%d" : "%s_%s", base, op_type, k);
-    if (!onnx_lookup(c, buf)) out = mil_program_intern(c->p, buf, (size_t)-1);
+    if (!onnx_name_taken(c, buf)) out = mil_program_intern(c->p, buf, (size_t)-1);
   }
   if (!out) return NULL;
   char **outs = mil_program_alloc(c->p, sizeof *outs);

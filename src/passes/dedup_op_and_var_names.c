@@ -147,29 +147,21 @@ static void names_free(names *n) {
   pass_ptrmap_free(&n->next);
 }
 
-/* Checks that no two different function inputs / outputs share a name and
- * seeds the seen var names with theirs. */
+/* Checks the rule on function input and output names
+ * (mil_function_io_names_ok) and seeds the seen var names with theirs. */
 static mil_status seed_io(dedup *c, const mil_function *f, const mil_block *body) {
-  pass_ptrmap owner = {0}; /* name -> var */
-  mil_status st = MIL_OK;
+  char why[512];
+  if (!mil_function_io_names_ok(f, body, NULL, why, sizeof why))
+    return mil_diag_error(c->d, MIL_ERR_INVALID, "dedup_op_and_var_names: %s", why);
   int32_t n = f->n_inputs + body->n_outputs;
-  for (int32_t i = 0; i < n && st == MIL_OK; i++) {
+  for (int32_t i = 0; i < n; i++) {
     mil_var *v = i < f->n_inputs ? f->inputs[i] : body->outputs[i - f->n_inputs].var;
     if (!v) continue;
-    mil_var *o = pass_ptrmap_get(&owner, v->name);
-    if (o && o != v) {
-      st = mil_diag_error(c->d, MIL_ERR_INVALID,
-                          "dedup_op_and_var_names: function '%s': var name '%s' is used both as function input and "
-                          "output (or by two of them)",
-                          f->name, v->name);
-      break;
-    }
-    if (!pass_ptrmap_put(&owner, v->name, v) || (v->name && pass_ptrset_insert(&c->vars.seen, v->name) < 0) ||
+    if ((v->name && pass_ptrset_insert(&c->vars.seen, v->name) < 0) ||
         (i >= f->n_inputs && !pass_ptrset_add(&c->func_outputs, v)))
-      st = mil_diag_error(c->d, MIL_ERR_NOMEM, "dedup_op_and_var_names: out of memory");
+      return mil_diag_error(c->d, MIL_ERR_NOMEM, "dedup_op_and_var_names: out of memory");
   }
-  pass_ptrmap_free(&owner);
-  return st;
+  return MIL_OK;
 }
 
 /* ---------- the check that no name repeats ----------

@@ -654,6 +654,61 @@ static void test_errors(void **state) {
   mil_diag_clear(&d);
 }
 
+/* The per-value limit: a used fill of 2^40 floats, or a tile by 2^30
+ * reaching an output, fails before its allocation, naming the op, the
+ * output's shape and size and the limit; a value of exactly the limit runs. */
+static void test_max_value_bytes(void **state) {
+  (void)state;
+  int64_t dflt = mil_interp_default_max_value_bytes();
+  assert_true(dflt > 0 && dflt <= MIL_TENSOR_MAX_BYTES);
+  fixture f;
+  open_prog(&f, PROG("CoreML7", "%x: (1, fp32)(Tensor)",
+                     "    %s: (2, int32)*(Tensor) = const(val=[1048576, 1048576], name=\"s\")\n"
+                     "    %y: (1048576, 1048576, fp32)(Tensor) = fill(shape=%s, value=1.0, name=\"y\")\n",
+                     "%y"));
+  assert_int_equal(mil_interp_max_value_bytes(f.ip), dflt);
+  set_f32(&f, "x", 1, SHAPE(1), VALS(0));
+  char want[200];
+  snprintf(want, sizeof want,
+           "function 'main': op 'y' (fill): output 0 %%y (1048576, 1048576, fp32) would take 4398046511104 bytes, "
+           "more than the limit of %lld bytes on one value",
+           (long long)dflt);
+  expect_error(&f, mil_interp_run(f.ip, NULL, &f.d), MIL_ERR_NOMEM, want);
+  assert_null(mil_interp_output(f.ip, "y"));
+  close_prog(&f);
+
+  /* 1024 floats: 4096 bytes */
+  open_prog(&f, PROG("CoreML7", "%x: (2, fp32)(Tensor)",
+                     "    %r: (1, int32)*(Tensor) = const(val=[512], name=\"r\")\n"
+                     "    %y: (1024, fp32)(Tensor) = tile(x=%x, reps=%r, name=\"y\")\n",
+                     "%y"));
+  set_f32(&f, "x", 1, SHAPE(2), VALS(1, 2));
+  mil_interp_set_max_value_bytes(f.ip, 4095);
+  assert_int_equal(mil_interp_max_value_bytes(f.ip), 4095);
+  expect_error(&f, mil_interp_run(f.ip, NULL, &f.d), MIL_ERR_NOMEM,
+               "op 'y' (tile): output 0 %y (1024,fp32) would take 4096 bytes, more than the limit of 4095 bytes");
+  mil_interp_set_max_value_bytes(f.ip, 4096);
+  run_ok(&f);
+  const mil_tensor *y = mil_interp_output(f.ip, "y");
+  assert_non_null(y);
+  assert_int_equal(y->numel, 1024);
+  assert_true(((const float *)y->data)[1023] == 2.0f);
+  mil_interp_set_max_value_bytes(f.ip, 0); /* back to the default */
+  assert_int_equal(mil_interp_max_value_bytes(f.ip), dflt);
+  close_prog(&f);
+
+  /* a tile by 2^30 (2^31 floats) whose result is an output */
+  open_prog(&f, PROG("CoreML7", "%x: (2, fp32)(Tensor)",
+                     "    %r: (1, int32)*(Tensor) = const(val=[1073741824], name=\"r\")\n"
+                     "    %y: (2147483648, fp32)(Tensor) = tile(x=%x, reps=%r, name=\"y\")\n",
+                     "%y"));
+  set_f32(&f, "x", 1, SHAPE(2), VALS(1, 2));
+  mil_interp_set_max_value_bytes(f.ip, (int64_t)1 << 30);
+  expect_error(&f, mil_interp_run(f.ip, NULL, &f.d), MIL_ERR_NOMEM,
+               "output 0 %y (2147483648,fp32) would take 8589934592 bytes, more than the limit of 1073741824 bytes");
+  close_prog(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv),
@@ -674,6 +729,7 @@ int main(void) {
       cmocka_unit_test(test_symbolic_input),
       cmocka_unit_test(test_program_freed),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_max_value_bytes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 #include "mil/mil.h"
 #include "mil/model.h"
 #include "mil/ops.h"
+#include "mil/passes.h"
 #include "mil/text.h"
 #include "unit/model_testutil.h"
 
@@ -169,10 +170,10 @@ static void test_size_rule_text(void **state) {
 }
 
 /* fault 13: a protobuf model whose input has a dim of 2^62. */
-static void test_size_rule_proto(void **state) {
-  (void)state;
-  mil_program *p = parse_ok("main[CoreML7](%x: (2, fp32)(Tensor)) {\n  block0() {\n"
-                            "    %y: (2, fp32)(Tensor) = relu(x=%x, name=\"y\")\n  } -> (%y)\n}\n");
+/* The message the writer makes of the program in text (free with
+ * coreml__model__free_unpacked). */
+static Coreml__Model *written(const char *text) {
+  mil_program *p = parse_ok(text);
   mil_model *m = NULL;
   mil_diag d;
   mil_diag_init(&d);
@@ -181,24 +182,44 @@ static void test_size_rule_proto(void **state) {
   size_t len = 0;
   assert_int_equal(mil_model_serialize(m, NULL, &buf, &len, &d), MIL_OK);
   mil_model_free(m);
+  mil_diag_clear(&d);
   Coreml__Model *pm = coreml__model__unpack(NULL, len, buf);
   assert_non_null(pm);
   free(buf);
-  Milproto__Function *f = pm->mlprogram->functions[0]->value;
-  f->inputs[0]->type->tensortype->dimensions[0]->constant->size = (uint64_t)1 << 62;
-  len = coreml__model__get_packed_size(pm);
-  buf = malloc(len);
+  return pm;
+}
+
+/* The first error of loading pm (packed again, then freed) as `file`,
+ * which must fail; malloc'ed. */
+static char *load_error(Coreml__Model *pm, const char *file) {
+  size_t len = coreml__model__get_packed_size(pm);
+  void *buf = malloc(len);
+  assert_non_null(buf);
   coreml__model__pack(pm, buf);
   coreml__model__free_unpacked(pm, NULL);
-  m = NULL;
-  assert_int_not_equal(mil_model_load_proto(buf, len, "big.mlmodel", NULL, &m, &d), MIL_OK);
+  mil_model *m = NULL;
+  mil_diag d;
+  mil_diag_init(&d);
+  assert_int_not_equal(mil_model_load_proto(buf, len, file, NULL, &m, &d), MIL_OK);
   assert_null(m);
-  const char *e = mil_diag_first_error(&d);
+  assert_non_null(mil_diag_first_error(&d));
+  char *e = strdup(mil_diag_first_error(&d));
+  free(buf);
+  mil_diag_clear(&d);
+  return e;
+}
+
+static void test_size_rule_proto(void **state) {
+  (void)state;
+  Coreml__Model *pm = written("main[CoreML7](%x: (2, fp32)(Tensor)) {\n  block0() {\n"
+                              "    %y: (2, fp32)(Tensor) = relu(x=%x, name=\"y\")\n  } -> (%y)\n}\n");
+  Milproto__Function *f = pm->mlprogram->functions[0]->value;
+  f->inputs[0]->type->tensortype->dimensions[0]->constant->size = (uint64_t)1 << 62;
+  char *e = load_error(pm, "big.mlmodel");
   expect_has(e, "big.mlmodel");
   expect_has(e, "input 'x'");
   expect_has(e, "tensor type too large");
-  free(buf);
-  mil_diag_clear(&d);
+  free(e);
 }
 
 static size_t vm_size(void) {
@@ -441,16 +462,40 @@ static void test_multi_function_spec(void **state) {
 }
 
 /* fault 15: coremltools' rule (dedup_op_and_var_names): a function output
- * named like a function input is an error for validate as for the pass;
- * repeated op names and a var defined again in a scope are not. */
+ * named like a function input is refused, with the same reason, by the
+ * text reader (file, line:column), the protobuf reader (file, function),
+ * validate and the pass; repeated op names and a var defined again in a
+ * scope are not. */
+#define IO_CLASH "input 0 and output 0 of function 'main' are two different vars named 'x'"
+static const char k_io_ok[] = "main[CoreML7](%x: (2, fp32)(Tensor)) {\n  block0() {\n"
+                              "    %y: (2, fp32)(Tensor) = relu(x=%x, name=\"r\")\n  } -> (%y)\n}\n";
+
 static void test_duplicate_names(void **state) {
   (void)state;
   mil_diag d;
   mil_diag_init(&d);
-  mil_program *p = parse_ok("main[CoreML7](%x: (2, fp32)(Tensor)) {\n  block0() {\n"
-                            "    %x: (2, fp32)(Tensor) = relu(x=%x, name=\"r\")\n  } -> (%x)\n}\n");
+  /* text: the output %x is the relu's, not the input */
+  char *e = parse_error("main[CoreML7](%x: (2, fp32)(Tensor)) {\n  block0() {\n"
+                        "    %x: (2, fp32)(Tensor) = relu(x=%x, name=\"r\")\n  } -> (%x)\n}\n");
+  expect_has(e, "t.mil:4:9: ");
+  expect_has(e, IO_CLASH);
+  free(e);
+  /* the same var as input and output is fine */
+  mil_program *p = parse_ok("main[CoreML7](%x: (2, fp32)(Tensor)) {\n  block0() {\n  } -> (%x)\n}\n");
+  assert_int_equal(mil_program_validate(p, &d), MIL_OK);
+  mil_program_free(p);
+  /* a program renamed in memory: validate and the pass give the same reason */
+  p = parse_ok(k_io_ok);
+  mil_function *f = p->functions[0];
+  mil_block *body = mil_function_body(f);
+  body->outputs[0].var->name = f->inputs[0]->name;
   assert_int_not_equal(mil_program_validate(p, &d), MIL_OK);
-  expect_has(mil_diag_first_error(&d), "var name 'x' is used both as function input and output");
+  expect_has(mil_diag_first_error(&d), IO_CLASH);
+  mil_diag_clear(&d);
+  const mil_pass_def *pass = mil_pass_find("common::dedup_op_and_var_names");
+  assert_non_null(pass);
+  assert_int_not_equal(mil_pass_run(pass, p, NULL, NULL, &d), MIL_OK);
+  expect_has(mil_diag_first_error(&d), "dedup_op_and_var_names: " IO_CLASH);
   mil_diag_clear(&d);
   mil_program_free(p);
   /* two ops named alike, a var defined twice: valid (the pass renames) */
@@ -463,6 +508,34 @@ static void test_duplicate_names(void **state) {
   mil_program_free(p);
 }
 
+/* The protobuf form of the same clash: the relu's output and the block
+ * output renamed "x" in the message the writer made. */
+static void test_duplicate_names_proto(void **state) {
+  (void)state;
+  Coreml__Model *pm = written(k_io_ok);
+  Milproto__Function *f = pm->mlprogram->functions[0]->value;
+  Milproto__Block *b = f->block_specializations[0]->value;
+  bool renamed = false;
+  for (size_t i = 0; i < b->n_operations; i++) {
+    Milproto__Operation *op = b->operations[i];
+    if (strcmp(op->type, "relu") != 0) continue;
+    free(op->outputs[0]->name);
+    op->outputs[0]->name = strdup("x");
+    renamed = true;
+  }
+  assert_true(renamed);
+  free(b->outputs[0]);
+  b->outputs[0] = strdup("x");
+  /* and the model description's output */
+  assert_true(pm->description && pm->description->n_output == 1);
+  free(pm->description->output[0]->name);
+  pm->description->output[0]->name = strdup("x");
+  char *e = load_error(pm, "clash.mlmodel");
+  expect_has(e, "clash.mlmodel: function 'main': ");
+  expect_has(e, IO_CLASH);
+  free(e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_refused_opset_message), cmocka_unit_test(test_empty_block),
@@ -470,7 +543,7 @@ int main(void) {
       cmocka_unit_test(test_value_inference_bounded), cmocka_unit_test(test_while_loop_memory_bounded),
       cmocka_unit_test(test_nesting_round_trip),     cmocka_unit_test(test_many_functions_linear),
       cmocka_unit_test(test_duplicate_names),       cmocka_unit_test(test_multi_function_spec),
-      cmocka_unit_test(test_names_utf8),
+      cmocka_unit_test(test_names_utf8),            cmocka_unit_test(test_duplicate_names_proto),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,7 @@
 static void help(void) {
   printf("usage: mil run MODEL [--input NAME=FILE.npy|FILE.pb]... [--function NAME]\n"
          "               [--output-dir DIR] [--output-format npy|pb] [--seed S] [--random-inputs]\n"
-         "               [--no-write]\n\n"
+         "               [--max-value-bytes N] [--no-write]\n\n"
          "Run MODEL (.mlpackage, .mlmodel or .mil) on the CPU reference interpreter.\n"
          "Each output is written to DIR/<output name>.npy (or .pb; DIR defaults to the\n"
          "current directory; '/' in names becomes '_', control characters and invalid\n"
@@ -32,7 +32,10 @@ static void help(void) {
          "  --output-dir DIR       where to write the outputs\n"
          "  --no-write             only print the summaries\n"
          "  --random-inputs        fill inputs not given with random values\n"
-         "  --seed S               seed of --random-inputs and of random ops (default 0)\n");
+         "  --seed S               seed of --random-inputs and of random ops (default 0)\n"
+         "  --max-value-bytes N    refuse (exit 1, nothing written) to materialize any\n"
+         "                         single value larger than N bytes (default: half of\n"
+         "                         the physical memory); the total is not bounded\n");
 }
 
 /* DIR/NAME.EXT with '/' in NAME replaced by '_' and control bytes or
@@ -51,7 +54,7 @@ static char *out_path(const char *dir, const char *name, const char *ext) {
 int cmd_run(int argc, char **argv) {
   const char *model = NULL, *function = NULL, *outdir = ".", *format = "npy";
   bool write = true, random_inputs = false;
-  uint64_t seed = 0;
+  uint64_t seed = 0, max_value_bytes = 0;
   cli_input_arg *ins = calloc((size_t)argc + 1, sizeof *ins);
   int n_ins = 0;
   if (!ins) return CLI_FAIL;
@@ -70,6 +73,12 @@ int cmd_run(int argc, char **argv) {
     else if (!strcmp(a, "--output-format") && more) format = argv[++i];
     else if (!strcmp(a, "--seed") && more) {
       if ((rc = cli_parse_u64("run", a, argv[++i], &seed)) != CLI_OK) goto done;
+    } else if (!strcmp(a, "--max-value-bytes") && more) {
+      if ((rc = cli_parse_u64("run", a, argv[++i], &max_value_bytes)) != CLI_OK) goto done;
+      if (max_value_bytes == 0 || max_value_bytes > (uint64_t)MIL_TENSOR_MAX_BYTES) {
+        rc = cli_usage_error("run", "--max-value-bytes is %s; expected 1 to %lld", argv[i], (long long)MIL_TENSOR_MAX_BYTES);
+        goto done;
+      }
     } else if (!strcmp(a, "--no-write")) write = false;
     else if (!strcmp(a, "--random-inputs")) random_inputs = true;
     else if (a[0] == '-' && a[1]) {
@@ -101,6 +110,7 @@ int cmd_run(int argc, char **argv) {
     st = mil_interp_new(m.program, function, &ip, &d);
     if (st == MIL_OK) {
       mil_interp_set_seed(ip, seed);
+      if (max_value_bytes) mil_interp_set_max_value_bytes(ip, (int64_t)max_value_bytes);
       kept = calloc((size_t)mil_interp_n_inputs(ip) + 1, sizeof *kept);
       uint64_t rs = seed;
       st = kept ? cli_set_inputs(ip, ins, n_ins, random_inputs ? &rs : NULL, kept, &d) : MIL_ERR_NOMEM;
