@@ -139,10 +139,37 @@ static mil_status conv_cast(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, r);
 }
 
+/* Whether cond's shape makes numpy's broadcast of (cond, a, b) larger than
+ * that of (a, b): cond of a higher rank, or a dim of cond other than 1
+ * where both a and b have 1 (or no dim). Unknown ranks: false. */
+static bool cond_widens(const mil_var *cond, const mil_var *a, const mil_var *b) {
+  int32_t rc = onnx_rank(cond), ra = onnx_rank(a), rb = onnx_rank(b);
+  if (rc < 0 || ra < 0 || rb < 0) return false;
+  if (rc > ra && rc > rb) return true;
+  for (int32_t i = 1; i <= rc; i++) {
+    int64_t dc = cond->type->dims[rc - i].size;
+    int64_t da = i <= ra ? a->type->dims[ra - i].size : 1, db = i <= rb ? b->type->dims[rb - i].size : 1;
+    if (dc != 1 && da == 1 && db == 1) return true;
+  }
+  return false;
+}
+
+/* Where -> select. MIL select's output type is the broadcast of a and b
+ * only (coremltools control_flow.py select.type_inference), so when cond
+ * is larger a is first broadcast to cond's shape, exactly (a * 1, or
+ * a AND true for bool), as coremltools' torch `where` broadcasts all three
+ * inputs before select. */
 static mil_status conv_where(onnx_ctx *c, onnx_node *n) {
   mil_var *cond = onnx_req(c, n, 0), *a = onnx_req(c, n, 1), *b = onnx_req(c, n, 2);
   if (!cond || !a || !b) return MIL_ERR_INVALID;
-  return onnx_set_out(c, n, 0, ONNX_OP(c, "select", A("cond", onnx_cast(c, cond, MIL_DT_BOOL)), A("a", a), A("b", b)));
+  cond = onnx_cast(c, cond, MIL_DT_BOOL);
+  if (cond_widens(cond, a, b)) {
+    mil_var *all = ONNX_OP(c, "logical_or", A("x", cond), A("y", ONNX_OP(c, "logical_not", A("x", cond))));
+    mil_dtype dt = onnx_dtype(a);
+    a = dt == MIL_DT_BOOL ? ONNX_OP(c, "logical_and", A("x", a), A("y", all))
+                          : ONNX_OP(c, "mul", A("x", a), A("y", onnx_cast(c, all, dt)));
+  }
+  return onnx_set_out(c, n, 0, ONNX_OP(c, "select", A("cond", cond), A("a", a), A("b", b)));
 }
 
 static mil_status conv_identity(onnx_ctx *c, onnx_node *n) {
@@ -266,7 +293,7 @@ const onnx_op_entry onnx_ops_elementwise[] = {
     {"IsInf", "", 10, 0, conv_isinf, "abs, equal"},
     {"Cast", "", 1, 0, conv_cast, "cast"},
     {"CastLike", "", 15, 0, conv_cast, "cast"},
-    {"Where", "", 9, 0, conv_where, "select"},
+    {"Where", "", 9, 0, conv_where, "select, logical_or, logical_not, mul"},
     {"Identity", "", 1, 0, conv_identity, "identity"},
     {"Dropout", "", 1, 0, conv_dropout, "identity (training: random_uniform, greater_equal, mul)"},
     {"BitShift", "", 11, 0, conv_bitshift, "pow, mul, real_div, floor"},
