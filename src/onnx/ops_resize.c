@@ -118,8 +118,67 @@ static mil_status conv_upsample(onnx_ctx *c, onnx_node *n) {
   return st == RESIZE_GATHER ? onnx_resize_gather(c, n, x, sv, NULL, mode, "asymmetric", "floor") : st;
 }
 
+/* A (2,) constant of dtype dt holding (w, h) = (a, b): the grid's last
+ * axis holds (x, y). */
+static mil_var *wh_const(onnx_ctx *c, mil_dtype dt, double a, double b) {
+  mil_value *v = mil_value_new_tensor(c->p, dt, 1, (int64_t[]){2}, false, NULL);
+  if (!v) return NULL;
+  mil_value_set_f64(v, 0, a);
+  mil_value_set_f64(v, 1, b);
+  return onnx_const(c, v);
+}
+
+/* GridSample's sampling point in pixels, as ONNX's reference computes it
+ * (onnx/reference/ops/op_grid_sample.py): the grid (N, Ho, Wo, 2) of
+ * normalized (x, y) unnormalized per axis of W / H pixels, (g + 1) / 2 *
+ * (d - 1) with align_corners, ((g + 1) d - 1) / 2 without; nearest
+ * rounds it half to even (MIL round); a point outside the borders
+ * [lo, hi] ([0, d-1] with align_corners, [-0.5, d-0.5] without) is
+ * clamped to [0, d-1] (border) or reflected about the borders until
+ * inside (reflection): lo + r or hi - r where r = (p - lo) mod 2(hi - lo)
+ * folded to [0, hi - lo]. */
+static mil_var *grid_pixels(onnx_ctx *c, mil_var *grid, bool align, bool nearest, const char *pad, double W, double H) {
+  mil_dtype dt = onnx_dtype(grid);
+  mil_var *g1 = ONNX_OP(c, "add", A("x", grid), K("y", onnx_fscalar(c, dt, 1)));
+  mil_var *p = align ? ONNX_OP(c, "mul", A("x", ONNX_OP(c, "real_div", A("x", g1), K("y", onnx_fscalar(c, dt, 2)))),
+                               A("y", wh_const(c, dt, W - 1, H - 1)))
+                     : ONNX_OP(c, "real_div", A("x", ONNX_OP(c, "sub", A("x", ONNX_OP(c, "mul", A("x", g1), A("y", wh_const(c, dt, W, H)))),
+                                                           K("y", onnx_fscalar(c, dt, 1)))),
+                               K("y", onnx_fscalar(c, dt, 2)));
+  if (nearest) p = ONNX_OP(c, "round", A("x", p));
+  double lo = align ? 0 : -0.5;
+  if (!strcmp(pad, "border")) {
+    mil_var *hi = wh_const(c, dt, W - 1, H - 1);
+    return ONNX_OP(c, "minimum", A("x", ONNX_OP(c, "maximum", A("x", p), K("y", onnx_fscalar(c, dt, 0)))), A("y", hi));
+  }
+  if (strcmp(pad, "reflection")) return p;
+  mil_var *hi = wh_const(c, dt, align ? W - 1 : W - 0.5, align ? H - 1 : H - 0.5);
+  mil_var *rng = wh_const(c, dt, align ? W - 1 : W, align ? H - 1 : H);
+  /* one pixel with align_corners: lo = hi, every point reflects to 0 (a
+   * whole one here: the bilinear case takes MIL's reflection), any period */
+  mil_var *per = wh_const(c, dt, align ? (W > 1 ? 2 * (W - 1) : 1) : 2 * W, align ? (H > 1 ? 2 * (H - 1) : 1) : 2 * H);
+  mil_var *m = ONNX_OP(c, "mod", A("x", ONNX_OP(c, "sub", A("x", p), K("y", onnx_fscalar(c, dt, lo)))), A("y", per));
+  mil_var *r = ONNX_OP(c, "select", A("cond", ONNX_OP(c, "less_equal", A("x", m), A("y", rng))), A("a", m),
+                       A("b", ONNX_OP(c, "sub", A("x", per), A("y", m))));
+  mil_var *refl = ONNX_OP(c, "add", A("x", r), K("y", onnx_fscalar(c, dt, lo)));
+  /* a point inside the borders stays as it is */
+  mil_var *out = ONNX_OP(c, "logical_or", A("x", ONNX_OP(c, "less", A("x", p), K("y", onnx_fscalar(c, dt, lo)))),
+                         A("y", ONNX_OP(c, "greater", A("x", p), A("y", hi))));
+  return ONNX_OP(c, "select", A("cond", out), A("a", refl), A("b", p));
+}
+
 /* GridSample (16; 20 renames the modes linear / cubic): resample with
- * normalized [-1, 1] coordinates, as coremltools' torch grid_sampler. */
+ * normalized [-1, 1] coordinates, as coremltools' torch grid_sampler,
+ * where MIL's resample means what ONNX means: bilinear with zeros or
+ * border padding, and reflection with align_corners (MIL reflects about
+ * the edge pixels' centers, ONNX's borders with align_corners). Nearest
+ * (ONNX rounds half-way points to even, MIL's resample leaves the rounding
+ * open) and reflection without align_corners (ONNX reflects about the
+ * pixels' outer edges, MIL about their centers) are sampled at the points
+ * grid_pixels computes, unnormalized: nearest at whole pixels (an
+ * outside one reads 0 under zeros padding), bilinear reflected into
+ * [-0.5, d-0.5], where a tap beyond the edge pixel reads the edge pixel
+ * as ONNX's reflected tap does ("border"). These need H and W known. */
 static mil_status conv_grid_sample(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0), *grid = onnx_req(c, n, 1);
   if (!x || !grid) return MIL_ERR_INVALID;
@@ -130,15 +189,26 @@ static mil_status conv_grid_sample(onnx_ctx *c, onnx_node *n) {
   if (!sm) return ONNX_UNSUP(c, "mode '%s' (MIL's resample samples bilinear or nearest)", mode);
   const char *pm = !strcmp(pad, "zeros") ? "constant" : !strcmp(pad, "border") ? "border" : !strcmp(pad, "reflection") ? "reflection" : NULL;
   if (!pm) return ONNX_UNSUP(c, "padding_mode '%s'", pad);
+  bool align = onnx_attr_i(n, "align_corners", 0) != 0, nearest = !strcmp(sm, "nearest");
+  const char *cm = "normalized_minus_one_to_one";
+  if (nearest || (!strcmp(pm, "reflection") && !align)) {
+    int64_t H = x->type->dims[2].size, W = x->type->dims[3].size;
+    if (H < 0 || W < 0)
+      return ONNX_UNSUP(c, "%s with H or W known only at run time (the sampling points are computed from them)",
+                        nearest ? "mode 'nearest'" : "padding_mode 'reflection' without align_corners");
+    grid = grid_pixels(c, grid, align, nearest, pad, (double)W, (double)H);
+    cm = "unnormalized";
+    if (!strcmp(pm, "reflection")) pm = "border";
+  }
   mil_dtype dt = onnx_dtype(x);
   return onnx_set_out(c, n, 0, ONNX_OP(c, "resample", A("x", x), A("coordinates", grid), K("sampling_mode", onnx_str(c, sm)),
                                        K("padding_mode", onnx_str(c, pm)), K("padding_value", onnx_fscalar(c, dt, 0)),
-                                       K("coordinates_mode", onnx_str(c, "normalized_minus_one_to_one")),
-                                       K("align_corners", onnx_bool(c, onnx_attr_i(n, "align_corners", 0) != 0))));
+                                       K("coordinates_mode", onnx_str(c, cm)),
+                                       K("align_corners", onnx_bool(c, align))));
 }
 
 const onnx_op_entry onnx_ops_resize[] = {
-    {"GridSample", "", 16, 0, conv_grid_sample, "resample"},
+    {"GridSample", "", 16, 0, conv_grid_sample, "resample (nearest, reflection: add, mul, round, mod, select first)"},
     {"Resize", "", 10, 0, conv_resize, "upsample_nearest_neighbor / resize_bilinear / gather"},
     {"Upsample", "", 7, 9, conv_upsample, "upsample_nearest_neighbor / resize_bilinear / gather"},
     {NULL, NULL, 0, 0, NULL, NULL},

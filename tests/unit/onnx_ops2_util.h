@@ -37,6 +37,7 @@ static const char *g_fnames[6];
 static float g_fvals[6];
 static int g_nf;
 static const char *g_sname, *g_sval;
+static const char *g_sname2, *g_sval2; /* a second string attribute (when set) */
 /* one FLOATS attribute g_fsname = g_fsvals[0..g_fsn) (when set) */
 static const char *g_fsname;
 static const float *g_fsvals;
@@ -120,6 +121,17 @@ static inline uint8_t *model(const char *op_type, const io *ins, int n_in, const
     at[n_attr].has_s = true;
     at[n_attr].s.data = (uint8_t *)g_sval;
     at[n_attr].s.len = strlen(g_sval);
+    atp[n_attr] = &at[n_attr];
+    n_attr++;
+  }
+  if (g_sname2) {
+    onnx__attribute_proto__init(&at[n_attr]);
+    at[n_attr].name = (char *)g_sname2;
+    at[n_attr].has_type = true;
+    at[n_attr].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    at[n_attr].has_s = true;
+    at[n_attr].s.data = (uint8_t *)g_sval2;
+    at[n_attr].s.len = strlen(g_sval2);
     atp[n_attr] = &at[n_attr];
     n_attr++;
   }
