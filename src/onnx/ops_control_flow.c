@@ -90,6 +90,17 @@ static mil_status conv_if(onnx_ctx *c, onnx_node *n) {
   return st;
 }
 
+/* An empty list (make_list, growing) of tensors of the static type et;
+ * a scalar's list holds (1,) tensors (make_list's elem_shape is a
+ * non-empty tuple), the stacked result squeezed back. */
+static mil_var *new_list(onnx_ctx *c, const mil_type *et) {
+  int64_t shape[MIL_INTERP_MAX_RANK_ONNX] = {1};
+  for (int32_t j = 0; j < et->rank && j < MIL_INTERP_MAX_RANK_ONNX; j++) shape[j] = et->dims[j].size;
+  return ONNX_OP(c, "make_list", K("init_length", onnx_i32(c, 0)), K("dynamic_length", onnx_bool(c, true)),
+                 K("elem_shape", onnx_i32s(c, et->rank ? et->rank : 1, shape)),
+                 K("dtype", onnx_str(c, mil_dtype_name(et->dtype))));
+}
+
 /* Loop: while_loop over (i, cond, v..., lists...) with the cond block
  * i < M and cond, the body block the ONNX body plus i + 1; each scan
  * output is a list (make_list) that the body writes at index i
@@ -114,21 +125,26 @@ static mil_status conv_loop(onnx_ctx *c, onnx_node *n) {
   vars[1] = cond0;
   for (int32_t k = 0; k < nv; k++)
     if (!(vars[2 + k] = onnx_req(c, n, 2 + k))) return MIL_ERR_INVALID;
+  bool *scalar_k = mil_program_alloc(c->p, (size_t)(ns ? ns : 1) * sizeof *scalar_k);
+  if (!scalar_k) return MIL_ERR_NOMEM;
+  /* a scan output's list holds the element type the body declares; one
+   * the body declares no type for (as ONNX's function expansions leave
+   * them) holds the type of the body's converted value, so its list is
+   * made once the body is built */
   for (int32_t k = 0; k < ns; k++) {
-    /* the scan output's element type, as the body declares it */
-    const mil_type *et = onnx_value_info_type(c, g->output[1 + nv + k]);
+    const Onnx__ValueInfoProto *vo = g->output[1 + nv + k];
+    if (!vo->type) {
+      vars[2 + nv + k] = NULL;
+      continue;
+    }
+    const mil_type *et = onnx_value_info_type(c, vo);
     if (!et || !mil_type_is_static(et)) return ONNX_UNSUP(c, "scan output %d has no static type in the body", (int)k);
-    int64_t shape[MIL_INTERP_MAX_RANK_ONNX];
-    for (int32_t j = 0; j < et->rank && j < MIL_INTERP_MAX_RANK_ONNX; j++) shape[j] = et->dims[j].size;
-    vars[2 + nv + k] = ONNX_OP(c, "make_list", K("init_length", onnx_i32(c, 0)), K("dynamic_length", onnx_bool(c, true)),
-                               K("elem_shape", onnx_i32s(c, et->rank, shape)), K("dtype", onnx_str(c, mil_dtype_name(et->dtype))));
-    if (!vars[2 + nv + k]) return MIL_ERR_TYPE;
+    scalar_k[k] = et->rank == 0;
+    if (!(vars[2 + nv + k] = new_list(c, et))) return MIL_ERR_TYPE;
   }
   pass_names *names = pass_bld_names(&c->bld);
   mil_op *op = mil_op_new(c->p, "while_loop", pass_names_fresh(names, c->p, "while_loop"));
   if (!op) return MIL_ERR_NOMEM;
-  mil_op_add_input_tuple(op, "loop_vars", nl, vars);
-  mil_block_append(c->blk, op);
   mil_block *cb = mil_block_new(c->p, NULL), *bb = mil_block_new(c->p, NULL);
   if (!cb || !bb) return MIL_ERR_NOMEM;
   mil_op_add_block(op, cb);
@@ -136,7 +152,7 @@ static mil_status conv_loop(onnx_ctx *c, onnx_node *n) {
   mil_var **cin = mil_program_alloc(c->p, (size_t)nl * sizeof *cin);
   mil_var **bin = mil_program_alloc(c->p, (size_t)nl * sizeof *bin);
   if (!cin || !bin) return MIL_ERR_NOMEM;
-  for (int32_t k = 0; k < nl; k++) {
+  for (int32_t k = 0; k < nv + 2; k++) {
     cin[k] = mil_block_add_input(cb, pass_names_fresh(names, c->p, "loop_var"), vars[k]->type);
     bin[k] = mil_block_add_input(bb, pass_names_fresh(names, c->p, "loop_var"), vars[k]->type);
     if (!cin[k] || !bin[k]) return MIL_ERR_NOMEM;
@@ -153,6 +169,21 @@ static mil_status conv_loop(onnx_ctx *c, onnx_node *n) {
   /* body block: the ONNX body, then (i + 1, cond_out, v_out...) */
   mil_status st = build_block(c, bb, g, bin, nv + 2);
   if (st != MIL_OK) return st;
+  for (int32_t k = 0; k < ns; k++) {
+    if (vars[2 + nv + k]) continue;
+    const mil_type *et = bb->outputs[1 + nv + k].var->type;
+    if (!mil_type_is_tensor(et) || !mil_type_is_static(et))
+      return ONNX_UNSUP(c, "scan output %d has no static type in the body", (int)k);
+    scalar_k[k] = et->rank == 0;
+    if (!(vars[2 + nv + k] = new_list(c, et))) return MIL_ERR_TYPE;
+  }
+  for (int32_t k = nv + 2; k < nl; k++) {
+    cin[k] = mil_block_add_input(cb, pass_names_fresh(names, c->p, "loop_var"), vars[k]->type);
+    bin[k] = mil_block_add_input(bb, pass_names_fresh(names, c->p, "loop_var"), vars[k]->type);
+    if (!cin[k] || !bin[k]) return MIL_ERR_NOMEM;
+  }
+  mil_op_add_input_tuple(op, "loop_vars", nl, vars);
+  mil_block_append(c->blk, op);
   c->blk = bb;
   mil_var *inext = ONNX_OP(c, "add", A("x", bin[0]), K("y", onnx_i32(c, 1)));
   mil_var *cnext = scalar(c, bb->outputs[0].var, MIL_DT_BOOL);
@@ -199,13 +230,17 @@ static mil_status conv_loop(onnx_ctx *c, onnx_node *n) {
   if (ns && st == MIL_OK) {
     mil_var *idx = ONNX_OP(c, "range_1d", K("start", onnx_i32(c, 0)), A("end", op->outputs[0]), K("step", onnx_i32(c, 1)));
     for (int32_t k = 0; st == MIL_OK && k < ns; k++)
-      st = onnx_set_out(c, n, nv + k, ONNX_OP(c, "list_gather", A("ls", op->outputs[2 + nv + k]), A("indices", idx)));
+    {
+      mil_var *r = ONNX_OP(c, "list_gather", A("ls", op->outputs[2 + nv + k]), A("indices", idx));
+      if (scalar_k[k]) r = ONNX_OP(c, "squeeze", A("x", r), K("axes", onnx_i32s(c, 1, (int64_t[]){1})));
+      st = onnx_set_out(c, n, nv + k, r);
+    }
   }
   return st;
 }
 
 const onnx_op_entry onnx_ops_control_flow[] = {
     {"If", "", 1, 0, conv_if, "cond"},
-    {"Loop", "", 1, 0, conv_loop, "while_loop, make_list, list_write, list_gather"},
+    {"Loop", "", 1, 0, conv_loop, "while_loop, make_list, list_write, list_gather (squeeze for scalars)"},
     {NULL, NULL, 0, 0, NULL, NULL},
 };
