@@ -38,8 +38,17 @@ static mil_status conv_reshape(onnx_ctx *c, onnx_node *n) {
   if (onnx_attr_i(n, "allowzero", 0)) {
     int64_t *s;
     int32_t k;
-    if (!onnx_val_ints(c, shape, &s, &k)) return ONNX_UNSUP(c, "allowzero=1 with a shape not known at conversion");
-    for (int32_t i = 0; i < k; i++)
+    /* MIL's reshape reads every 0 of shape as "the dim of x" (coremltools
+     * iOS15 / iOS17 reshape), never as an empty dim. A shape computed at
+     * run time is fine when x is known not to be empty: a 0 would give an
+     * empty result of another volume than x's, which ONNX rejects. */
+    bool x_nonempty = onnx_rank(x) >= 0;
+    for (int32_t i = 0; x_nonempty && i < onnx_rank(x); i++) x_nonempty = x->type->dims[i].size > 0;
+    bool known = onnx_val_ints(c, shape, &s, &k);
+    if (!known && !x_nonempty)
+      return ONNX_UNSUP(c, "allowzero=1 with a shape not known at conversion and an input that may be empty (MIL "
+                           "reshape reads a 0 as the input's dim, so a 0 meaning an empty dim cannot be expressed)");
+    for (int32_t i = 0; known && i < k; i++)
       if (s[i] == 0) return ONNX_UNSUP(c, "allowzero=1 with a 0 in the shape (an empty tensor)");
   }
   shape = onnx_cast(c, shape, MIL_DT_INT32);
