@@ -113,25 +113,16 @@ static inline uint8_t *model(const char *op_type, const io *ins, int n_in, const
     atp[n_attr] = &at[n_attr];
     n_attr++;
   }
-  if (g_sname) {
+  const char *snames[2] = {g_sname, g_sname2}, *svals[2] = {g_sval, g_sval2};
+  for (int i = 0; i < 2; i++) {
+    if (!snames[i]) continue;
     onnx__attribute_proto__init(&at[n_attr]);
-    at[n_attr].name = (char *)g_sname;
+    at[n_attr].name = (char *)snames[i];
     at[n_attr].has_type = true;
     at[n_attr].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
     at[n_attr].has_s = true;
-    at[n_attr].s.data = (uint8_t *)g_sval;
-    at[n_attr].s.len = strlen(g_sval);
-    atp[n_attr] = &at[n_attr];
-    n_attr++;
-  }
-  if (g_sname2) {
-    onnx__attribute_proto__init(&at[n_attr]);
-    at[n_attr].name = (char *)g_sname2;
-    at[n_attr].has_type = true;
-    at[n_attr].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
-    at[n_attr].has_s = true;
-    at[n_attr].s.data = (uint8_t *)g_sval2;
-    at[n_attr].s.len = strlen(g_sval2);
+    at[n_attr].s.data = (uint8_t *)svals[i];
+    at[n_attr].s.len = strlen(svals[i]);
     atp[n_attr] = &at[n_attr];
     n_attr++;
   }
