@@ -192,7 +192,9 @@ static int64_t hist_upto(const uint32_t *hist, uint32_t to) {
 
 int cw_prune_magnitude_cut(const void *raw, mil_dtype dt, int64_t n, double q, cw_sparse_cut *cut) {
   if (q >= 100 || n < 1 || (dt != MIL_DT_FP32 && dt != MIL_DT_FP16)) return 0;
+  cut->nan = false;
   if (q <= 0) { /* nothing pruned: zeros stay out of the nonzero data */
+    for (int64_t i = 0; dt == MIL_DT_FP16 && i < n && !cut->nan; i++) cut->nan = key16(raw, i) > 0x7c00;
     cut->key = 0;
     cut->nnz = n - count_at_most(raw, dt, n, 0);
     return 1;
@@ -207,7 +209,6 @@ int cw_prune_magnitude_cut(const void *raw, mil_dtype dt, int64_t n, double q, c
   uint32_t *hi = hist, *la = hist + 65536, *lb = hist + 2 * 65536;
   uint32_t ha = 0, hb = 0;
   int64_t below_a = 0, below_b = 0;
-  cut->nan = false;
   if (dt == MIL_DT_FP16) {
     for (int64_t i = 0; i < n; i++) la[key16(raw, i)]++;
     for (uint32_t k = 0x7c01; k <= 0x7fff && !cut->nan; k++) cut->nan = la[k] != 0;
