@@ -242,15 +242,14 @@ load_avg="$load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null 
     END { for (i = 1; i <= n; i++) { c = order[i]
       printf "| every pass <= 2 ns/weight (CPU) | %s | slowest: %s %.2f ns/weight | %s |\n", c, wp[c], worst[c], (worst[c] <= 2 ? "yes" : "**no**") } }' "$RAW"
   echo
-  echo "Why a target reads **no**:"
+  echo "Reading the targets:"
   echo
-  echo "- *wall*: this machine ran other jobs throughout (load average above), about seven runnable threads per"
-  echo "  CPU, so a measured process waits for a CPU most of its wall time; its CPU time is what the work costs"
-  echo "  and what the wall time is on an idle machine (the pipeline's two-thread scans only make it shorter)."
-  echo "  coremltools' times were recorded on another, idle machine. Under this load CPU times vary too, by up"
-  echo "  to 1.6x from one run of the benchmark to the next (caches and memory bandwidth are shared): a CPU"
-  echo "  ratio a little short of its target in one run is met in another."
-  echo "- *load+DEFAULT+save on CPU*, where short of 50x: the save, not the pipeline, is most of the total."
+  echo "- *wall and CPU*: a process's CPU time is what the work costs; its wall time adds what it waits for a"
+  echo "  CPU when the machine runs other jobs (the load average above says how busy it was) and subtracts what"
+  echo "  the pipeline's two-thread scans run side by side. coremltools' times were recorded on another, idle"
+  echo "  machine. On a busy machine CPU times also vary, by up to 1.6x from one run to the next (caches and"
+  echo "  memory bandwidth are shared)."
+  echo "- *load+DEFAULT+save*: the save, not the pipeline, is most of the total."
   echo "  \"save CPU s (writing the file)\" shows in parentheses the CPU time the kernel takes just to copy the"
   echo "  written weight.bin into a new file through the page cache, a floor under any save of that many bytes;"
   echo "  the rest of the save is the fp16 conversion of every weight (read from the input's mapping) and the"
