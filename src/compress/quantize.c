@@ -5,6 +5,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "compress/compress_internal.h"
 
@@ -34,6 +37,78 @@ static inline float round_even(float v) {
     return t - 12582912.0f; /* the sign of a zero result is lost; the integer is the same */
   }
   return rintf(v);
+}
+
+/* The smallest and largest of x[0..n) as a left-to-right scan with strict
+ * comparisons finds them (the first of equal values, so the sign of a zero
+ * extreme is that of its first occurrence); true when an element is NaN.
+ * Eight lanes keep the loop free of a dependency chain (and vectorizable);
+ * lanes can only disagree with the scan on which zero comes first, which a
+ * rescan settles. */
+static bool run_min_max(const float *x, int64_t n, float *lo_out, float *hi_out) {
+  float lo[8], hi[8];
+  int nan[8];
+  for (int k = 0; k < 8; k++) lo[k] = INFINITY, hi[k] = -INFINITY, nan[k] = 0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; k++) {
+      float v = x[i + k];
+      nan[k] |= v != v;
+      lo[k] = v < lo[k] ? v : lo[k];
+      hi[k] = v > hi[k] ? v : hi[k];
+    }
+  for (; i < n; i++) {
+    float v = x[i];
+    nan[0] |= v != v;
+    lo[0] = v < lo[0] ? v : lo[0];
+    hi[0] = v > hi[0] ? v : hi[0];
+  }
+  float l = lo[0], h = hi[0];
+  int any = nan[0];
+  for (int k = 1; k < 8; k++) {
+    l = lo[k] < l ? lo[k] : l;
+    h = hi[k] > h ? hi[k] : h;
+    any |= nan[k];
+  }
+  if (l == 0.0f || h == 0.0f)
+    for (int64_t j = 0; j < n; j++)
+      if (x[j] == 0.0f) {
+        if (l == 0.0f) l = x[j];
+        if (h == 0.0f) h = x[j];
+        break;
+      }
+  *lo_out = l, *hi_out = h;
+  return any != 0;
+}
+
+/* q[i] = int(clip(np.round(x[i] / sc) + z, flo, fhi)) for fp32 weights,
+ * NaN -> 0. The rounding adds and removes 1.5 * 2^23, exact (half to even)
+ * below 2^22 in magnitude; anything larger, infinities included, clips to
+ * flo or fhi either way (|flo|, |fhi| < 2^16), so no rintf branch is needed
+ * and the loop vectorizes. */
+static void quantize_run(const float *x, int64_t n, float sc, float z, float flo, float fhi, int32_t *q) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  /* the same steps four at a time; max/min clamp (they would turn NaN into
+   * flo, so NaN lanes are zeroed by the ordered mask taken before) */
+  const __m128 vs = _mm_set1_ps(sc), vz = _mm_set1_ps(z), vc = _mm_set1_ps(12582912.0f);
+  const __m128 vlo = _mm_set1_ps(flo), vhi = _mm_set1_ps(fhi);
+  for (; i + 4 <= n; i += 4) {
+    __m128 v = _mm_div_ps(_mm_loadu_ps(x + i), vs);
+    v = _mm_add_ps(_mm_sub_ps(_mm_add_ps(v, vc), vc), vz);
+    __m128 ord = _mm_cmpord_ps(v, v);
+    v = _mm_min_ps(_mm_max_ps(v, vlo), vhi);
+    _mm_storeu_si128((__m128i *)(q + i), _mm_and_si128(_mm_cvttps_epi32(v), _mm_castps_si128(ord)));
+  }
+#endif
+  for (; i < n; i++) {
+    float v = x[i] / sc;
+    v = (v + 12582912.0f) - 12582912.0f;
+    v = v + z;
+    v = v < flo ? flo : v;
+    v = v > fhi ? fhi : v;
+    q[i] = v != v ? 0 : (int32_t)v;
+  }
 }
 
 void cw_qparams_free(cw_qparams *q) {
@@ -101,16 +176,12 @@ bool cw_quantize(const cw_weight *w, mil_dtype dt, mil_cmode mode, const int64_t
   for (int64_t b = 0; b < nb; b++) mn[b] = INFINITY, mx[b] = -INFINITY;
   const float *x = w->w;
   FOR_EACH_RUN(w, bs, ss, {
-    float lo = mn[b], hi = mx[b];
-    bool nan = false;
-    for (int64_t i = i0; i < i0 + len; i++) {
-      float v = x[i];
-      nan |= v != v;
-      lo = v < lo ? v : lo;
-      hi = v > hi ? v : hi;
-    }
-    mn[b] = nan || lo != lo ? NAN : lo;
-    mx[b] = nan || hi != hi ? NAN : hi;
+    float rlo, rhi;
+    bool nan = run_min_max(x + i0, len, &rlo, &rhi);
+    /* runs combine as the elements do: strict comparisons keep the earlier */
+    float lo = rlo < mn[b] ? rlo : mn[b], hi = rhi > mx[b] ? rhi : mx[b];
+    mn[b] = nan || isnan(mn[b]) ? NAN : lo;
+    mx[b] = nan || isnan(mx[b]) ? NAN : hi;
   });
   int32_t qlo, qhi;
   quant_range(dt, mode, &qlo, &qhi);
@@ -151,14 +222,7 @@ bool cw_quantize(const cw_weight *w, mil_dtype dt, mil_cmode mode, const int64_t
       }
     });
   } else {
-    FOR_EACH_RUN(w, bs, ss, {
-      float sc = scale[b], z = zpf ? zpf[b] : 0.0f;
-      for (int64_t i = i0; i < i0 + len; i++) {
-        float v = round_even(x[i] / sc) + z;
-        v = v < flo ? flo : v > fhi ? fhi : v;
-        q[i] = to_int(v);
-      }
-    });
+    FOR_EACH_RUN(w, bs, ss, { quantize_run(x + i0, len, scale[b], zpf ? zpf[b] : 0.0f, flo, fhi, q + i0); });
   }
   if (want_zp)
     for (int64_t b = 0; b < nb; b++) out->zp[b] = to_int(zpf[b]);

@@ -414,6 +414,22 @@ static void test_quantize_values(void **state) {
   bs[0] = 2;
   assert_false(cw_quantize(&cw, MIL_DT_INT8, MIL_CMODE_LINEAR, bs, &q, &oom));
   assert_false(oom);
+  /* symmetric int4 per row of 20 (four-wide steps and a tail): row 0 spans
+   * [-7, 7], scale 14 / 14 = 1, so q is np.round (half to even) of the
+   * value; row 1 holds a NaN, which makes its scale NaN and every q 0 */
+  float w2[40] = {7, -7, 0.5f, 1.5f, 2.5f, -2.5f, -0.5f, 6.5f, -6.5f, 3.5f, 4.5f, -3.5f, 0, 1, 2, 3, 4, 5, 6, -1};
+  const int32_t want[20] = {7, -7, 0, 2, 2, -2, 0, 6, -6, 4, 4, -4, 0, 1, 2, 3, 4, 5, 6, -1};
+  for (int i = 20; i < 40; i++) w2[i] = (float)(i - 30) / 4;
+  w2[25] = NAN;
+  cw_weight cw2 = {w2, 40, 2, {2, 20}, MIL_DT_FP32, false};
+  int64_t bs2[2] = {1, 0};
+  assert_true(cw_quantize(&cw2, MIL_DT_INT4, MIL_CMODE_LINEAR_SYMMETRIC, bs2, &q, &oom));
+  assert_int_equal(q.n_scale, 2);
+  assert_true(q.scale[0] == 1.0f);
+  assert_true(isnan(q.scale[1]));
+  for (int i = 0; i < 20; i++) assert_int_equal(q.q[i], want[i]);
+  for (int i = 20; i < 40; i++) assert_int_equal(q.q[i], 0);
+  cw_qparams_free(&q);
 }
 
 static void test_prune_percentile(void **state) {
