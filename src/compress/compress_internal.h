@@ -101,6 +101,10 @@ typedef struct cw_weight {
 } cw_weight;
 /* false on out of memory or a rank above MIL_CFG_MAX_RANK. */
 bool cw_weight_read(const mil_value *v, cw_weight *out);
+/* The smallest and largest element of w (NaN ignored; the sign of a zero
+ * extreme is either); true when an element is +inf or -inf (coremltools'
+ * linear quantization skips such a weight). */
+bool cw_weight_range(const cw_weight *w, float *lo, float *hi);
 void cw_weight_free(cw_weight *w);
 /* Rounds to the nearest half and back (numpy's fp16 result of one op). */
 float cw_h(float x);

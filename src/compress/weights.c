@@ -1,5 +1,6 @@
 /* Weights as float arrays and the values the compression passes build. */
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,36 @@ bool cw_weight_read(const mil_value *v, cw_weight *out) {
   /* a weight read from the weight file is replaced: its pages need not stay resident */
   mil_value_release_pages(v);
   return true;
+}
+
+bool cw_weight_range(const cw_weight *w, float *lo_out, float *hi_out) {
+  /* eight independent lanes: no dependency chain, and the loop vectorizes */
+  float lo[8], hi[8];
+  int inf[8];
+  for (int k = 0; k < 8; k++) lo[k] = INFINITY, hi[k] = -INFINITY, inf[k] = 0;
+  const float *x = w->w;
+  int64_t i = 0;
+  for (; i + 8 <= w->n; i += 8)
+    for (int k = 0; k < 8; k++) {
+      float v = x[i + k];
+      inf[k] |= fabsf(v) == INFINITY;
+      lo[k] = v < lo[k] ? v : lo[k];
+      hi[k] = v > hi[k] ? v : hi[k];
+    }
+  for (; i < w->n; i++) {
+    float v = x[i];
+    inf[0] |= fabsf(v) == INFINITY;
+    lo[0] = v < lo[0] ? v : lo[0];
+    hi[0] = v > hi[0] ? v : hi[0];
+  }
+  int any = 0;
+  for (int k = 0; k < 8; k++) {
+    lo[0] = lo[k] < lo[0] ? lo[k] : lo[0];
+    hi[0] = hi[k] > hi[0] ? hi[k] : hi[0];
+    any |= inf[k];
+  }
+  *lo_out = lo[0], *hi_out = hi[0];
+  return any != 0;
 }
 
 void cw_weight_free(cw_weight *w) {

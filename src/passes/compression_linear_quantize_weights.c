@@ -157,15 +157,11 @@ static int transform(cw_pass *c, mil_op *op) {
   if (!cw_weight_read(val, &w)) return -(int)mil_diag_error(c->bld.d, MIL_ERR_NOMEM, PASS ": out of memory");
   int r = 0;
   bool is_int = !mil_dtype_is_float(w.dtype);
-  float lo = INFINITY, hi = -INFINITY;
-  for (int64_t i = 0; i < w.n; i++) {
-    if (isinf(w.w[i])) {
-      mil_diag_add(c->bld.d, MIL_SEV_WARNING, PASS ": const %s has inf/-inf, which quantization does not support; skipped",
-                   op->name);
-      goto done;
-    }
-    if (w.w[i] < lo) lo = w.w[i];
-    if (w.w[i] > hi) hi = w.w[i];
+  float lo, hi;
+  if (cw_weight_range(&w, &lo, &hi)) {
+    mil_diag_add(c->bld.d, MIL_SEV_WARNING, PASS ": const %s has inf/-inf, which quantization does not support; skipped",
+                 op->name);
+    goto done;
   }
   if (is_int) {
     if (hi - lo < 2) goto done; /* an int8 0/1 mask: left as is */

@@ -430,6 +430,18 @@ static void test_quantize_values(void **state) {
   for (int i = 0; i < 20; i++) assert_int_equal(q.q[i], want[i]);
   for (int i = 20; i < 40; i++) assert_int_equal(q.q[i], 0);
   cw_qparams_free(&q);
+  /* cw_weight_range: NaN ignored, extremes in any lane or the tail, inf found */
+  float lo, hi;
+  assert_false(cw_weight_range(&cw2, &lo, &hi));
+  assert_true(lo == -7.0f && hi == 7.0f);
+  w2[38] = -INFINITY; /* in the tail of eight-element steps (40 = 5 x 8: the last step) */
+  assert_true(cw_weight_range(&cw2, &lo, &hi));
+  cw_weight cw3 = {w2 + 20, 19, 1, {19}, MIL_DT_FP32, false}; /* 16 + a tail of 3 */
+  w2[38] = INFINITY;
+  assert_true(cw_weight_range(&cw3, &lo, &hi));
+  w2[38] = 100.0f;
+  assert_false(cw_weight_range(&cw3, &lo, &hi));
+  assert_true(lo == -2.5f && hi == 100.0f);
 }
 
 static void test_prune_percentile(void **state) {
