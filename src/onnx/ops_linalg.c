@@ -168,6 +168,7 @@ static mil_status conv_einsum(onnx_ctx *c, onnx_node *n) {
   if (!mil_type_is_static(x->type) || !mil_type_is_static(y->type)) return ONNX_UNSUP(c, "einsum on symbolic shapes");
   x = sum_away(c, x, &a, &o, &b);
   y = sum_away(c, y, &b, &o, &a);
+  if (!x || !y) return MIL_ERR_TYPE; /* a reduce_sum refused (recorded): no dims to read */
   /* batch (in a, b, o), contracted (a, b), free of a, free of b */
   es_term bt = {{0}, 0}, ct = {{0}, 0}, fa = {{0}, 0}, fb = {{0}, 0};
   for (int i = 0; i < a.n; i++) {

@@ -20,7 +20,10 @@
  *  - constant_no_outputs.onnx: a Constant node with no outputs, whose
  *    missing first output name was read (UBSan);
  *  - resize_empty_mode.onnx: Resize whose `mode` is an empty string with no
- *    data, read as NULL and compared (UBSan). */
+ *    data, read as NULL and compared (UBSan);
+ *  - einsum_bool_reduce.onnx: Einsum of bool operands with an index summed
+ *    away, whose refused reduce_sum left a NULL operand that was then read
+ *    for its dims (UBSan). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -92,6 +95,11 @@ static void test_resize_empty_mode(void **state) {
   expect_refused(SEEDS "resize_empty_mode.onnx", "Resize", "mode ''");
 }
 
+static void test_einsum_refused_reduce(void **state) {
+  (void)state;
+  expect_refused(SEEDS "einsum_bool_reduce.onnx", "reduce_sum", "bool");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_depth_to_space_without_blocksize),
                                      cmocka_unit_test(test_transpose_perm_longer_than_rank),
@@ -101,6 +109,7 @@ int main(void) {
                                      cmocka_unit_test(test_split_of_a_scalar),
                                      cmocka_unit_test(test_conv_transpose_weight_rank),
                                      cmocka_unit_test(test_node_without_outputs),
-                                     cmocka_unit_test(test_resize_empty_mode)};
+                                     cmocka_unit_test(test_resize_empty_mode),
+                                     cmocka_unit_test(test_einsum_refused_reduce)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
