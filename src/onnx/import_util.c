@@ -110,7 +110,12 @@ int64_t onnx_attr_i(const onnx_node *n, const char *name, int64_t dflt) {
   const Onnx__AttributeProto *a = onnx_attr(n, name);
   if (!a) return dflt;
   if (a->has_i || a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT) return a->i;
-  if (a->has_f) return (int64_t)a->f;
+  if (a->has_f) { /* an int given as a float: truncated, saturated where it does not fit (checked later) */
+    if (a->f != a->f) return dflt;
+    if (a->f >= 9223372036854775807.0f) return INT64_MAX;
+    if (a->f <= -9223372036854775808.0f) return INT64_MIN;
+    return (int64_t)a->f;
+  }
   return dflt;
 }
 

@@ -23,7 +23,10 @@
  *    data, read as NULL and compared (UBSan);
  *  - einsum_bool_reduce.onnx: Einsum of bool operands with an index summed
  *    away, whose refused reduce_sum left a NULL operand that was then read
- *    for its dims (UBSan). */
+ *    for its dims (UBSan);
+ *  - float_int_attr_huge.onnx: TfIdfVectorizer whose integer attribute is
+ *    given as a float of about 1.8e19, converted to int64 out of range
+ *    (UBSan); now saturated, and the node refused for the value. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -100,6 +103,11 @@ static void test_einsum_refused_reduce(void **state) {
   expect_refused(SEEDS "einsum_bool_reduce.onnx", "reduce_sum", "bool");
 }
 
+static void test_float_attr_out_of_int_range(void **state) {
+  (void)state;
+  expect_refused(SEEDS "float_int_attr_huge.onnx", "TfIdfVectorizer", "gram lengths");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_depth_to_space_without_blocksize),
                                      cmocka_unit_test(test_transpose_perm_longer_than_rank),
@@ -110,6 +118,7 @@ int main(void) {
                                      cmocka_unit_test(test_conv_transpose_weight_rank),
                                      cmocka_unit_test(test_node_without_outputs),
                                      cmocka_unit_test(test_resize_empty_mode),
-                                     cmocka_unit_test(test_einsum_refused_reduce)};
+                                     cmocka_unit_test(test_einsum_refused_reduce),
+                                     cmocka_unit_test(test_float_attr_out_of_int_range)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
