@@ -105,6 +105,7 @@ static mil_status conv_split_to_seq(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0), *sp = onnx_in(n, 1);
   if (!x) return MIL_ERR_INVALID;
   int32_t rank = onnx_rank(x);
+  if (rank < 1) return onnx_fail(c, MIL_ERR_INVALID, "input of rank %d: nothing to split", (int)rank);
   int64_t axis = onnx_attr_i(n, "axis", 0);
   if (!onnx_axis(&axis, rank)) return onnx_fail(c, MIL_ERR_INVALID, "axis out of range");
   int64_t dim = x->type->dims[axis].size;

@@ -26,7 +26,9 @@
  *    for its dims (UBSan);
  *  - float_int_attr_huge.onnx: TfIdfVectorizer whose integer attribute is
  *    given as a float of about 1.8e19, converted to int64 out of range
- *    (UBSan); now saturated, and the node refused for the value. */
+ *    (UBSan); now saturated, and the node refused for the value;
+ *  - split_to_sequence_scalar.onnx: SplitToSequence of a rank-0 input, whose
+ *    dims (none) were indexed by the axis (UBSan). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -108,6 +110,11 @@ static void test_float_attr_out_of_int_range(void **state) {
   expect_refused(SEEDS "float_int_attr_huge.onnx", "TfIdfVectorizer", "gram lengths");
 }
 
+static void test_split_to_sequence_of_a_scalar(void **state) {
+  (void)state;
+  expect_refused(SEEDS "split_to_sequence_scalar.onnx", "SplitToSequence", "rank 0");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_depth_to_space_without_blocksize),
                                      cmocka_unit_test(test_transpose_perm_longer_than_rank),
@@ -119,6 +126,7 @@ int main(void) {
                                      cmocka_unit_test(test_node_without_outputs),
                                      cmocka_unit_test(test_resize_empty_mode),
                                      cmocka_unit_test(test_einsum_refused_reduce),
-                                     cmocka_unit_test(test_float_attr_out_of_int_range)};
+                                     cmocka_unit_test(test_float_attr_out_of_int_range),
+                                     cmocka_unit_test(test_split_to_sequence_of_a_scalar)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
