@@ -101,6 +101,10 @@ typedef struct cw_weight {
 } cw_weight;
 /* false on out of memory or a rank above MIL_CFG_MAX_RANK. */
 bool cw_weight_read(const mil_value *v, cw_weight *out);
+/* The smallest and largest of x[0..n) (NaN ignored; the sign of a zero
+ * extreme is either), and whether an element is NaN / +-inf (either out
+ * pointer may be NULL). Eight lanes, vectorizable. */
+void cw_scan_range(const float *x, int64_t n, float *lo, float *hi, bool *nan, bool *inf);
 /* The smallest and largest element of w (NaN ignored; the sign of a zero
  * extreme is either); true when an element is +inf or -inf (coremltools'
  * linear quantization skips such a weight). */

@@ -45,40 +45,17 @@ static inline float round_even(float v) {
  * Eight lanes keep the loop free of a dependency chain (and vectorizable);
  * lanes can only disagree with the scan on which zero comes first, which a
  * rescan settles. */
-static bool run_min_max(const float *x, int64_t n, float *lo_out, float *hi_out) {
-  float lo[8], hi[8];
-  int nan[8];
-  for (int k = 0; k < 8; k++) lo[k] = INFINITY, hi[k] = -INFINITY, nan[k] = 0;
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; k++) {
-      float v = x[i + k];
-      nan[k] |= v != v;
-      lo[k] = v < lo[k] ? v : lo[k];
-      hi[k] = v > hi[k] ? v : hi[k];
-    }
-  for (; i < n; i++) {
-    float v = x[i];
-    nan[0] |= v != v;
-    lo[0] = v < lo[0] ? v : lo[0];
-    hi[0] = v > hi[0] ? v : hi[0];
-  }
-  float l = lo[0], h = hi[0];
-  int any = nan[0];
-  for (int k = 1; k < 8; k++) {
-    l = lo[k] < l ? lo[k] : l;
-    h = hi[k] > h ? hi[k] : h;
-    any |= nan[k];
-  }
-  if (l == 0.0f || h == 0.0f)
+static bool run_min_max(const float *x, int64_t n, float *lo, float *hi) {
+  bool nan;
+  cw_scan_range(x, n, lo, hi, &nan, NULL);
+  if (*lo == 0.0f || *hi == 0.0f)
     for (int64_t j = 0; j < n; j++)
       if (x[j] == 0.0f) {
-        if (l == 0.0f) l = x[j];
-        if (h == 0.0f) h = x[j];
+        if (*lo == 0.0f) *lo = x[j];
+        if (*hi == 0.0f) *hi = x[j];
         break;
       }
-  *lo_out = l, *hi_out = h;
-  return any != 0;
+  return nan;
 }
 
 /* q[i] = int(clip(np.round(x[i] / sc) + z, flo, fhi)) for fp32 weights,

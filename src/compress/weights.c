@@ -36,34 +36,42 @@ bool cw_weight_read(const mil_value *v, cw_weight *out) {
   return true;
 }
 
-bool cw_weight_range(const cw_weight *w, float *lo_out, float *hi_out) {
+void cw_scan_range(const float *x, int64_t n, float *lo_out, float *hi_out, bool *nan_out, bool *inf_out) {
   /* eight independent lanes: no dependency chain, and the loop vectorizes */
   float lo[8], hi[8];
-  int inf[8];
-  for (int k = 0; k < 8; k++) lo[k] = INFINITY, hi[k] = -INFINITY, inf[k] = 0;
-  const float *x = w->w;
+  int nan[8], inf[8];
+  for (int k = 0; k < 8; k++) lo[k] = INFINITY, hi[k] = -INFINITY, nan[k] = 0, inf[k] = 0;
   int64_t i = 0;
-  for (; i + 8 <= w->n; i += 8)
+  for (; i + 8 <= n; i += 8)
     for (int k = 0; k < 8; k++) {
       float v = x[i + k];
+      nan[k] |= v != v;
       inf[k] |= fabsf(v) == INFINITY;
       lo[k] = v < lo[k] ? v : lo[k];
       hi[k] = v > hi[k] ? v : hi[k];
     }
-  for (; i < w->n; i++) {
+  for (; i < n; i++) {
     float v = x[i];
+    nan[0] |= v != v;
     inf[0] |= fabsf(v) == INFINITY;
     lo[0] = v < lo[0] ? v : lo[0];
     hi[0] = v > hi[0] ? v : hi[0];
   }
-  int any = 0;
+  int any_nan = 0, any_inf = 0;
   for (int k = 0; k < 8; k++) {
     lo[0] = lo[k] < lo[0] ? lo[k] : lo[0];
     hi[0] = hi[k] > hi[0] ? hi[k] : hi[0];
-    any |= inf[k];
+    any_nan |= nan[k], any_inf |= inf[k];
   }
   *lo_out = lo[0], *hi_out = hi[0];
-  return any != 0;
+  if (nan_out) *nan_out = any_nan != 0;
+  if (inf_out) *inf_out = any_inf != 0;
+}
+
+bool cw_weight_range(const cw_weight *w, float *lo, float *hi) {
+  bool inf;
+  cw_scan_range(w->w, w->n, lo, hi, NULL, &inf);
+  return inf;
 }
 
 void cw_weight_free(cw_weight *w) {
