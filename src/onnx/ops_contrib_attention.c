@@ -10,7 +10,8 @@
  *   GroupQueryAttention query / key / value (or packed QKV), kv_num_heads
  *                      heads of K / V repeated for the query heads; causal
  *                      (default), local_window_size, softcap; do_rotary
- *                      with cos_cache / sin_cache at positions P .. P+S-1;
+ *                      with cos_cache / sin_cache at position_ids, or at
+ *                      positions P .. P+S-1;
  *                      past_key / past_value (B, kv_heads, P, H) in front
  *                      (a dense cache: every row's seqlens_k is P + S - 1),
  *                      keys after seqlens_k[b] masked.
@@ -125,6 +126,10 @@ static mil_var *key_positions(onnx_ctx *c, int64_t T) {
  * with an error for a format it cannot take. */
 static mil_var *mask_bias(onnx_ctx *c, mil_var *m, const char *what, int64_t B, int64_t S, int64_t T, mil_dtype dt, double fill) {
   int32_t r = onnx_rank(m);
+  if (r < 1 || r > 3 || !mil_type_is_static(m->type)) {
+    onnx_fail(c, MIL_ERR_UNSUPPORTED, "%s needs a static shape of rank 1 to 3", what);
+    return NULL;
+  }
   m = onnx_cast(c, m, MIL_DT_INT32);
   if (r == 1 && (dim(m, 0) == B || dim(m, 0) == 2 * B)) {
     mil_var *pos = key_positions(c, T);
@@ -273,7 +278,11 @@ static mil_status conv_attention(onnx_ctx *c, onnx_node *n) {
   int64_t B = dim(x, 0), S = dim(x, 1), T = dim(k, 2);
   mil_var *bias = NULL;
   if (mask && !(bias = mask_bias(c, mask, "input 3 (mask_index)", B, S, T, dt, fill))) return MIL_ERR_UNSUPPORTED;
-  if (onnx_attr_i(n, "unidirectional", 0)) bias = add_bias(c, bias, causal_bias(c, dt, S, T, -1, fill));
+  if (onnx_attr_i(n, "unidirectional", 0)) {
+    mil_var *cb = causal_bias(c, dt, S, T, -1, fill);
+    if (!cb) return MIL_ERR_NOMEM;
+    bias = add_bias(c, bias, cb);
+  }
   bias = add_bias(c, bias, ab);
   return onnx_set_out(c, n, 0, merge_heads(c, attend(c, q, k, v, bias, attr_scale(n), 0)));
 }
@@ -332,7 +341,11 @@ static mil_status conv_mha(onnx_ctx *c, onnx_node *n) {
   int64_t B = dim(q, 0), S = dim(q, 2), T = dim(k, 2);
   mil_var *bias = NULL;
   if (mask && !(bias = mask_bias(c, mask, "input 4 (key_padding_mask)", B, S, T, dt, fill))) return MIL_ERR_UNSUPPORTED;
-  if (onnx_attr_i(n, "unidirectional", 0)) bias = add_bias(c, bias, causal_bias(c, dt, S, T, -1, fill));
+  if (onnx_attr_i(n, "unidirectional", 0)) {
+    mil_var *cb = causal_bias(c, dt, S, T, -1, fill);
+    if (!cb) return MIL_ERR_NOMEM;
+    bias = add_bias(c, bias, cb);
+  }
   bias = add_bias(c, bias, ab);
   return onnx_set_out(c, n, 0, merge_heads(c, attend(c, q, k, v, bias, attr_scale(n), 0)));
 }
@@ -383,8 +396,19 @@ static mil_status conv_gqa(onnx_ctx *c, onnx_node *n) {
     if (dim(cc, 0) < P + S || 2 * half > H)
       return onnx_fail(c, MIL_ERR_INVALID, "cos_cache (%lld, %lld) for positions up to %lld and head size %lld", (long long)dim(cc, 0),
                        (long long)half, (long long)(P + S), (long long)H);
-    mil_var *cs = ONNX_OP(c, "slice_by_index", A("x", cc), K("begin", onnx_i32s(c, 2, (int64_t[]){P, 0})), K("end", onnx_i32s(c, 2, (int64_t[]){P + S, half})));
-    mil_var *sn = ONNX_OP(c, "slice_by_index", A("x", sc), K("begin", onnx_i32s(c, 2, (int64_t[]){P, 0})), K("end", onnx_i32s(c, 2, (int64_t[]){P + S, half})));
+    mil_var *cs, *sn, *pos = onnx_in(n, 9);
+    if (pos && pk) /* ONNX Runtime's kernel reads them otherwise than as rows then */
+      return ONNX_UNSUP(c, "input 9 (position_ids) together with input 3 (past_key)");
+    if (pos) { /* position_ids (B, S): the rows of the caches */
+      if (onnx_rank(pos) != 2 || dim(pos, 0) != B || dim(pos, 1) != S)
+        return onnx_fail(c, MIL_ERR_INVALID, "input 9 (position_ids) must be (%lld, %lld)", (long long)B, (long long)S);
+      pos = onnx_cast(c, pos, MIL_DT_INT32);
+      cs = ONNX_OP(c, "gather", A("x", cc), A("indices", pos), K("axis", onnx_i32(c, 0)));
+      sn = ONNX_OP(c, "gather", A("x", sc), A("indices", pos), K("axis", onnx_i32(c, 0)));
+    } else { /* positions P .. P+S-1 */
+      cs = ONNX_OP(c, "slice_by_index", A("x", cc), K("begin", onnx_i32s(c, 2, (int64_t[]){P, 0})), K("end", onnx_i32s(c, 2, (int64_t[]){P + S, half})));
+      sn = ONNX_OP(c, "slice_by_index", A("x", sc), K("begin", onnx_i32s(c, 2, (int64_t[]){P, 0})), K("end", onnx_i32s(c, 2, (int64_t[]){P + S, half})));
+    }
     bool il = onnx_attr_i(n, "rotary_interleaved", 0) != 0;
     q = rotate(c, q, cs, sn, 2 * half, il);
     k = rotate(c, k, cs, sn, 2 * half, il);
@@ -402,7 +426,7 @@ static mil_status conv_gqa(onnx_ctx *c, onnx_node *n) {
   mil_dtype dt = onnx_dtype(q);
   int64_t T = P + S, win = onnx_attr_i(n, "local_window_size", -1);
   mil_var *bias = NULL;
-  if (onnx_attr_i(n, "causal", 1)) bias = causal_bias(c, dt, S, T, win, -INFINITY);
+  if (onnx_attr_i(n, "causal", 1) && !(bias = causal_bias(c, dt, S, T, win, -INFINITY))) return MIL_ERR_NOMEM;
   if (seqlens) { /* keys after seqlens_k[b] are padding */
     if (onnx_rank(seqlens) != 1 || dim(seqlens, 0) != B) return onnx_fail(c, MIL_ERR_INVALID, "input 5 (seqlens_k) must be (%lld)", (long long)B);
     mil_var *last = ONNX_OP(c, "expand_dims", A("x", onnx_cast(c, seqlens, MIL_DT_INT32)), K("axes", onnx_i32s(c, 1, (int64_t[]){1})));

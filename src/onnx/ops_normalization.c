@@ -202,6 +202,9 @@ static mil_status conv_rms_norm(onnx_ctx *c, onnx_node *n) {
 const onnx_op_entry onnx_ops_normalization[] = {
     {"BatchNormalization", "", 1, 0, conv_batch_norm, "batch_norm"},
     {"InstanceNormalization", "", 1, 0, conv_instance_norm, "instance_norm"},
+    /* before opset 17: ONNX Runtime's contrib LayerNormalization (ai.onnx 1),
+     * which its optimizer writes into exports of older opsets; same meaning */
+    {"LayerNormalization", "", 1, 16, conv_layer_norm, "layer_norm"},
     {"LayerNormalization", "", 17, 0, conv_layer_norm, "layer_norm"},
     {"GroupNormalization", "", 18, 0, conv_group_norm, "reshape, reduce_mean, sub, mul, sqrt, real_div, add"},
     {"LRN", "", 1, 0, conv_lrn, "local_response_norm"},

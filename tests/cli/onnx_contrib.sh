@@ -26,8 +26,9 @@ grep -q "scaled_dot_product_attention(" "$tmp/w.mil" && fail "a custom scale mus
 
 "$MIL" convert "$D/skip_layer_norm/model.onnx" "$tmp/sln.mlpackage" >/dev/null || fail "skip_layer_norm to mlpackage"
 "$MIL" run "$tmp/sln.mlpackage" --input "input=$D/skip_layer_norm/test_data_set_0/input_0.pb" \
-  --input "skip=$D/skip_layer_norm/test_data_set_0/input_1.pb" >"$tmp/run.txt" 2>&1 || fail "mil run: $(cat "$tmp/run.txt")"
+  --input "skip=$D/skip_layer_norm/test_data_set_0/input_1.pb" --output-dir "$tmp" >"$tmp/run.txt" 2>&1 || fail "mil run: $(cat "$tmp/run.txt")"
 grep -q "^output: (2, 3, 16)" "$tmp/run.txt" || fail "mil run output: $(cat "$tmp/run.txt")"
+[ -s "$tmp/output.npy" ] && [ -s "$tmp/input_skip_bias_sum.npy" ] || fail "mil run wrote no .npy outputs"
 
 "$MIL" convert "$D/refuse_mha_qk/model.onnx" "$tmp/r.mlpackage" 2>"$tmp/err"
 [ $? -eq 1 ] || fail "a refused mask must exit 1"

@@ -209,6 +209,11 @@ y5, inv5 = rms_norm(xs, gam, 1e-6)
 case("simplified_layer_norm_ms", "SimplifiedLayerNormalization", [("X", xs), ("scale", gam)],
      [("Y", y5), ("inv_std_var", inv5)], attrs={"epsilon": 1e-6, "axis": -1}, domain="")
 
+# ONNX Runtime's LayerNormalization of the ai.onnx domain before opset 17 (its optimizer's fused layer norm)
+y6, mu6, inv6 = layer_norm(xs, gam, bet, 1e-5)
+case("layer_norm_opset13", "LayerNormalization", [("X", xs), ("Scale", gam), ("B", bet)], [("Y", y6)],
+     domain="", opset=13, inits={"Scale": gam, "B": bet})
+
 V, P_, B_, S_ = 10, 6, 2, 4
 ids = rng.integers(0, V, (B_, S_)).astype(np.int32)
 seg = rng.integers(0, 2, (B_, S_)).astype(np.int32)
@@ -360,6 +365,16 @@ case("gqa_decode_past_rotary", "GroupQueryAttention",
      [("output", gqa_ref(qr1, kcat, vcat, P, sl)), ("present_key", kcat), ("present_value", vcat)],
      attrs={"num_heads": N, "kv_num_heads": KV, "do_rotary": 1, "rotary_interleaved": 1},
      inits={"cos_cache": cg, "sin_cache": sg})
+
+# position_ids given (prefill): the rows of the caches, here positions 2 .. S+1
+qp = rotary(heads(qg, N), cg[2:S + 2], sg[2:S + 2], Hd, False)
+kp = rotary(heads(kg, KV), cg[2:S + 2], sg[2:S + 2], Hd, False)
+case("gqa_prefill_position_ids", "GroupQueryAttention",
+     [("query", qg), ("key", kg), ("value", vg), ("past_key", None), ("past_value", None), ("seqlens_k", seqlens),
+      ("total_sequence_length", total), ("cos_cache", cg), ("sin_cache", sg),
+      ("position_ids", np.tile(np.arange(2, S + 2, dtype=np.int64), (B, 1)))],
+     [("output", gqa_ref(qp, kp, heads(vg, KV), 0, seqlens))],
+     attrs={"num_heads": N, "kv_num_heads": KV, "do_rotary": 1}, inits={"cos_cache": cg, "sin_cache": sg})
 
 with open(os.path.join(HERE, "cases.txt"), "w") as f:
     f.write("# written by gen.py: one test case directory per line\n")
