@@ -69,6 +69,27 @@ def case(name, op, inputs, outputs, attrs=None, inits=None, domain=MS, opset=17,
         CASES.append(name)
 
 
+def graph_case(name, nodes, inputs, inits, outputs, opset=17):
+    """A graph of several nodes: inputs [(name, array)] fed at run time,
+    inits {name: array}, outputs [(name, expected)]."""
+    g_in = [helper.make_tensor_value_info(n, elem(a), a.shape) for n, a in inputs]
+    g_out = [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape) for n, a in outputs]
+    g = helper.make_graph(nodes, name, g_in, g_out, [numpy_helper.from_array(v, n) for n, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(MS, 1)],
+                          producer_name="libmil tests/data/onnx_contrib/gen.py")
+    m.ir_version = 8
+    d = os.path.join(HERE, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(os.path.join(d, "test_data_set_0"))
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    for k, (n, a) in enumerate(inputs):
+        onnx.save_tensor(numpy_helper.from_array(a, n), os.path.join(d, "test_data_set_0", "input_%d.pb" % k))
+    for k, (n, a) in enumerate(outputs):
+        onnx.save_tensor(numpy_helper.from_array(a.astype(np.float32), n),
+                         os.path.join(d, "test_data_set_0", "output_%d.pb" % k))
+    CASES.append(name)
+
+
 # ---------------------------------------------------------------- references
 erf = np.vectorize(math.erf)
 
@@ -375,6 +396,84 @@ case("gqa_prefill_position_ids", "GroupQueryAttention",
       ("position_ids", np.tile(np.arange(2, S + 2, dtype=np.int64), (B, 1)))],
      [("output", gqa_ref(qp, kp, heads(vg, KV), 0, seqlens))],
      attrs={"num_heads": N, "kv_num_heads": KV, "do_rotary": 1}, inits={"cos_cache": cg, "sin_cache": sg})
+
+# ---------------------------------------------------------------- whole layers
+# A BERT encoder layer as ONNX Runtime's transformer optimizer fuses it:
+# EmbedLayerNormalization (its mask_index feeds Attention's 1-D mask_index),
+# Attention, SkipLayerNormalization, MatMul + BiasGelu, MatMul +
+# SkipLayerNormalization (with bias).
+B, S, Hh, N, V, FF = 2, 6, 16, 2, 20, 32
+ids = rng.integers(0, V, (B, S)).astype(np.int32)
+segs = np.zeros((B, S), np.int32)
+msk = np.array([[1] * 6, [1, 1, 1, 1, 0, 0]], np.int32)
+W = {"we": f32(V, Hh), "pe": f32(S, Hh), "se": f32(2, Hh), "g0": 1 + f32(Hh, scale=0.1), "b0": f32(Hh, scale=0.1),
+     "wqkv": f32(Hh, 3 * Hh, scale=0.3), "bqkv": f32(3 * Hh, scale=0.1), "wo": f32(Hh, Hh, scale=0.3),
+     "bo": f32(Hh, scale=0.1), "g1": 1 + f32(Hh, scale=0.1), "b1": f32(Hh, scale=0.1), "w1": f32(Hh, FF, scale=0.3),
+     "bf": f32(FF, scale=0.1), "w2": f32(FF, Hh, scale=0.3), "bb": f32(Hh, scale=0.1), "g2": 1 + f32(Hh, scale=0.1),
+     "b2": f32(Hh, scale=0.1)}
+nodes = [
+    helper.make_node("EmbedLayerNormalization", ["ids", "segs", "we", "pe", "se", "g0", "b0", "mask"], ["e", "mi"],
+                     domain=MS, epsilon=1e-12),
+    helper.make_node("Attention", ["e", "wqkv", "bqkv", "mi"], ["a"], domain=MS, num_heads=N),
+    helper.make_node("MatMul", ["a", "wo"], ["ao"]),
+    helper.make_node("SkipLayerNormalization", ["ao", "e", "g1", "b1", "bo"], ["h1"], domain=MS, epsilon=1e-12),
+    helper.make_node("MatMul", ["h1", "w1"], ["f1"]),
+    helper.make_node("BiasGelu", ["f1", "bf"], ["f2"], domain=MS),
+    helper.make_node("MatMul", ["f2", "w2"], ["f3"]),
+    helper.make_node("SkipLayerNormalization", ["f3", "h1", "g2", "b2", "bb"], ["y"], domain=MS, epsilon=1e-12),
+]
+w = {k: v.astype(np.float64) for k, v in W.items()}
+e, _, _ = layer_norm(w["we"][ids] + w["pe"][np.arange(S)][None] + w["se"][segs], w["g0"], w["b0"], 1e-12)
+qkv = e @ w["wqkv"] + w["bqkv"]
+lens = msk.sum(1)
+amask = np.where(np.arange(S)[None] < lens[:, None], 0.0, -10000.0)[:, None, None, :]
+att = merge(attend(heads(qkv[..., :Hh], N), heads(qkv[..., Hh:2 * Hh], N), heads(qkv[..., 2 * Hh:], N), amask))
+h1, _, _ = layer_norm(att @ w["wo"] + e + w["bo"], w["g1"], w["b1"], 1e-12)
+f2 = gelu(h1 @ w["w1"] + w["bf"])
+y, _, _ = layer_norm(f2 @ w["w2"] + h1 + w["bb"], w["g2"], w["b2"], 1e-12)
+graph_case("bert_layer", nodes, [("ids", ids), ("segs", segs), ("mask", msk)], W, [("y", y)])
+
+# A decoder block as ONNX Runtime's GenAI builder writes it (prefill):
+# SimplifiedLayerNormalization, MatMuls, GroupQueryAttention with rotary,
+# MatMul, SkipSimplifiedLayerNormalization, a SiLU-gated MLP (QuickGelu with
+# alpha 1 is SiLU) and the residual input_skip_bias_sum added back.
+B, S, Hh, N, KV, Hd, FF = 1, 6, 64, 4, 2, 16, 96
+xin = f32(B, S, Hh)
+cgl, sgl = caches(32, Hd // 2)
+W = {"ga": 1 + f32(Hh, scale=0.1), "wq": f32(Hh, N * Hd, scale=0.2), "wk": f32(Hh, KV * Hd, scale=0.2),
+     "wv": f32(Hh, KV * Hd, scale=0.2), "wo": f32(N * Hd, Hh, scale=0.2), "gm": 1 + f32(Hh, scale=0.1),
+     "wg": f32(Hh, FF, scale=0.2), "wu": f32(Hh, FF, scale=0.2), "wd": f32(FF, Hh, scale=0.2), "cos": cgl, "sin": sgl,
+     "total": np.array(S, np.int32)}
+nodes = [
+    helper.make_node("SimplifiedLayerNormalization", ["x", "ga"], ["xn"], epsilon=1e-6),
+    helper.make_node("MatMul", ["xn", "wq"], ["q"]),
+    helper.make_node("MatMul", ["xn", "wk"], ["k"]),
+    helper.make_node("MatMul", ["xn", "wv"], ["v"]),
+    helper.make_node("GroupQueryAttention", ["q", "k", "v", "", "", "seqlens", "total", "cos", "sin"],
+                     ["o", "pk", "pv"], domain=MS, num_heads=N, kv_num_heads=KV, do_rotary=1),
+    helper.make_node("MatMul", ["o", "wo"], ["ao"]),
+    helper.make_node("SkipSimplifiedLayerNormalization", ["ao", "x", "gm"], ["hn", "", "", "res"], domain=MS,
+                     epsilon=1e-6),
+    helper.make_node("MatMul", ["hn", "wg"], ["g"]),
+    helper.make_node("QuickGelu", ["g"], ["gs"], domain=MS, alpha=1.0),
+    helper.make_node("MatMul", ["hn", "wu"], ["u"]),
+    helper.make_node("Mul", ["gs", "u"], ["gu"]),
+    helper.make_node("MatMul", ["gu", "wd"], ["d"]),
+    helper.make_node("Add", ["d", "res"], ["y"]),
+]
+w = {k: v.astype(np.float64) for k, v in W.items()}
+x64 = xin.astype(np.float64)
+xn, _ = rms_norm(x64, w["ga"], 1e-6)
+qh = rotary(heads(xn @ w["wq"], N), cgl[:S], sgl[:S], Hd, False)
+kh = rotary(heads(xn @ w["wk"], KV), cgl[:S], sgl[:S], Hd, False)
+vh = heads(xn @ w["wv"], KV)
+seql = np.array([S - 1], np.int32)
+o = merge(attend(qh, rep(kh, N // KV), rep(vh, N // KV), causal(S, S, -np.inf)))
+res = o @ w["wo"] + x64
+hn, _ = rms_norm(res, w["gm"], 1e-6)
+g = hn @ w["wg"]
+y = (g * sigmoid(g) * (hn @ w["wu"])) @ w["wd"] + res
+graph_case("llm_block", nodes, [("x", xin), ("seqlens", seql)], W, [("y", y), ("pk", kh), ("pv", vh)])
 
 with open(os.path.join(HERE, "cases.txt"), "w") as f:
     f.write("# written by gen.py: one test case directory per line\n")
