@@ -127,7 +127,7 @@ static mil_var *key_positions(onnx_ctx *c, int64_t T) {
 static mil_var *mask_bias(onnx_ctx *c, mil_var *m, const char *what, int64_t B, int64_t S, int64_t T, mil_dtype dt, double fill) {
   int32_t r = onnx_rank(m);
   if (r < 1 || r > 3 || !mil_type_is_static(m->type)) {
-    onnx_fail(c, MIL_ERR_UNSUPPORTED, "%s needs a static shape of rank 1 to 3", what);
+    onnx_fail(c, MIL_ERR_UNSUPPORTED, "%s of rank %d: supported are static (B), (2 B), (B, T) and (B, S, T) masks", what, r);
     return NULL;
   }
   m = onnx_cast(c, m, MIL_DT_INT32);
@@ -300,6 +300,9 @@ static mil_status conv_mha(onnx_ctx *c, onnx_node *n) {
   int32_t rq = onnx_rank(q), rk = k ? onnx_rank(k) : 0;
   bool bnsh_kv = rk == 4;
   if (b && (rq == 5 || rk == 5 || bnsh_kv)) return ONNX_UNSUP(c, "input 3 (bias) with packed or BNSH key / value");
+  if ((rq == 5 && (dim(q, 2) != N || dim(q, 3) != 3)) || (rk == 5 && (dim(k, 2) != N || dim(k, 3) != 2)))
+    return onnx_fail(c, MIL_ERR_INVALID, "packed %s must be (B, L, %lld, %d, H)", rq == 5 ? "QKV input 0 (query)" : "KV input 1 (key)",
+                     (long long)N, rq == 5 ? 3 : 2);
   if (rq == 5) { /* packed QKV */
     if (k || v) return onnx_fail(c, MIL_ERR_INVALID, "packed QKV query with a key or value");
     k = unpack(c, q, 1), v = unpack(c, q, 2), q = unpack(c, q, 0);
@@ -377,6 +380,9 @@ static mil_status conv_gqa(onnx_ctx *c, onnx_node *n) {
   v = split_heads(c, v, KV);
   if (!q || !k || !v) return ONNX_UNSUP(c, "needs static (B, S, D) query / key / value whose widths split into the heads");
   int64_t B = dim(q, 0), S = dim(q, 2), H = dim(q, 3), P = 0;
+  if (dim(k, 0) != B || dim(k, 2) != S || dim(k, 3) != H || !mil_type_equal(k->type, v->type))
+    return onnx_fail(c, MIL_ERR_INVALID, "key / value must be (%lld, %lld, %lld x %lld) for a (%lld, %lld, %lld x %lld) query",
+                     (long long)B, (long long)S, (long long)KV, (long long)H, (long long)B, (long long)S, (long long)N, (long long)H);
   if ((pk != NULL) != (pv != NULL)) return onnx_fail(c, MIL_ERR_INVALID, "input 3 (past_key) and 4 (past_value) go together");
   if (pk) {
     if (onnx_rank(pk) != 4 || !mil_type_is_static(pk->type) || dim(pk, 1) != KV || dim(pk, 3) != H)

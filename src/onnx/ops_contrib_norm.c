@@ -48,7 +48,7 @@ static mil_status layer_norm_last(onnx_ctx *c, mil_var *x, mil_var *g, mil_var *
                                   mil_var **inv) {
   mil_dtype dt = onnx_dtype(x);
   int32_t r = onnx_rank(x);
-  if (r < 1) return ONNX_UNSUP(c, "input needs a known rank");
+  if (r < 1) return ONNX_UNSUP(c, "input 0 needs a known rank of at least 1");
   int64_t H = x->type->dims[r - 1].size;
   bool exact = !mean && !inv && g->val && onnx_rank(g) == 1 && g->type->dims[0].size == H && (!b || (b->val && mil_type_equal(b->type, g->type)));
   if (exact) {
@@ -73,7 +73,7 @@ static mil_status layer_norm_last(onnx_ctx *c, mil_var *x, mil_var *g, mil_var *
  * *inv = 1 / rms when inv is set. */
 static mil_status rms_norm(onnx_ctx *c, mil_var *x, int64_t axis, mil_var *g, double eps, mil_var **y, mil_var **inv) {
   int32_t r = onnx_rank(x);
-  if (r < 1 || r > MIL_INTERP_MAX_RANK_ONNX) return ONNX_UNSUP(c, "input needs a known rank of 1 to %d", MIL_INTERP_MAX_RANK_ONNX);
+  if (r < 1 || r > MIL_INTERP_MAX_RANK_ONNX) return ONNX_UNSUP(c, "input 0 needs a known rank of 1 to %d", MIL_INTERP_MAX_RANK_ONNX);
   if (!onnx_axis(&axis, r)) return onnx_fail(c, MIL_ERR_INVALID, "axis out of range for rank %d", r);
   int64_t axes[MIL_INTERP_MAX_RANK_ONNX];
   int32_t k = r - (int32_t)axis;
