@@ -34,13 +34,7 @@ def load(path):
     Raises MILIOError (missing/unreadable file), MILFormatError (malformed
     protobuf, package or weight file), MILParseError (.mil text),
     MILUnsupportedError (not an ML Program, unknown extension)."""
-    path = os.fspath(path)
-    if path.endswith(".onnx"):
-        return convert(path)
-    h = _capi.c_void_p()
-    with Diag() as d:
-        d.raise_for(_capi.model_load(path.encode(), _capi.byref(h), d.ref))
-    return Model(h.value, path)
+    return Model(path)
 
 
 def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", pass_pipeline="default",
@@ -76,7 +70,7 @@ def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", p
     h = _capi.c_void_p()
     with Diag() as d:
         d.raise_for(_capi.onnx_import(path.encode(), _capi.byref(opts), _capi.byref(h), d.ref))
-    return Model(h.value, path)
+    return Model._from_handle(h.value, path)
 
 
 def from_mil_text(text, spec_version=0, filename="<text>", base_dir=None):
@@ -92,7 +86,7 @@ def from_mil_text(text, spec_version=0, filename="<text>", base_dir=None):
         d.raise_for(_capi.parse_program(text, len(text), _capi.byref(opts), _capi.byref(prog), d.ref))
         m = _capi.c_void_p()
         d.raise_for(_capi.model_from_program(prog, spec_version, _capi.byref(m), d.ref))  # takes prog
-    return Model(m.value)
+    return Model._from_handle(m.value)
 
 
 def _as_model(m):
