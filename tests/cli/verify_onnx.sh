@@ -3,7 +3,8 @@
 # semantics (imported in fp32 without the pass pipeline), not against
 # libmil's default fp16 conversion: an fp16 conversion shows its real
 # (non-zero) error instead of "max abs 0". Uses examples/tinycnn (made by
-# examples/make_tinycnn.py; its expected output computed with numpy).
+# examples/make_tinycnn.py; its expected output computed with numpy). Also
+# `mil info model.onnx` names the file.
 #   bash verify_onnx.sh MIL TESTS_DIR SHARED_DIR
 set -u
 MIL=$1
@@ -35,4 +36,8 @@ grep -q 'PASS: .* matches the reference (rtol 0.001, atol 0.0001)' "$tmp/out" ||
 "$MIL" verify "$EX/model.onnx" "$tmp/fp16.mlpackage" --input "image=$T/input_0.pb" --rtol 0 --atol 1e-7 >"$tmp/out" 2>&1 &&
   fail "fp16 conversion passes at atol 1e-7: $(cat "$tmp/out")"
 "$MIL" verify --help | grep -q "graph's own semantics" || fail "--help does not say what an ONNX side means"
+# mil info of an ONNX model names it on its model: line (it was empty)
+"$MIL" info "$EX/model.onnx" >"$tmp/info" || fail "info"
+grep -q "^model: $EX/model.onnx (ONNX" "$tmp/info" || fail "info model line: $(head -1 "$tmp/info")"
+"$MIL" info "$EX/model.onnx" --json | grep -q "\"path\":.*\"$EX/model.onnx\"" || fail "info --json path"
 echo ok
