@@ -256,3 +256,17 @@ def test_narrowing_refuses_values_that_do_not_fit():
     assert np.isnan(out["g"][0]) and out["g"][1] == 3.0
     out = m.predict({"x": np.array([[1.9, -1.9], [0, 3]]), "f": f})
     assert out["y"].tolist() == [[2, -2], [0, 6]]  # float -> int takes the integer part, as numpy's astype
+
+
+# ------------------------------------------------------------------ verify against ONNX
+
+def test_verify_onnx_path_is_the_graph_not_the_fp16_conversion(tmp_path):
+    if libmil._capi.onnx_import is None:
+        pytest.skip("libmil built without the ONNX importer")
+    onnx_path = os.path.join(os.path.dirname(EXAMPLE), "tinycnn", "model.onnx")
+    fp16 = libmil.convert(onnx_path)  # ct.convert's default: fp16
+    r = libmil.verify(onnx_path, fp16)
+    assert r.passed  # within fp16 tolerances
+    assert r.outputs["probs"]["max_abs_error"] > 0  # not compared with itself
+    r32 = libmil.verify(onnx_path, libmil.convert(onnx_path, compute_precision="fp32"))
+    assert r32.passed and r32.rtol == 1e-3
