@@ -23,8 +23,12 @@ build: configure
 demo: build
 	@sh examples/demo.sh $(BUILD)/mil
 
+# ends with "N passed, N failed, N skipped" (and why tests were skipped);
+# the exit status is ctest's
 test: build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@cd $(BUILD) && { ctest --output-on-failure -j $(JOBS); echo $$? >ctest-status.txt; } 2>&1 | tee ctest-output.txt; \
+	  sh "$(CURDIR)/tools/test-summary.sh" "$$(cat ctest-status.txt 2>/dev/null || echo 1)" ctest-output.txt \
+	    Testing/Temporary/LastTest.log
 
 test-asan:
 	@$(MAKE) --no-print-directory test BUILD=build-asan CMAKEOPT="-DMIL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
