@@ -17,8 +17,10 @@ deps:
 configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKEOPT) >/dev/null
 
+# leaves ./mil, a link to build/mil (the README's examples call `mil`)
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
+	@if [ "$(BUILD)" = build ]; then ln -sfn build/mil mil; fi
 
 demo: build
 	@sh examples/demo.sh $(BUILD)/mil
@@ -67,4 +69,5 @@ install: build
 	@cmake --install $(BUILD)
 
 clean:
+	rm -f mil
 	rm -rf build build-asan build-ubsan build-fuzz build-release-gcc build-release-clang
