@@ -400,6 +400,9 @@ class Model:
         return State(self, function, h.value)
 
     def _pick(self, function):
+        if not isinstance(function, str):
+            raise TypeError("function must be a str naming one of the model's functions, got %s" %
+                            type(function).__name__)
         if function == "main" and "main" not in self.functions and len(self.functions) == 1:
             return None
         return function
@@ -521,6 +524,18 @@ class Model:
         implemented, or the error of a failing pass (the program then holds
         what that pass left)."""
         import json
+        if passes is None and not isinstance(pipeline, str):
+            raise TypeError("optimize(pipeline=...): pipeline must be a str (libmil.pipelines()), got %s" %
+                            type(pipeline).__name__)
+        if passes is not None and not isinstance(passes, str) and (
+                not isinstance(passes, (list, tuple)) or not all(isinstance(p, str) for p in passes)):
+            raise TypeError("optimize(passes=...): passes must be a list of pass names (str), got %r" % (passes,))
+        if options is not None and (not isinstance(options, collections.abc.Mapping) or
+                                    not all(isinstance(k, str) and isinstance(v, collections.abc.Mapping)
+                                            for k, v in options.items())):
+            raise TypeError("optimize(options=...): options must be a dict pass name -> dict option -> value, "
+                            "got %r" % (options,))
+        self._handle()
         pl = C.c_void_p()
         with Diag() as d:
             if passes is not None:

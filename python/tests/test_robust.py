@@ -124,6 +124,25 @@ def test_predict_misuse_raises(mlp_package):
         m.predict({"x": x})
 
 
+def test_other_misuse_raises(mlp_package):
+    m = libmil.load(mlp_package)
+    with pytest.raises(TypeError, match="pipeline must be a str"):
+        m.optimize(pipeline=None)
+    with pytest.raises(TypeError, match="passes must be a list"):
+        m.optimize(passes=[1])
+    with pytest.raises(TypeError, match="options must be a dict"):
+        m.optimize(options=["x"])
+    with pytest.raises(TypeError, match="function must be a str"):
+        m.make_state(1)
+    with pytest.raises(TypeError, match="function must be a str"):
+        m.input_types(None)
+    with pytest.raises(TypeError):
+        m.save(None)
+    with pytest.raises(TypeError):
+        libmil.diff(m, None)
+    assert m.input_types() == {"x": ("fp32", (4, HIDDEN))}
+
+
 def test_load_misuse_raises():
     with pytest.raises(TypeError):
         libmil.load(None)
