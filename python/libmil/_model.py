@@ -365,15 +365,20 @@ class Model:
     def _acquire(self, function):
         """An interpreter of the function for one prediction: an idle fork,
         or a new fork of the root (sharing its program copy and caches)."""
-        root = self._interp(function)
         key = function or ""
-        with self._lock:
-            if not self._h:
-                raise MILInvalidError("the model was closed")
-            self._running += 1
-            idle = self._idle.get(key)
-            if idle:
-                return idle.pop()
+        while True:
+            self._interp(function)
+            with self._lock:
+                if not self._h:
+                    raise MILInvalidError("the model was closed")
+                root = self._roots.get(key)
+                if root is None:  # optimize() freed the interpreters meanwhile: make the root again
+                    continue
+                self._running += 1  # from here on the root cannot be freed
+                idle = self._idle.get(key)
+                if idle:
+                    return idle.pop()
+                break
         try:
             h = C.c_void_p()
             with Diag() as d:
