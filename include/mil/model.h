@@ -322,6 +322,9 @@ MIL_API mil_status mil_model_sync_description(mil_model *m, mil_diag *d);
 /* Weight files opened while loading (usually zero or one). */
 MIL_API int32_t mil_model_n_weight_files(const mil_model *m);
 MIL_API mil_blob_file *mil_model_weight_file(const mil_model *m, int32_t i);
+/* mil_blob_file_check on every weight file of m (MIL_OK when there is
+ * none): the first error, naming the file that was truncated. */
+MIL_API mil_status mil_model_check_weights(const mil_model *m, mil_diag *d);
 
 /* Short name of a feature kind ("multiArray", "image", "state", ...) and of
  * an array dtype ("FLOAT32", ...). Never NULL. */

@@ -34,13 +34,7 @@ def load(path):
     Raises MILIOError (missing/unreadable file), MILFormatError (malformed
     protobuf, package or weight file), MILParseError (.mil text),
     MILUnsupportedError (not an ML Program, unknown extension)."""
-    path = os.fspath(path)
-    if path.endswith(".onnx"):
-        return convert(path)
-    h = _capi.c_void_p()
-    with Diag() as d:
-        d.raise_for(_capi.model_load(path.encode(), _capi.byref(h), d.ref))
-    return Model(h.value, path)
+    return Model(path)
 
 
 def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", pass_pipeline="default",
@@ -76,7 +70,7 @@ def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", p
     h = _capi.c_void_p()
     with Diag() as d:
         d.raise_for(_capi.onnx_import(path.encode(), _capi.byref(opts), _capi.byref(h), d.ref))
-    return Model(h.value, path)
+    return Model._from_handle(h.value, path)
 
 
 def from_mil_text(text, spec_version=0, filename="<text>", base_dir=None):
@@ -92,11 +86,16 @@ def from_mil_text(text, spec_version=0, filename="<text>", base_dir=None):
         d.raise_for(_capi.parse_program(text, len(text), _capi.byref(opts), _capi.byref(prog), d.ref))
         m = _capi.c_void_p()
         d.raise_for(_capi.model_from_program(prog, spec_version, _capi.byref(m), d.ref))  # takes prog
-    return Model(m.value)
+    return Model._from_handle(m.value)
 
 
-def _as_model(m):
-    return m if isinstance(m, Model) else load(m)
+def _as_model(m, reference=False):
+    if isinstance(m, Model):
+        return m
+    if reference and isinstance(m, (str, os.PathLike)) and os.fspath(m).endswith(".onnx"):
+        # an ONNX model's reference is its graph's own semantics (as `mil verify`): fp32, no pipeline
+        return convert(m, compute_precision="fp32", pass_pipeline=None)
+    return load(m)
 
 
 class DiffResult:
@@ -171,8 +170,11 @@ def verify(a, b, inputs=None, rtol=None, atol=None, function="main", seed=0):
     (missing inputs are random: floats uniform in [-1, 1), ints in [0, 10),
     symbolic dims 1, from numpy's generator seeded with seed). Defaults:
     rtol 1e-3, atol 1e-4, or 1e-2 / 1e-2 when either program computes in
-    fp16. Outputs match by name, else by position. Returns a VerifyResult."""
-    ma, mb = _as_model(a), _as_model(b)
+    fp16. Outputs match by name, else by position. A path to an ONNX model
+    stands for the ONNX graph's own semantics (imported in fp32 without the
+    pass pipeline), not for libmil's default fp16 conversion.
+    Returns a VerifyResult."""
+    ma, mb = _as_model(a, True), _as_model(b, True)
     feed = _random_inputs(ma, function, seed)
     feed.update(inputs or {})
     fp16 = any(" fp16)" in str(m) or ",fp16)" in str(m) for m in (ma, mb))

@@ -188,6 +188,7 @@ model_from_program = _fn("mil_model_from_program", c_int, P, c_int, POINTER(P), 
 model_spec_version = _fn("mil_model_spec_version", c_int, P)
 model_description = _fn("mil_model_description", POINTER(ModelDesc), P)
 model_sync_description = _fn("mil_model_sync_description", c_int, P, pDiag)
+model_check_weights = _fn("mil_model_check_weights", c_int, P, pDiag)
 
 program_validate = _fn("mil_program_validate", c_int, P, pDiag)
 program_count_ops = _fn("mil_program_count_ops", c_int64, P)
@@ -199,6 +200,8 @@ program_compare = _fn("mil_program_compare", c_int, P, P, POINTER(EquivOptions),
 
 interp_new = _fn("mil_interp_new", c_int, P, c_char_p, POINTER(P), pDiag)
 interp_free = _fn("mil_interp_free", None, P)
+interp_fork = _fn("mil_interp_fork", c_int, P, POINTER(P), pDiag)
+interp_clear_inputs = _fn("mil_interp_clear_inputs", None, P)
 interp_n_inputs = _fn("mil_interp_n_inputs", c_int32, P)
 interp_input_name = _fn("mil_interp_input_name", c_char_p, P, c_int32)
 interp_input_type = _fn("mil_interp_input_type", POINTER(Type), P, c_int32)

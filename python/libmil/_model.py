@@ -2,8 +2,10 @@
 one (spec version, description, metadata, predict), plus libmil's
 optimize / validate / save and MIL text."""
 import collections
+import collections.abc
 import ctypes
 import os
+import threading
 import time
 
 import numpy as np
@@ -71,13 +73,84 @@ def _tensor_to_numpy(t):
     return arr
 
 
+def _type_str(t):
+    dims = ", ".join(str(t.dims[j].size) if t.dims[j].size >= 0 else "?" for j in range(max(t.rank, 0)))
+    return "%s (%s)" % (_s(C.dtype_name(t.dtype)), dims)
+
+
+def _index(shape, flat):
+    return "[%s]" % ", ".join(str(int(k)) for k in np.unravel_index(flat, shape)) if shape else "[]"
+
+
+def _convert_input(name, t, value):
+    """value as a contiguous array of the input's dtype, refusing values
+    that dtype cannot hold (MILInvalidError naming the input, the first bad
+    element's index and value)."""
+    np_dt = _NP_OF_DTYPE.get(t.dtype)
+    if np_dt is None:
+        raise MILUnsupportedError("predict: input '%s' has dtype %s, which predict cannot feed" %
+                                  (name, _s(C.dtype_name(t.dtype))))
+    if value is None:
+        raise TypeError("predict: input '%s' is None; expected an array of %s" % (name, _type_str(t)))
+    try:
+        src = np.asarray(value)
+    except Exception as e:  # noqa: BLE001 - anything numpy cannot take
+        raise TypeError("predict: input '%s': cannot make an array of %s (%s)" % (name, type(value).__name__, e))
+    if src.dtype.kind not in "biuf":
+        raise TypeError("predict: input '%s': expected numbers for %s, got an array of dtype %s (%s)" %
+                        (name, _type_str(t), src.dtype, type(value).__name__))
+    dst = np.dtype(np_dt)
+    bad = None
+    if src.dtype != dst and src.size:
+        if dst.kind in "iu":
+            info = np.iinfo(dst)
+            if src.dtype.kind == "f":
+                with np.errstate(invalid="ignore"):
+                    tr = np.trunc(src.astype(np.float64))
+                    bad = ~(np.isfinite(tr) & (tr >= float(info.min)) & (tr < float(info.max) + 1.0))
+            elif src.dtype.kind in "iu":
+                if src.dtype.kind == "u" and dst.kind == "i":
+                    bad = src > np.uint64(info.max)
+                elif src.dtype.kind == "i" and dst.kind == "u":
+                    bad = (src < 0) | (src.astype(np.uint64) > np.uint64(info.max))
+                else:
+                    bad = (src < info.min) | (src > info.max)
+        elif dst.kind == "f" and src.dtype.kind in "fiu":
+            with np.errstate(over="ignore", invalid="ignore"):
+                conv = src.astype(dst)
+            bad = np.isinf(conv) & ~np.isinf(src.astype(np.float64))
+        elif dst.kind == "b" and src.dtype.kind == "f":
+            bad = np.isnan(src)
+    if bad is not None and np.any(bad):
+        k = int(np.flatnonzero(bad)[0])
+        v = src.reshape(-1)[k]
+        raise MILInvalidError("predict: input '%s': element %s (flat index %d) is %r (%s), which the input's dtype "
+                              "%s cannot hold; give values %s has room for, or an array of that dtype" %
+                              (name, _index(src.shape, k), k, v.item(), src.dtype, _s(C.dtype_name(t.dtype)),
+                               _s(C.dtype_name(t.dtype))))
+    with np.errstate(over="ignore", invalid="ignore"):
+        arr = np.ascontiguousarray(src, dtype=np_dt)
+    if t.is_scalar and arr.size == 1:
+        arr = arr.reshape(())
+    return arr
+
+
+def _load_handle(path):
+    h = C.c_void_p()
+    with Diag() as d:
+        d.raise_for(C.model_load(path.encode("utf-8", "surrogateescape"), C.byref(h), d.ref))
+    return h.value
+
+
 class State:
     """The values of a stateful model's states (coremltools' MLState):
     create with Model.make_state(), pass to predict(state=...); the states
-    persist across predictions made with it."""
+    persist across predictions made with it. One prediction uses a state at
+    a time (others wait)."""
 
     def __init__(self, model, function, handle):
         self._model, self.function, self._h = model, function, handle
+        self._lock = threading.Lock()
 
     def __del__(self):
         if getattr(self, "_h", None):
@@ -108,29 +181,70 @@ class OptimizeReport:
 
 
 class Model:
-    """A Core ML ML Program model held by libmil. Create with libmil.load()
-    or libmil.from_mil_text(). Not thread-safe (one prediction at a time)."""
+    """A Core ML ML Program model held by libmil: ``libmil.Model(path)``
+    loads .mlpackage, .mlmodel, .mil (and .onnx when built with the
+    importer), as coremltools.models.MLModel(path) does; libmil.load() and
+    libmil.from_mil_text() create one too.
 
-    def __init__(self, handle, path=None):
+    Threads: predict may be called from several threads at once on one
+    model (each call gets its own interpreter state; the weights are shared
+    read-only) and gives the results a lone call gives. optimize(), save()
+    and close() must not overlap a predict (optimize and close raise
+    MILInvalidError while predictions are running)."""
+
+    def __init__(self, path):
+        if isinstance(path, bytes):
+            path = path.decode("utf-8", "surrogateescape")
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError("libmil.Model(path): path must be a str or os.PathLike naming a .mlpackage, "
+                            ".mlmodel, .mil or .onnx file, got %s" % type(path).__name__)
+        path = os.fspath(path)
+        if path.endswith(".onnx"):
+            from . import convert  # the importer's options and defaults live there
+            other = convert(path)
+            h, other._h = other._h, None
+        else:
+            h = _load_handle(path)
+        self._init(h, path)
+
+    @classmethod
+    def _from_handle(cls, handle, path=None):
+        """A Model owning the C model `handle` (a mil_model* as int)."""
+        m = cls.__new__(cls)
+        m._init(handle, path)
+        return m
+
+    def _init(self, handle, path):
         self._h = handle
         self.path = path
-        self._interps = {}
+        self._lock = threading.Lock()
+        self._roots = {}    # function key -> interpreter made by mil_interp_new (description, states)
+        self._idle = {}     # function key -> forks of it not running now
+        self._running = 0   # predictions under way
 
     # ----------------------------------------------------------- lifetime
     def _free_interps(self):
-        for h in self._interps.values():
-            C.interp_free(h)
-        self._interps = {}
+        with self._lock:
+            if self._running:
+                raise MILInvalidError("the model is being used by %d running prediction(s)" % self._running)
+            for forks in self._idle.values():
+                for h in forks:
+                    C.interp_free(h)
+            for h in self._roots.values():
+                C.interp_free(h)
+            self._roots, self._idle = {}, {}
 
     def close(self):
-        """Frees the C model now (also done when the object is collected)."""
+        """Frees the C model now (also done when the object is collected).
+        Raises MILInvalidError while predictions are running."""
         if getattr(self, "_h", None):
             self._free_interps()
             C.model_free(self._h)
             self._h = None
 
     def __del__(self):
-        self.close()
+        if getattr(self, "_h", None) and not getattr(self, "_running", 0):
+            self.close()
 
     def _handle(self):
         if not self._h:
@@ -234,15 +348,52 @@ class Model:
 
     # ----------------------------------------------------------- running
     def _interp(self, function):
+        """The root interpreter of a function (created on first use): its
+        input and output names and types; not used to run."""
         key = function or ""
-        h = self._interps.get(key)
-        if h is None:
+        with self._lock:
+            h = self._roots.get(key)
+            if h is None:
+                hp = C.c_void_p()
+                with Diag() as d:
+                    d.raise_for(C.interp_new(self._program, function.encode() if function else None, C.byref(hp),
+                                             d.ref))
+                h = self._roots[key] = hp.value
+                self._idle[key] = []
+            return h
+
+    def _acquire(self, function):
+        """An interpreter of the function for one prediction: an idle fork,
+        or a new fork of the root (sharing its program copy and caches)."""
+        key = function or ""
+        while True:
+            self._interp(function)
+            with self._lock:
+                if not self._h:
+                    raise MILInvalidError("the model was closed")
+                root = self._roots.get(key)
+                if root is None:  # optimize() freed the interpreters meanwhile: make the root again
+                    continue
+                self._running += 1  # from here on the root cannot be freed
+                idle = self._idle.get(key)
+                if idle:
+                    return idle.pop()
+                break
+        try:
             h = C.c_void_p()
             with Diag() as d:
-                d.raise_for(C.interp_new(self._program, function.encode() if function else None, C.byref(h), d.ref))
-            h = h.value
-            self._interps[key] = h
-        return h
+                d.raise_for(C.interp_fork(root, C.byref(h), d.ref))
+            return h.value
+        except BaseException:
+            with self._lock:
+                self._running -= 1
+            raise
+
+    def _release(self, function, h):
+        C.interp_clear_inputs(h)  # no input outlives its call
+        with self._lock:
+            self._running -= 1
+            self._idle.setdefault(function or "", []).append(h)
 
     def make_state(self, function="main"):
         """A new State for a stateful model's function (coremltools'
@@ -254,6 +405,9 @@ class Model:
         return State(self, function, h.value)
 
     def _pick(self, function):
+        if not isinstance(function, str):
+            raise TypeError("function must be a str naming one of the model's functions, got %s" %
+                            type(function).__name__)
         if function == "main" and "main" not in self.functions and len(self.functions) == 1:
             return None
         return function
@@ -274,46 +428,88 @@ class Model:
         """Runs a function on the CPU reference interpreter.
 
         data: dict input name -> numpy array (or anything numpy.asarray
-        takes). Arrays are converted to the input's declared dtype as
-        coremltools' predict does (float64 -> fp32 or fp16, int64 -> int32,
-        ...); shapes must fit the declared shape (symbolic dims take any size).
+        takes); every input of the function must be given at every call.
+        Arrays are converted to the input's declared dtype as coremltools'
+        predict does (float64 -> fp32 or fp16, int64 -> int32, ...), except
+        that a value the declared dtype cannot hold (an integer out of its
+        range, NaN or infinity to an integer dtype, a finite float that
+        would become infinite) is refused, naming the input, the element's
+        index and value. Shapes must fit the declared shape (symbolic dims
+        take any size).
         state: a State from make_state() for stateful models.
         seed: seed of the random ops (random_*), default 0.
         Returns a dict output name -> numpy array that owns its data.
-        Raises MILNotFoundError for an unknown input or function, MILTypeError
-        / MILInvalidError for a dtype or shape that does not fit."""
+        Safe to call from several threads at once (see Model).
+        Raises TypeError for arguments of the wrong type (naming them),
+        MILNotFoundError for an unknown input or function, MILInvalidError
+        for a missing input or a value that does not fit, MILTypeError /
+        MILInvalidError for a dtype or shape that does not fit, MILIOError
+        when the model's weight file was truncated since it was loaded."""
+        if not isinstance(data, collections.abc.Mapping):
+            raise TypeError("predict(data): data must be a dict input name -> array, got %s" %
+                            type(data).__name__)
+        if not isinstance(function, str):
+            raise TypeError("predict(function=...): function must be a str, got %s" % type(function).__name__)
+        if state is not None and not isinstance(state, State):
+            raise TypeError("predict(state=...): state must be a libmil.State from make_state(), got %s" %
+                            type(state).__name__)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or
+                                 not 0 <= int(seed) < 2 ** 64):
+            raise TypeError("predict(seed=...): seed must be an int in [0, 2^64), got %r" % (seed,))
+        self._handle()
         fn = self._pick(function)
-        ip = self._interp(fn)
         if state is not None and state._model is not self:
             raise MILInvalidError("the state was made by another model")
-        declared = {}
+        arrays = self._feed(fn, data)
+        ip = self._acquire(fn)
+        try:
+            with Diag() as d:
+                # a weight file truncated since loading would kill the process (SIGBUS)
+                d.raise_for(C.model_check_weights(self._h, d.ref))
+                keep = []
+                for name, (t, arr) in arrays.items():
+                    shape = (C.c_int64 * max(arr.ndim, 1))(*arr.shape)
+                    ten = C.Tensor(t, arr.ndim, shape, arr.ctypes.data, arr.nbytes, arr.size)
+                    keep.append(shape)
+                    d.raise_for(C.interp_set_input(ip, name.encode(), C.byref(ten), d.ref))
+                C.interp_set_seed(ip, int(seed) if seed is not None else 0)
+                if state is not None:
+                    with state._lock:
+                        if not state._h:
+                            raise MILInvalidError("the state was freed")
+                        d.raise_for(C.interp_run(ip, state._h, d.ref))
+                else:
+                    d.raise_for(C.interp_run(ip, None, d.ref))
+                out = {}
+                for i in range(C.interp_n_outputs(ip)):
+                    out[_s(C.interp_output_name(ip, i))] = _tensor_to_numpy(C.interp_output_at(ip, i).contents)
+                return out
+        finally:
+            self._release(fn, ip)
+
+    def _feed(self, fn, data):
+        """Checks data against the function's inputs and converts every
+        array to its input's dtype: dict name -> (mil dtype, array)."""
+        ip = self._interp(fn)
+        declared = collections.OrderedDict()
         for i in range(C.interp_n_inputs(ip)):
             declared[_s(C.interp_input_name(ip, i))] = C.interp_input_type(ip, i).contents
-        keep = []
-        with Diag() as d:
-            for name, value in data.items():
-                t = declared.get(name)
-                if t is None:
-                    raise MILNotFoundError("predict: model has no input '%s'; inputs: %s" %
-                                           (name, ", ".join(declared) or "(none)"))
-                np_dt = _NP_OF_DTYPE.get(t.dtype)
-                if np_dt is None:
-                    raise MILUnsupportedError("predict: input '%s' has dtype %s, which predict cannot feed" %
-                                              (name, _s(C.dtype_name(t.dtype))))
-                arr = np.ascontiguousarray(np.asarray(value), dtype=np_dt)
-                if t.is_scalar and arr.size == 1:
-                    arr = arr.reshape(())
-                shape = (C.c_int64 * max(arr.ndim, 1))(*arr.shape)
-                ten = C.Tensor(t.dtype, arr.ndim, shape, arr.ctypes.data, arr.nbytes, arr.size)
-                keep.append((arr, shape))
-                d.raise_for(C.interp_set_input(ip, name.encode(), C.byref(ten), d.ref))
-            if seed is not None:
-                C.interp_set_seed(ip, seed)
-            d.raise_for(C.interp_run(ip, state._h if state is not None else None, d.ref))
-            out = {}
-            for i in range(C.interp_n_outputs(ip)):
-                out[_s(C.interp_output_name(ip, i))] = _tensor_to_numpy(C.interp_output_at(ip, i).contents)
-            return out
+        for name in data:
+            if not isinstance(name, str):
+                raise TypeError("predict(data): input names must be str, got %r" % (name,))
+            if name not in declared:
+                raise MILNotFoundError("predict: model has no input '%s'; inputs: %s" %
+                                       (name, ", ".join(declared) or "(none)"))
+        out = collections.OrderedDict()
+        for name, t in declared.items():
+            if t.kind == 4:  # a state: fed from the State
+                continue
+            if name not in data:
+                given = ", ".join("'%s'" % k for k in data) or "none"
+                raise MILInvalidError("predict: input '%s' (%s) is missing (given: %s); every call must give "
+                                      "every input" % (name, _type_str(t), given))
+            out[name] = (t.dtype, _convert_input(name, t, data[name]))
+        return out
 
     # ----------------------------------------------------------- optimizing
     def optimize(self, pipeline="default", passes=None, options=None, compute_precision=None):
@@ -333,6 +529,18 @@ class Model:
         implemented, or the error of a failing pass (the program then holds
         what that pass left)."""
         import json
+        if passes is None and not isinstance(pipeline, str):
+            raise TypeError("optimize(pipeline=...): pipeline must be a str (libmil.pipelines()), got %s" %
+                            type(pipeline).__name__)
+        if passes is not None and not isinstance(passes, str) and (
+                not isinstance(passes, (list, tuple)) or not all(isinstance(p, str) for p in passes)):
+            raise TypeError("optimize(passes=...): passes must be a list of pass names (str), got %r" % (passes,))
+        if options is not None and (not isinstance(options, collections.abc.Mapping) or
+                                    not all(isinstance(k, str) and isinstance(v, collections.abc.Mapping)
+                                            for k, v in options.items())):
+            raise TypeError("optimize(options=...): options must be a dict pass name -> dict option -> value, "
+                            "got %r" % (options,))
+        self._handle()
         pl = C.c_void_p()
         with Diag() as d:
             if passes is not None:

@@ -42,7 +42,8 @@
 #define INTERP_MAX_DEPTH (MIL_MAX_BLOCK_DEPTH + 1)
 
 typedef struct interp_state_slot {
-  const char *name; /* state input name (owned by the state object) */
+  const char *name; /* state input name (in the shared program copy) */
+  const mil_type *elem; /* the wrapped tensor type (in the shared program copy) */
   mil_dtype dtype;
   int32_t rank;
   int64_t shape[MIL_INTERP_MAX_RANK];
@@ -51,7 +52,7 @@ typedef struct interp_state_slot {
 } interp_state_slot;
 
 struct mil_interp_state {
-  const mil_interp *owner;
+  const void *family; /* the interp_shared of the interpreters it serves (holds a reference) */
   int32_t n;
   interp_state_slot *slots;
 };

@@ -202,6 +202,20 @@ uint64_t mil_blob_file_size(const mil_blob_file *f) { return f ? f->size : 0; }
 uint32_t mil_blob_file_count(const mil_blob_file *f) { return f ? f->count : 0; }
 const void *mil_blob_file_base(const mil_blob_file *f) { return f ? f->base : NULL; }
 
+mil_status mil_blob_file_check(const mil_blob_file *f, mil_diag *d) {
+  if (!f) return mil_diag_error(d, MIL_ERR_INVALID, "mil_blob_file_check: NULL file");
+  struct stat st;
+  if (fstat(f->fd, &st) != 0)
+    return mil_diag_error(d, MIL_ERR_IO, "%s: cannot stat the weight file: %s", f->path, strerror(errno));
+  if ((uint64_t)st.st_size < f->size)
+    return mil_diag_error(d, MIL_ERR_IO,
+                          "%s: the weight file is now %llu bytes, but was %llu bytes when the model was loaded (it "
+                          "was truncated or rewritten in place since); its weights cannot be read: load the model "
+                          "again",
+                          f->path, (unsigned long long)st.st_size, (unsigned long long)f->size);
+  return MIL_OK;
+}
+
 /* ---- metadata validation ------------------------------------------------- */
 
 #define ULL(x) ((unsigned long long)(x))

@@ -244,6 +244,14 @@ mil_blob_file *mil_model_weight_file(const mil_model *m, int32_t i) {
   return i >= 0 && i < m->n_weights ? m->weights[i] : NULL;
 }
 
+mil_status mil_model_check_weights(const mil_model *m, mil_diag *d) {
+  for (int32_t i = 0; m && i < m->n_weights; i++) {
+    mil_status st = mil_blob_file_check(m->weights[i], d);
+    if (st != MIL_OK) return st;
+  }
+  return MIL_OK;
+}
+
 const mil_model_desc *mil_model_description(mil_model *m) {
   static const mil_model_desc empty = {false, "main", 0, NULL, "", "", "", "", 0, NULL, NULL};
   if (!m->view) {

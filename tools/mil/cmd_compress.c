@@ -315,6 +315,8 @@ int cmd_compress(int argc, char **argv) {
     fprintf(stderr, "%s: %lld weights %s; const bytes %.2f MB -> %.2f MB (%.2fx) in %.2f s\n", pass,
             (long long)changed, a.decompress ? "decompressed" : "compressed", bytes_before / 1e6, bytes_after / 1e6,
             bytes_after ? (double)bytes_before / (double)bytes_after : 0.0, opt_now() - t0);
+  if (!a.quiet)
+    opt_print_written(stderr, a.out, m.program, m.model ? mil_model_spec_version(m.model) : 0, opt_now() - t0);
   rc = CLI_OK;
 out:
   opt_progress_clear(&pg);

@@ -10,11 +10,12 @@
 #include "mil/model.h"
 #include "mil/onnx.h"
 #include "mil/ops.h"
+#include "opt_summary.h"
 
 static void help(void) {
-  printf("usage: mil convert [--target iOS15..iOS18] [--spec-version N] [--inline-weights] IN OUT\n"
+  printf("usage: mil convert [--target iOS15..iOS18] [--spec-version N] [--inline-weights] [--quiet] IN OUT\n"
          "       mil convert MODEL.onnx OUT [--target iOS15..iOS18] [--precision fp16|fp32]\n"
-         "                   [--pipeline NAME] [--input-shape NAME=D1,D2,...]... [--inline-weights]\n"
+         "                   [--pipeline NAME] [--input-shape NAME=D1,D2,...]... [--inline-weights] [--quiet]\n"
          "       mil convert --list-ops\n\n"
          "Read model IN (.mlpackage, .mlmodel, .mil or .onnx) and write it to OUT, in the\n"
          "format OUT's extension names:\n"
@@ -40,7 +41,11 @@ static void help(void) {
          "                    For ONNX input: the deployment target (default iOS15)\n"
          "  --spec-version N  write specification version N (6..10); default: keep\n"
          "                    the input's (for .mil: the one its opset implies)\n"
-         "  --inline-weights  .mil output: every const value in the text, no weight file\n\n"
+         "  --inline-weights  .mil output: every const value in the text, no weight file\n"
+         "  --quiet           print nothing but errors\n"
+         "On success a line on standard error says what was written: the file, its\n"
+         "specification version and target, ops, weights and the time taken; on a\n"
+         "terminal, standard error also shows what is being done meanwhile.\n\n"
          "ONNX models (IN ending in .onnx) are imported: initializers become consts,\n"
          "graph inputs and outputs the function's I/O (int64 and double as int32 and\n"
          "fp32), each node the MIL ops coremltools' frontends emit; then the pass\n"
@@ -102,7 +107,8 @@ typedef struct onnx_args {
 int cmd_convert(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
   int spec = 0, target = 0;
-  bool inline_weights = false;
+  bool inline_weights = false, quiet = false;
+  double t0 = opt_now();
   onnx_args *oa = calloc(1, sizeof *oa);
   if (!oa) return CLI_FAIL;
   bool onnx_opts = false;
@@ -122,6 +128,8 @@ int cmd_convert(int argc, char **argv) {
       goto done;
     } else if (strcmp(s, "--inline-weights") == 0) {
       inline_weights = true;
+    } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
+      quiet = true;
     } else if (strcmp(s, "--target") == 0) {
       if (i + 1 >= argc) USAGE("--target needs a value");
       if ((rc = cli_parse_target("convert", argv[++i], &target)) != CLI_OK) goto done;
@@ -169,19 +177,28 @@ int cmd_convert(int argc, char **argv) {
   mil_diag d;
   mil_diag_init(&d);
   mil_model *m = NULL;
+  opt_progress pg;
+  opt_progress_init(&pg, stderr, !quiet);
+  opt_progress_show(&pg, onnx ? "importing %s (and running the %s pipeline) ..." : "loading %s ...", in,
+                    oa->o.no_pipeline ? "no" : oa->o.pipeline ? oa->o.pipeline : "default");
   mil_status st = onnx ? mil_onnx_import(in, &oa->o, &m, &d) : mil_model_load(in, &m, &d);
+  opt_progress_clear(&pg);
   if (st == MIL_OK && target && !onnx) st = mil_program_retarget(mil_model_program(m), target, &d);
   if (st == MIL_OK && target && !onnx && !spec) st = mil_model_set_spec_version(m, target);
   if (st == MIL_OK && spec) st = mil_model_set_spec_version(m, spec);
-  if (st == MIL_OK)
+  if (st == MIL_OK) {
+    opt_progress_show(&pg, "writing %s ...", out);
     st = to_text ? mil_save_text(mil_model_program(m), out, inline_weights, &d) : mil_model_save(m, out, &d);
+    opt_progress_clear(&pg);
+  }
+  if (st == MIL_OK && d.n_warnings && !quiet) cli_print_diag(&d);
+  if (st == MIL_OK && !quiet)
+    opt_print_written(stderr, out, mil_model_program(m), to_text ? 0 : mil_model_spec_version(m), opt_now() - t0);
   if (st != MIL_OK) {
     cli_print_diag(&d);
     if (d.n_errors == 0) fprintf(stderr, "mil: error: convert failed: %s\n", mil_status_str(st));
     rc = CLI_FAIL;
   }
-  else if (d.n_warnings)
-    cli_print_diag(&d);
   mil_model_free(m);
   mil_diag_clear(&d);
 done:

@@ -197,12 +197,12 @@ static cJSON *json_var(const mil_var *v, const mil_feature *f) {
   return o;
 }
 
-static int print_json(mil_model *m) {
+static int print_json(mil_model *m, const char *path) {
   mil_program *p = mil_model_program(m);
   int spec = mil_model_spec_version(m);
   const mil_model_desc *md = mil_model_description(m);
   cJSON *root = cJSON_CreateObject();
-  cJSON_AddStringToObject(root, "path", mil_model_path(m));
+  cJSON_AddStringToObject(root, "path", path);
   cJSON_AddNumberToObject(root, "specification_version", spec);
   cJSON_AddStringToObject(root, "target", target_name(spec));
   cJSON_AddStringToObject(root, "default_function", md->default_function_name);
@@ -320,8 +320,12 @@ int cmd_info(int argc, char **argv) {
     return CLI_FAIL;
   }
   mil_program *p = mil_model_program(m);
+  /* an imported ONNX model has no file of its own: show the one given */
+  size_t pl = strlen(path);
+  bool onnx = pl > 5 && strcmp(path + pl - 5, ".onnx") == 0;
+  const char *shown = mil_model_path(m)[0] ? mil_model_path(m) : path;
   if (json) {
-    int jrc = print_json(m);
+    int jrc = print_json(m, shown);
     mil_model_free(m);
     mil_diag_clear(&d);
     return jrc;
@@ -334,7 +338,8 @@ int cmd_info(int argc, char **argv) {
   }
   int spec = mil_model_spec_version(m);
   const mil_model_desc *md = mil_model_description(m);
-  printf("model: %s\n", cli_esc(mil_model_path(m)));
+  printf("model: %s%s\n", cli_esc(shown),
+         onnx ? " (ONNX, imported as `mil convert` imports it: DEFAULT pipeline, fp16, iOS15)" : "");
   printf("specification version: %d (%s)\n", spec, target_name(spec));
   printf("opset: %s\n", p->n_functions ? cli_esc(p->functions[0]->opset) : "-");
   printf("functions: %d (default: %s)%s\n", p->n_functions, cli_esc(md->default_function_name),

@@ -422,6 +422,8 @@ out:
     sum.total_s = opt_now() - t_begin;
     opt_summary_print(stderr, &sum);
   }
+  if (rc == CLI_OK && !a.quiet)
+    opt_print_written(stderr, a.out, m.program, m.model ? mil_model_spec_version(m.model) : 0, opt_now() - t_begin);
   opt_census_free(&before);
   opt_census_free(&after);
   mil_pipeline_report_free(&rep);

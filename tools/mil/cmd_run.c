@@ -115,6 +115,8 @@ int cmd_run(int argc, char **argv) {
       uint64_t rs = seed;
       st = kept ? cli_set_inputs(ip, ins, n_ins, random_inputs ? &rs : NULL, kept, &d) : MIL_ERR_NOMEM;
     }
+    /* the weight files still cover their mappings (a truncated one would raise SIGBUS) */
+    if (st == MIL_OK && m.model) st = mil_model_check_weights(m.model, &d);
     if (st == MIL_OK) st = mil_interp_run(ip, NULL, &d);
     if (st == MIL_OK && write && mkdir(outdir, 0777) != 0 && errno != EEXIST)
       st = mil_diag_error(&d, MIL_ERR_IO, "%s: cannot create the output directory: %s", outdir, strerror(errno));

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "mil/blob.h"
 #include "mil/model.h"
+#include "mil/ops.h"
 
 double opt_now(void) {
   struct timespec ts;
@@ -282,4 +283,22 @@ void opt_summary_print(FILE *f, const opt_summary *s) {
   }
   long kb = peak_rss_kb();
   if (kb > 0) fprintf(f, "peak memory: %s\n", opt_fmt_bytes((uint64_t)kb * 1024u, b1, sizeof b1));
+}
+
+void opt_print_written(FILE *f, const char *out, mil_program *p, int spec_version, double seconds) {
+  opt_census c;
+  memset(&c, 0, sizeof c);
+  bool ok = opt_census_take(p, spec_version, &c);
+  const char *opset = p && p->n_functions ? p->functions[0]->opset : NULL;
+  int spec = spec_version ? spec_version : opset ? mil_spec_version_for_opset(opset) : 0;
+  int ver = opset ? mil_opset_version(opset) : -1;
+  char bytes[32];
+  if (ok)
+    fprintf(f, "mil: wrote %s (spec %d%s%s): %lld ops, %lld weights (%s) in %.2f s\n",
+            strcmp(out, "-") == 0 ? "standard output" : cli_esc(out), spec, ver >= 0 ? ", " : "",
+            ver >= 0 ? mil_opset_target_name(ver) : "", (long long)c.ops, (long long)c.n_weights,
+            opt_fmt_bytes(c.weight_bytes, bytes, sizeof bytes), seconds);
+  else
+    fprintf(f, "mil: wrote %s in %.2f s\n", strcmp(out, "-") == 0 ? "standard output" : cli_esc(out), seconds);
+  opt_census_free(&c);
 }
