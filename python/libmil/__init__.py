@@ -53,7 +53,7 @@ def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", p
     Raises MILUnsupportedError naming the node, op_type, domain and opset of
     an op libmil does not convert, MILIOError / MILFormatError for a file
     that cannot be read."""
-    if _capi.onnx_import is None:
+    if _capi.onnx_import is None or _capi.convert is None:
         raise MILUnsupportedError("this libmil was built without the ONNX importer")
     if isinstance(minimum_deployment_target, target):
         minimum_deployment_target = "iOS%d" % (minimum_deployment_target + 9)  # spec 6 = iOS15
@@ -71,13 +71,13 @@ def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", p
         dv = (_capi.c_int64 * max(len(dims), 1))(*dims)
         keep.append(dv)
         arr[i] = _capi.OnnxInputShape(name.encode(), len(dims), dv)
-    opts = _capi.OnnxOptions(_capi.TARGETS[minimum_deployment_target], compute_precision == "fp32",
-                             pass_pipeline.encode() if pass_pipeline else None, pass_pipeline is None,
-                             len(shapes), arr)
+    opts = _capi.ConvertOptions(target=_capi.TARGETS[minimum_deployment_target], fp32=compute_precision == "fp32",
+                                pipeline=pass_pipeline.encode() if pass_pipeline else None,
+                                no_pipeline=pass_pipeline is None, n_input_shapes=len(shapes), input_shapes=arr)
     path = os.fspath(path)
     h = _capi.c_void_p()
     with Diag() as d:
-        d.raise_for(_capi.onnx_import(path.encode(), _capi.byref(opts), _capi.byref(h), d.ref))
+        d.raise_for(_capi.convert(path.encode(), _capi.byref(opts), _capi.byref(h), d.ref))
     return Model(h.value, path)
 
 

@@ -241,11 +241,18 @@ class OnnxInputShape(Structure):  # mil_onnx_input_shape (onnx.h)
 
 
 class OnnxOptions(Structure):  # mil_onnx_options (onnx.h)
-    _fields_ = [("target", c_int), ("fp32", c_bool), ("pipeline", c_char_p), ("no_pipeline", c_bool),
-                ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape))]
+    _fields_ = [("target", c_int), ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape))]
+
+
+class ConvertOptions(Structure):  # mil_convert_options (convert.h)
+    _fields_ = [("target", c_int), ("spec_version", c_int), ("fp32", c_bool), ("pipeline", c_char_p),
+                ("no_pipeline", c_bool), ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape)),
+                ("interface", c_void_p), ("output_path", c_char_p), ("inline_weights", c_bool)]
 
 
 # The ONNX importer (None in a library built without it).
 onnx_import = _fn("mil_onnx_import", c_int, c_char_p, POINTER(OnnxOptions), POINTER(P), pDiag, optional=True)
+# Conversion (convert.h): import -> model interface -> pipeline -> save.
+convert = _fn("mil_convert", c_int, c_char_p, POINTER(ConvertOptions), POINTER(P), pDiag, optional=True)
 # opset versions of the deployment targets (ops.h MIL_IOS15..)
 TARGETS = {"iOS15": 6, "iOS16": 7, "iOS17": 8, "iOS18": 9}
