@@ -15,7 +15,9 @@
 #ifndef MIL_PASS_INTERNAL_H
 #define MIL_PASS_INTERNAL_H
 
-#include "mil/mil.h"
+#include <stdio.h> /* snprintf for names and messages */
+
+#include "mil/ir.h"
 #include "mil/ops.h"
 #include "mil/passes.h"
 
