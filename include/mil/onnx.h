@@ -26,7 +26,7 @@
  *
  * Ops are converted by a table of (op_type, domain, opset range) ->
  * converter entries, one source file per ONNX op family
- * (src/onnx/ops_<family>.c, listed in src/onnx/ops_families.def);
+ * (src/onnx/import/ops_<family>.c, listed in src/onnx/import/ops_families.def);
  * mil_onnx_op_at lists them. docs/onnx.md describes the mapping.
  */
 #ifndef MIL_ONNX_H
