@@ -45,11 +45,6 @@ def _features(ptr, n):
     return out
 
 
-class _ProgramHead(ctypes.Structure):  # the leading public fields of struct mil_program (ir.h)
-    _fields_ = [("version", C.c_int64), ("doc_string", C.c_char_p), ("n_functions", C.c_int32),
-                ("functions", C.POINTER(C.POINTER(C.c_char_p)))]  # mil_function* whose first field is the name
-
-
 def _program_text(program, complete):
     opts = C.PrintOptions(1 if complete else 0, False)
     buf = C.Buf()
@@ -57,9 +52,22 @@ def _program_text(program, complete):
         C.print_program(program, C.byref(opts), C.byref(buf))
         if buf.oom:
             raise MemoryError("libmil: out of memory printing the program")
-        return ctypes.string_at(buf.data, buf.len).decode("utf-8") if buf.len else ""
+        return C.string_at(buf.data, buf.len).decode("utf-8") if buf.len else ""
     finally:
         C.buf_free(C.byref(buf))
+
+
+def _open(path):
+    """Loads the model at path and returns its C handle (libmil.load's rules)."""
+    if path.endswith(".onnx"):
+        from . import convert  # the package's convert; imported here to avoid a cycle
+        m = convert(path)
+        h, m._h = m._h, None
+        return h
+    h = C.c_void_p()
+    with Diag() as d:
+        d.raise_for(C.model_load(path.encode(), C.byref(h), d.ref))
+    return h.value
 
 
 def _tensor_to_numpy(t):
@@ -69,7 +77,7 @@ def _tensor_to_numpy(t):
     shape = tuple(t.shape[i] for i in range(t.rank)) if t.rank else ()
     arr = np.empty(shape, dtype=dt)
     if t.nbytes:
-        ctypes.memmove(arr.ctypes.data, t.data, t.nbytes)
+        C.memmove(arr.ctypes.data, t.data, t.nbytes)
     return arr
 
 
@@ -264,7 +272,7 @@ class Model:
     @property
     def functions(self):
         """Names of the program's functions, in program order (list of str)."""
-        head = _ProgramHead.from_address(self._program)
+        head = C.ProgramHead.from_address(self._program)
         return [_s(head.functions[i][0]) for i in range(head.n_functions)]
 
     def _desc(self):

@@ -24,6 +24,7 @@
 
 #include "mil/interp.h"
 #include "mil/mil.h"
+#include "mil/convert.h"
 #include "mil/onnx.h"
 #include "mil/onnx_tensor.h"
 #include "mil/ops.h"
@@ -67,12 +68,12 @@ static double run_case(const char *name, int target, bool fp32) {
   snprintf(path, sizeof path, "%s/model.onnx", dir);
   mil_diag d;
   mil_diag_init(&d);
-  mil_onnx_options o;
+  mil_convert_options o;
   memset(&o, 0, sizeof o);
   o.fp32 = fp32;
   o.target = target;
   mil_model *m = NULL;
-  mil_status st = mil_onnx_import(path, &o, &m, &d);
+  mil_status st = mil_convert(path, &o, &m, &d);
   if (st != MIL_OK) printf("  %s: %s\n", name, mil_diag_first_error(&d));
   assert_int_equal(st, MIL_OK);
   mil_interp *ip = NULL;

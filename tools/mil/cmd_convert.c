@@ -1,12 +1,13 @@
 /* mil convert IN OUT: rewrite a model in the format OUT's extension names;
- * an ONNX model (.onnx) is imported (mil/onnx.h) and optimized with the
- * pipeline ct.convert runs. */
+ * an ONNX model (.onnx) is imported and optimized with the pipeline
+ * ct.convert runs. Both go through mil_convert (mil/convert.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "load.h"
+#include "mil/convert.h"
 #include "mil/model.h"
 #include "mil/onnx.h"
 #include "mil/ops.h"
@@ -99,7 +100,7 @@ static bool parse_shape(const char *spec, mil_onnx_input_shape *out, int64_t *di
 }
 
 typedef struct onnx_args {
-  mil_onnx_options o;
+  mil_convert_options o;
   mil_onnx_input_shape shapes[64];
   int64_t dims[64][32];
 } onnx_args;
@@ -173,24 +174,20 @@ int cmd_convert(int argc, char **argv) {
   bool onnx = ends_with(in, ".onnx");
   if (onnx_opts && !onnx) USAGE("--precision, --pipeline and --input-shape apply to .onnx input only");
   oa->o.input_shapes = oa->shapes;
-  if (onnx) oa->o.target = target;
+  oa->o.target = target;
+  oa->o.spec_version = spec;
+  oa->o.no_pipeline = !onnx; /* a Core ML / MIL model is re-saved as it is */
+  oa->o.output_path = out;
+  oa->o.inline_weights = inline_weights;
   mil_diag d;
   mil_diag_init(&d);
   mil_model *m = NULL;
   opt_progress pg;
   opt_progress_init(&pg, stderr, !quiet);
-  opt_progress_show(&pg, onnx ? "importing %s (and running the %s pipeline) ..." : "loading %s ...", in,
+  opt_progress_show(&pg, onnx ? "converting %s (import and the %s pipeline) ..." : "converting %s ...", in,
                     oa->o.no_pipeline ? "no" : oa->o.pipeline ? oa->o.pipeline : "default");
-  mil_status st = onnx ? mil_onnx_import(in, &oa->o, &m, &d) : mil_model_load(in, &m, &d);
+  mil_status st = mil_convert(in, &oa->o, &m, &d);
   opt_progress_clear(&pg);
-  if (st == MIL_OK && target && !onnx) st = mil_program_retarget(mil_model_program(m), target, &d);
-  if (st == MIL_OK && target && !onnx && !spec) st = mil_model_set_spec_version(m, target);
-  if (st == MIL_OK && spec) st = mil_model_set_spec_version(m, spec);
-  if (st == MIL_OK) {
-    opt_progress_show(&pg, "writing %s ...", out);
-    st = to_text ? mil_save_text(mil_model_program(m), out, inline_weights, &d) : mil_model_save(m, out, &d);
-    opt_progress_clear(&pg);
-  }
   if (st == MIL_OK && d.n_warnings && !quiet) cli_print_diag(&d);
   if (st == MIL_OK && !quiet)
     opt_print_written(stderr, out, mil_model_program(m), to_text ? 0 : mil_model_spec_version(m), opt_now() - t0);

@@ -67,7 +67,7 @@ static bool is_onnx(const char *path) {
  * when an op needs a newer one). */
 static mil_status load_onnx_reference(const char *path, cli_loaded *out, mil_diag *d) {
   memset(out, 0, sizeof *out);
-  mil_onnx_options o = {0, true, NULL, true, 0, NULL};
+  mil_onnx_options o = {.target = 0}; /* the importer runs no pipeline: fp32 as built */
   mil_model *m = NULL;
   mil_diag first;
   mil_diag_init(&first);
