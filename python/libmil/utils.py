@@ -1,0 +1,244 @@
+"""Model utilities with coremltools.models.utils' names and signatures:
+multifunction models, renaming features, fp32/fp16 I/O, fixed-shape
+functions. Implemented in C (include/mil/utils.h); see `mil merge`,
+`mil edit` and `mil materialize` for the same from the command line.
+
+    >>> from libmil.utils import MultiFunctionDescriptor, save_multifunction
+    >>> desc = MultiFunctionDescriptor()
+    >>> desc.add_function("base.mlpackage", "main", "base")
+    >>> desc.add_function("adapted.mlpackage", "main", "adapted")
+    >>> desc.default_function_name = "base"
+    >>> save_multifunction(desc, "both.mlpackage")   # shared weights stored once
+"""
+import copy as _copy
+import json as _json
+import os as _os
+import shutil as _shutil
+import tempfile as _tempfile
+
+import numpy as _np
+
+from . import _capi as C
+from ._errors import Diag as _Diag
+from ._model import Model as _Model
+
+__all__ = ["MultiFunctionDescriptor", "save_multifunction", "rename_feature", "change_input_output_tensor_type",
+           "materialize_dynamic_shape_mlmodel", "set_feature_description", "set_metadata", "bisect_model",
+           "make_pipeline", "randomize_weights"]
+
+
+def _load(path):
+    from . import load
+    return load(path)
+
+
+class MultiFunctionDescriptor:
+    """How to build a multifunction model from functions of several models
+    (coremltools.utils.MultiFunctionDescriptor). add_function() names a
+    function of a model and its name in the result; default_function_name
+    must be set before save_multifunction()."""
+
+    def __init__(self, model_path=None):
+        self._default_function_name = None
+        self._name_to_source_function = {}
+        self._modelpath_to_functions = {}
+        if model_path is not None:
+            self.add_model(model_path)
+
+    def _functions(self):
+        return _copy.copy(self._name_to_source_function)
+
+    def _add_modelpath_to_cache(self, model_path):
+        model_path = _os.fspath(model_path)
+        if model_path in self._modelpath_to_functions:
+            return
+        try:
+            m = _load(model_path)
+        except Exception as err:
+            raise ValueError(f"invalid model_path {model_path} with error {err} while loading.")
+        try:
+            d = m._desc().contents
+            if d.multi_function:
+                names = [d.functions[i].name.decode() for i in range(d.n_functions)]
+            else:
+                names = ["main"]
+        finally:
+            m.close()
+        self._modelpath_to_functions[model_path] = names
+
+    @property
+    def default_function_name(self):
+        return self._default_function_name
+
+    @default_function_name.setter
+    def default_function_name(self, val):
+        if not isinstance(val, str):
+            raise ValueError(f"default_function_name must be type of str. Got {val}.")
+        self._default_function_name = val
+
+    def add_function(self, model_path, src_function_name, target_function_name):
+        """Inserts function src_function_name of model_path as
+        target_function_name."""
+        model_path = _os.fspath(model_path)
+        self._add_modelpath_to_cache(model_path)
+        if src_function_name not in self._modelpath_to_functions[model_path]:
+            raise ValueError(f"src_function_name {src_function_name} not found in {model_path}.")
+        if target_function_name in self._name_to_source_function:
+            raise ValueError(f"function {target_function_name} already exist.")
+        self._name_to_source_function[target_function_name] = (model_path, src_function_name)
+
+    def add_model(self, model_path):
+        """Inserts every function of model_path under its own name."""
+        model_path = _os.fspath(model_path)
+        self._add_modelpath_to_cache(model_path)
+        for name in self._modelpath_to_functions[model_path]:
+            self.add_function(model_path, name, name)
+
+    def remove_function(self, function_name):
+        if function_name not in self._name_to_source_function:
+            raise ValueError(f"function_name {function_name} not found.")
+        del self._name_to_source_function[function_name]
+
+
+def save_multifunction(desc, destination_path):
+    """Writes desc as a multifunction .mlpackage (specification version 9 /
+    iOS18 or later) whose consts equal across functions are stored once
+    (coremltools.utils.save_multifunction). Weights are streamed from the
+    sources' mapped files; the file is written atomically."""
+    if desc.default_function_name is None:
+        raise ValueError("default_function_name must be set for the MultiFunctionDescriptor instance before calling "
+                         "save_multifunction.")
+    items = list(desc._name_to_source_function.items())
+    if desc.default_function_name not in desc._name_to_source_function:
+        raise ValueError(f"default_function_name {desc.default_function_name} not found in the program. Available "
+                         f"functions names are {[k for k, _ in items]}")
+    arr = (C.MergeFunction * max(1, len(items)))()
+    keep = []
+    for i, (target, (path, src)) in enumerate(items):
+        b = (path.encode(), src.encode(), target.encode())
+        keep.append(b)
+        arr[i].model_path, arr[i].src_function, arr[i].target_function = b
+    with _Diag() as d:
+        d.raise_for(C.utils_save_multifunction(arr, len(items), desc.default_function_name.encode(),
+                                               _os.fspath(destination_path).encode(), d.ref))
+
+
+def _handle(model):
+    if not isinstance(model, _Model):
+        raise ValueError(f"input model must be a libmil Model (libmil.load), actual type is {type(model)}")
+    return model._handle()
+
+
+def rename_feature(model, current_name, new_name, rename_inputs=True, rename_outputs=True):
+    """Renames input/output current_name to new_name in place, in the
+    description (predicted-feature fields too) and the program
+    (coremltools.utils.rename_feature; here on a loaded Model rather than a
+    spec). A name no feature has is a no-op."""
+    with _Diag() as d:
+        d.raise_for(C.utils_rename_feature(_handle(model), current_name.encode(), new_name.encode(),
+                                           bool(rename_inputs), bool(rename_outputs), d.ref))
+    model._free_interps()
+
+
+def _dtype(t, what):
+    if isinstance(t, str):
+        key = t.lower()
+    elif t is _np.float16 or t is _np.float32:
+        key = "fp16" if t is _np.float16 else "fp32"
+    else:
+        try:
+            key = {_np.dtype(_np.float16): "fp16", _np.dtype(_np.float32): "fp32"}.get(_np.dtype(t))
+        except TypeError:
+            key = None
+        if key is None and isinstance(t, int):  # ArrayFeatureType numbers
+            key = {65552: "fp16", 65568: "fp32"}.get(t)
+    table = {"fp16": C.DT_FP16, "float16": C.DT_FP16, "fp32": C.DT_FP32, "float32": C.DT_FP32}
+    if key not in table:
+        raise ValueError(f"not supported {what}: must be FLOAT16 or FLOAT32 ('fp16', 'fp32', np.float16, "
+                         f"np.float32), got {t!r}")
+    return table[key]
+
+
+def _copy_model(model):
+    """A new Model equal to model (saved to a temporary package and loaded:
+    its weights stay mapped after the temporary files are removed)."""
+    tmp = _tempfile.mkdtemp(prefix="libmil-utils-")
+    try:
+        p = _os.path.join(tmp, "copy.mlpackage")
+        model.save(p)
+        new = _load(p)
+    finally:
+        _shutil.rmtree(tmp, ignore_errors=True)
+    new.path = model.path
+    return new
+
+
+def change_input_output_tensor_type(model, from_type, to_type, function_names=None, input_names=None,
+                                    output_names=None):
+    """Returns a new Model whose fp32 (from_type) inputs/outputs are fp16
+    (to_type), or the reverse (coremltools.utils.change_input_output_tensor_type).
+    Types: "fp32"/"fp16", np.float32/np.float16 or ArrayFeatureType numbers.
+    function_names: default ["main"]; input_names: default none ("*": all);
+    output_names: default all. Functions changed get opset iOS16 at least."""
+    _handle(model)
+    f = _dtype(from_type, "from_type")
+    t = _dtype(to_type, "to_type")
+    new = _copy_model(model)
+    fa, nf = C.str_array(function_names or None)
+    ia, ni = C.str_array(input_names)
+    oa, no = C.str_array(output_names)
+    with _Diag() as d:
+        d.raise_for(C.utils_change_io_type(new._handle(), f, t, fa, nf, ia, ni, oa, no, d.ref))
+    return new
+
+
+def set_feature_description(model, name, text, function=None):
+    """Sets (or with text None clears) the shortDescription of an input,
+    output or state, in place."""
+    with _Diag() as d:
+        d.raise_for(C.utils_set_feature_description(_handle(model), function.encode() if function else None,
+                                                    name.encode(), text.encode() if text is not None else None,
+                                                    d.ref))
+
+
+def set_metadata(model, field, value):
+    """Sets (value None: removes) a metadata field in place: "short_description",
+    "author", "license", "version", or a userDefined key."""
+    with _Diag() as d:
+        d.raise_for(C.utils_set_model_metadata(_handle(model), field.encode(),
+                                               value.encode() if value is not None else None, d.ref))
+
+
+def materialize_dynamic_shape_mlmodel(dynamic_shape_mlmodel, function_name_to_materialization_map,
+                                      destination_path, source_function_name="main"):
+    """Writes to destination_path the model with fixed-shape functions made
+    from source_function_name ({"batch_1": {"x": (1, 64)}, ...}), sharing the
+    weights (coremltools.utils.materialize_dynamic_shape_mlmodel). The model
+    passed is not modified."""
+    _handle(dynamic_shape_mlmodel)
+    mp = {}
+    for fn, shapes in function_name_to_materialization_map.items():
+        mp[fn] = {k: [int(x) for x in v] for k, v in shapes.items()}
+    work = _copy_model(dynamic_shape_mlmodel)
+    try:
+        with _Diag() as d:
+            d.raise_for(C.utils_materialize(work._handle(), _json.dumps(mp).encode(),
+                                            _os.fspath(destination_path).encode(), source_function_name.encode(),
+                                            d.ref))
+    finally:
+        work.close()
+
+
+def bisect_model(model, output_dir, merge_chunks_to_pipeline=False, check_output_correctness=True):
+    """coremltools.utils.bisect_model: not implemented in this libmil yet."""
+    raise NotImplementedError("bisect_model is not implemented in libmil yet")
+
+
+def make_pipeline(*models):
+    """coremltools.utils.make_pipeline: not implemented in this libmil yet."""
+    raise NotImplementedError("make_pipeline is not implemented in libmil yet")
+
+
+def randomize_weights(model):
+    """coremltools.utils.randomize_weights: not implemented in this libmil yet."""
+    raise NotImplementedError("randomize_weights is not implemented in libmil yet")
