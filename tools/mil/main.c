@@ -83,7 +83,7 @@ static void usage(FILE *out) {
           "Read, validate, optimize, run and write Core ML ML Program (MIL) models.\n\n"
           "commands:\n");
   for (size_t i = 0; i < N_CMDS; i++)
-    if (*k_cmds[i].fn) fprintf(out, "  %-10s %s\n", k_cmds[i].name, k_cmds[i].summary);
+    if (*k_cmds[i].fn) fprintf(out, "  %-12s %s\n", k_cmds[i].name, k_cmds[i].summary);
   fprintf(out, "\nRun 'mil COMMAND --help' for a command's options.\n"
                "Exit status: 0 success, 1 invalid input or failed check, 2 usage error.\n");
 }
