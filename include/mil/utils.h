@@ -143,6 +143,39 @@ MIL_API mil_status mil_utils_materialize(mil_model *m, const char *map_json, con
                                          const char *source_function, mil_diag *d);
 
 /* ------------------------------------------------------------------------ */
+/* Splitting a model in two (bisect_model)                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Where mil_utils_bisect cut the model. */
+typedef struct mil_utils_bisect_info {
+  int32_t op_index;                 /* position of the incision op in the main block */
+  const char *op_name, *op_type;    /* the incision op (valid while m lives) */
+  int64_t first_chunk_weight_bytes; /* const weight bytes up to the incision */
+  int64_t total_weight_bytes;       /* const weight bytes of the model */
+  int32_t n_boundary;               /* vars passed from chunk 1 to chunk 2 */
+} mil_utils_bisect_info;
+
+/* bisect_model: splits m (one function, "main") into two models of about
+ * equal weight size written to chunk1_path and chunk2_path, coremltools'
+ * way: the weight size of each tensor const of the main block is its
+ * elements times their item size; the incision op is the first non-const
+ * op where the running size reaches half the total and whose one output is
+ * used by exactly one op. Chunk 1 computes everything up to the incision
+ * and returns the vars that later ops use (in program order; fp16 ones cast
+ * to fp32, the cast taking the var's name); chunk 2 takes them as inputs of
+ * those names (fp32, cast back to fp16 where needed) plus the model inputs
+ * it still uses, and computes the model outputs. Dead code is removed from
+ * both, the DEFAULT pipeline runs on both (as coremltools' converter does)
+ * and both keep m's specification version; their descriptions are
+ * synthesized. Running chunk 1, then chunk 2 on its outputs, gives the
+ * model's outputs. m is not modified. info (may be NULL) receives where the
+ * cut was made. Errors: MIL_ERR_INVALID ("'bisect_model' only support model
+ * with a single 'main' function."; "Not able to find the bisect point in
+ * the model."), errors of the pipeline and of mil_model_save. */
+MIL_API mil_status mil_utils_bisect(mil_model *m, const char *chunk1_path, const char *chunk2_path,
+                                    mil_utils_bisect_info *info, mil_diag *d);
+
+/* ------------------------------------------------------------------------ */
 /* Weight sharing across functions                                           */
 /* ------------------------------------------------------------------------ */
 

@@ -26,6 +26,7 @@ CMD(compress)
 CMD(merge)
 CMD(edit)
 CMD(materialize)
+CMD(split)
 #undef CMD
 
 typedef struct cmd_entry {
@@ -35,7 +36,7 @@ typedef struct cmd_entry {
 } cmd_entry;
 
 static cli_cmd_fn f_print, f_validate, f_convert, f_info, f_opt, f_passes, f_ops, f_diff, f_run, f_verify, f_graph, f_tensor,
-    f_compress, f_merge, f_edit, f_materialize;
+    f_compress, f_merge, f_edit, f_materialize, f_split;
 
 static const cmd_entry k_cmds[] = {
     {"print", &f_print, "print a model as MIL text (coremltools form, or --complete)"},
@@ -54,6 +55,7 @@ static const cmd_entry k_cmds[] = {
     {"merge", &f_merge, "merge functions of several models into one multifunction model"},
     {"edit", &f_edit, "rename inputs/outputs, switch fp32/fp16 I/O, set metadata"},
     {"materialize", &f_materialize, "fixed-shape functions of a flexible-shape model"},
+    {"split", &f_split, "cut a model in two chunks of about equal weight size"},
 };
 #define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])
 
@@ -74,6 +76,7 @@ static void bind_commands(void) {
   f_merge = cmd_merge;
   f_edit = cmd_edit;
   f_materialize = cmd_materialize;
+  f_split = cmd_split;
 }
 
 static void usage(FILE *out) {
