@@ -269,3 +269,11 @@ def str_array(items):
         return None, 0
     arr = (c_char_p * max(1, len(items)))(*[s.encode() for s in items])
     return arr, len(items)
+
+
+class BisectInfo(Structure):  # mil_utils_bisect_info (utils.h)
+    _fields_ = [("op_index", c_int32), ("op_name", c_char_p), ("op_type", c_char_p),
+                ("first_chunk_weight_bytes", c_int64), ("total_weight_bytes", c_int64), ("n_boundary", c_int32)]
+
+
+utils_bisect = _fn("mil_utils_bisect", c_int, P, c_char_p, c_char_p, POINTER(BisectInfo), pDiag)

@@ -263,3 +263,38 @@ def test_cli_edit_and_materialize(tmp_path, mil_cli):
                     "--function", "batch_4:x=4,64"], check=True, capture_output=True)
     assert libmil.diff(out, src("ct_materialized")).equivalent
     assert weight_size(out) == EXPECTED["ct_materialized"]["weight_bin_size"]
+
+
+def test_bisect_transformer(tmp_path):
+    from libmil.utils import bisect_model
+    res = bisect_model(src("src_transformer"), str(tmp_path))
+    p1 = str(tmp_path / "src_transformer_chunk1.mlpackage")
+    p2 = str(tmp_path / "src_transformer_chunk2.mlpackage")
+    for p, case in ((p1, "ct_split/chunk1.mlpackage"), (p2, "ct_split/chunk2.mlpackage")):
+        exp = EXPECTED[case]
+        assert weight_size(p) == exp["weight_bin_size"]
+        m = libmil.load(p)
+        assert m.spec_version == exp["spec_version"]
+        for which in ("input", "output"):
+            assert our_features(m, None, which) == ct_features(case, None, which)
+        assert libmil.diff(m, os.path.join(DATA, case)).equivalent
+    # chunk 1 then chunk 2 reproduce the model, exactly on the interpreter
+    assert res == {"y": float("inf")}
+    x = np.random.default_rng(3).standard_normal((1, 8, 32)).astype(np.float32)
+    full = libmil.load(src("src_transformer")).predict({"x": x})["y"]
+    o1 = libmil.load(p1).predict({"x": x})
+    o2 = libmil.load(p2).predict({k: o1[k] for k in ("x_to_fp16", "o_cast_fp16")})["y"]
+    np.testing.assert_array_equal(o2, full)
+    # a Model object: chunk1/chunk2 names
+    bisect_model(libmil.load(src("src_transformer")), str(tmp_path / "m"), check_output_correctness=False)
+    assert sorted(os.listdir(str(tmp_path / "m"))) == ["chunk1.mlpackage", "chunk2.mlpackage"]
+    with pytest.raises(libmil.MILInvalidError, match="single 'main' function"):
+        bisect_model(src("ct_merged_shared"), str(tmp_path / "bad"))
+
+
+def test_cli_split(tmp_path, mil_cli):
+    r = subprocess.run([mil_cli, "split", src("src_transformer"), "-o", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "incision op: o_cast_fp16 (linear)" in r.stdout and "identical" in r.stdout
+    assert libmil.diff(str(tmp_path / "src_transformer_chunk2.mlpackage"),
+                       os.path.join(DATA, "ct_split", "chunk2.mlpackage")).equivalent
