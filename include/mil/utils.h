@@ -176,6 +176,36 @@ MIL_API mil_status mil_utils_bisect(mil_model *m, const char *chunk1_path, const
                                     mil_utils_bisect_info *info, mil_diag *d);
 
 /* ------------------------------------------------------------------------ */
+/* Pipeline models (make_pipeline)                                           */
+/* ------------------------------------------------------------------------ */
+
+/* make_pipeline: writes the n >= 2 single-function models at `paths` as
+ * one Pipeline model (.mlpackage, atomically) at dest_path, coremltools'
+ * way: specification version the stages' highest; the pipeline's inputs
+ * are the stages' inputs no earlier stage outputs, its outputs the stages'
+ * outputs no later stage takes (last stage first); a stage output without
+ * a shape takes the type of the next stage's input of that name; stage i's
+ * weights are written to weights/<i>-weight.bin (streamed from the source's
+ * mapped weight file) and its blob references name
+ * "@model_path/weights/<i>-weight.bin". Errors: MIL_ERR_INVALID (n < 2),
+ * MIL_ERR_UNSUPPORTED (dest not a .mlpackage; a multifunction stage),
+ * errors of mil_model_load and of writing. */
+MIL_API mil_status mil_utils_make_pipeline(const char *const *paths, int32_t n, const char *dest_path, mil_diag *d);
+
+/* Whether path is a .mlpackage holding a Pipeline (or PipelineClassifier /
+ * PipelineRegressor) model. Never fails: false for anything unreadable. */
+MIL_API bool mil_utils_is_pipeline(const char *path);
+
+/* Loads the stages of the pipeline model at path (a .mlpackage) as *n
+ * models, in pipeline order, each with its weights resolved in the
+ * package's weights directory (free with mil_utils_pipeline_free). Running
+ * them in order, each on the pipeline inputs and the outputs of the stages
+ * before it, is running the pipeline. Errors: MIL_ERR_UNSUPPORTED (not a
+ * pipeline, a stage that is not an ML Program), errors of mil_model_load. */
+MIL_API mil_status mil_utils_pipeline_load(const char *path, mil_model ***stages, int32_t *n, mil_diag *d);
+MIL_API void mil_utils_pipeline_free(mil_model **stages, int32_t n);
+
+/* ------------------------------------------------------------------------ */
 /* Weight sharing across functions                                           */
 /* ------------------------------------------------------------------------ */
 

@@ -277,3 +277,7 @@ class BisectInfo(Structure):  # mil_utils_bisect_info (utils.h)
 
 
 utils_bisect = _fn("mil_utils_bisect", c_int, P, c_char_p, c_char_p, POINTER(BisectInfo), pDiag)
+utils_make_pipeline = _fn("mil_utils_make_pipeline", c_int, POINTER(c_char_p), c_int32, c_char_p, pDiag)
+utils_is_pipeline = _fn("mil_utils_is_pipeline", c_bool, c_char_p)
+utils_pipeline_load = _fn("mil_utils_pipeline_load", c_int, c_char_p, POINTER(POINTER(P)), POINTER(c_int32), pDiag)
+utils_pipeline_free = _fn("mil_utils_pipeline_free", None, POINTER(P), c_int32)

@@ -24,7 +24,7 @@ from ._model import Model as _Model
 
 __all__ = ["MultiFunctionDescriptor", "save_multifunction", "rename_feature", "change_input_output_tensor_type",
            "materialize_dynamic_shape_mlmodel", "set_feature_description", "set_metadata", "bisect_model",
-           "make_pipeline", "randomize_weights"]
+           "make_pipeline", "PipelineModel", "randomize_weights"]
 
 
 def _load(path):
@@ -265,7 +265,8 @@ def bisect_model(model, output_dir, merge_chunks_to_pipeline=False, check_output
     """Splits a single-function model into two models of about equal weight
     size (coremltools.utils.bisect_model): output_dir/<name>_chunk1.mlpackage
     and <name>_chunk2.mlpackage for a model given by path (chunk1.mlpackage,
-    chunk2.mlpackage for a Model). With check_output_correctness, chunk 1
+    chunk2.mlpackage for a Model), or with merge_chunks_to_pipeline one
+    Pipeline model <name>_chunked_pipeline.mlpackage. With check_output_correctness, chunk 1
     then chunk 2 are run on the interpreter with random inputs and compared
     with the model (PSNR per output, a warning below 35 dB, as coremltools);
     returns {output: PSNR} then, else None."""
@@ -277,17 +278,30 @@ def bisect_model(model, output_dir, merge_chunks_to_pipeline=False, check_output
         name, m = "", model
     else:
         raise ValueError(f"'model' must be type of [str, MLModel]. Got {type(model)}.")
-    if merge_chunks_to_pipeline:
-        raise NotImplementedError("merge_chunks_to_pipeline: pipeline models are not supported by libmil yet")
     _os.makedirs(output_dir, exist_ok=True)
-    p1 = _os.path.join(output_dir, name + "chunk1.mlpackage")
-    p2 = _os.path.join(output_dir, name + "chunk2.mlpackage")
+    tmp = _tempfile.mkdtemp(prefix="libmil-bisect-") if merge_chunks_to_pipeline else None
+    where = tmp or output_dir
+    p1 = _os.path.join(where, name + "chunk1.mlpackage")
+    p2 = _os.path.join(where, name + "chunk2.mlpackage")
     info = C.BisectInfo()
-    with _Diag() as d:
-        d.raise_for(C.utils_bisect(m._handle(), p1.encode(), p2.encode(), C.byref(info), d.ref))
-    if not check_output_correctness:
-        return None
-    res = _check_chunks(m, _load(p1), _load(p2))
+    try:
+        with _Diag() as d:
+            d.raise_for(C.utils_bisect(m._handle(), p1.encode(), p2.encode(), C.byref(info), d.ref))
+        if merge_chunks_to_pipeline:
+            pp = _os.path.join(output_dir, name + "chunked_pipeline.mlpackage")
+            _pipeline_to([p1, p2], pp)
+        if not check_output_correctness:
+            return None
+        if merge_chunks_to_pipeline:
+            pm = PipelineModel(pp)
+            inputs = _random_inputs(m)
+            want, got = m.predict(inputs), pm.predict(inputs)
+            res = {k: _psnr(want[k], got[k]) for k in want}
+        else:
+            res = _check_chunks(m, _load(p1), _load(p2))
+    finally:
+        if tmp:
+            _shutil.rmtree(tmp, ignore_errors=True)
     for k, v in res.items():
         if v < 35:
             import warnings
@@ -295,9 +309,78 @@ def bisect_model(model, output_dir, merge_chunks_to_pipeline=False, check_output
     return res
 
 
+class PipelineModel:
+    """A Pipeline model (make_pipeline): its stages run in order, each fed
+    the pipeline inputs and the outputs of the stages before it. `stages`
+    are the stage Models; save(path) writes the pipeline .mlpackage."""
+
+    def __init__(self, path, _owned_dir=None):
+        self.path = path
+        self._owned_dir = _owned_dir
+        arr = C.POINTER(C.P)()
+        n = C.c_int32()
+        with _Diag() as d:
+            d.raise_for(C.utils_pipeline_load(_os.fspath(path).encode(), C.byref(arr), C.byref(n), d.ref))
+        self.stages = [_Model(arr[i], path) for i in range(n.value)]
+        C.utils_pipeline_free(arr, 0)  # the array only: each stage Model owns its handle
+
+    def predict(self, data):
+        known = dict(data)
+        out = {}
+        for k, st in enumerate(self.stages):
+            names = st.input_types()
+            res = st.predict({n: known[n] for n in names if n in known})
+            known.update(res)
+            later = set()
+            for s2 in self.stages[k + 1:]:
+                later.update(s2.input_types())
+            out.update({n: v for n, v in res.items() if n not in later})
+        return out
+
+    def save(self, path):
+        path = _os.fspath(path)
+        if _os.path.abspath(path) == _os.path.abspath(self.path):
+            return
+        tmp = path + ".tmp-%d" % _os.getpid()
+        _shutil.rmtree(tmp, ignore_errors=True)
+        _shutil.copytree(self.path, tmp)
+        if _os.path.isdir(path):
+            old = path + ".old-%d" % _os.getpid()
+            _os.replace(path, old)
+            _os.replace(tmp, path)
+            _shutil.rmtree(old, ignore_errors=True)
+        else:
+            _os.replace(tmp, path)
+
+    def __del__(self):
+        if getattr(self, "_owned_dir", None):
+            _shutil.rmtree(self._owned_dir, ignore_errors=True)
+
+
+def _pipeline_to(paths, dest):
+    arr = (C.c_char_p * len(paths))(*[_os.fspath(p).encode() for p in paths])
+    with _Diag() as d:
+        d.raise_for(C.utils_make_pipeline(arr, len(paths), _os.fspath(dest).encode(), d.ref))
+
+
 def make_pipeline(*models):
-    """coremltools.utils.make_pipeline: not implemented in this libmil yet."""
-    raise NotImplementedError("make_pipeline is not implemented in libmil yet")
+    """Chains two or more models (Models or .mlpackage paths) into one
+    Pipeline model (coremltools.utils.make_pipeline): returns a
+    PipelineModel (predict, save, stages)."""
+    if len(models) < 2:
+        raise ValueError("make_pipeline needs two or more models")
+    tmp = _tempfile.mkdtemp(prefix="libmil-pipeline-")
+    paths = []
+    for i, m in enumerate(models):
+        if isinstance(m, _Model):
+            p = _os.path.join(tmp, "stage%d.mlpackage" % i)
+            m.save(p)
+            paths.append(p)
+        else:
+            paths.append(_os.fspath(m))
+    dest = _os.path.join(tmp, "pipeline.mlpackage")
+    _pipeline_to(paths, dest)
+    return PipelineModel(dest, _owned_dir=tmp)
 
 
 def randomize_weights(model):

@@ -298,3 +298,38 @@ def test_cli_split(tmp_path, mil_cli):
     assert "incision op: o_cast_fp16 (linear)" in r.stdout and "identical" in r.stdout
     assert libmil.diff(str(tmp_path / "src_transformer_chunk2.mlpackage"),
                        os.path.join(DATA, "ct_split", "chunk2.mlpackage")).equivalent
+
+
+def test_bisect_to_pipeline_and_run(tmp_path, mil_cli):
+    from libmil.utils import bisect_model, make_pipeline, PipelineModel
+    res = bisect_model(src("src_transformer"), str(tmp_path), merge_chunks_to_pipeline=True)
+    assert res == {"y": float("inf")}
+    pp = str(tmp_path / "src_transformer_chunked_pipeline.mlpackage")
+    assert os.listdir(str(tmp_path)) == ["src_transformer_chunked_pipeline.mlpackage"]
+    exp = EXPECTED["ct_split_pipeline/src_transformer_chunked_pipeline.mlpackage"]
+    wdir = os.path.join(pp, "Data", "com.apple.CoreML", "weights")
+    assert {w: os.path.getsize(os.path.join(wdir, w)) for w in sorted(os.listdir(wdir))} == exp["weight_files"]
+    pm = PipelineModel(pp)
+    assert len(pm.stages) == exp["stages"] == 2
+    for k, st in enumerate(pm.stages):
+        case = "ct_split/chunk%d.mlpackage" % (k + 1)
+        assert libmil.diff(st, os.path.join(DATA, case)).equivalent
+        for which in ("input", "output"):
+            assert our_features(st, None, which) == ct_features(case, None, which)
+    x = np.random.default_rng(5).standard_normal((1, 8, 32)).astype(np.float32)
+    full = libmil.load(src("src_transformer")).predict({"x": x})["y"]
+    np.testing.assert_array_equal(pm.predict({"x": x})["y"], full)
+    # mil run on the pipeline reproduces the model
+    np.save(str(tmp_path / "x.npy"), x)
+    subprocess.run([mil_cli, "run", pp, "--input", "x=%s" % (tmp_path / "x.npy"), "--output-dir",
+                    str(tmp_path / "o")], check=True, capture_output=True)
+    np.testing.assert_array_equal(np.load(str(tmp_path / "o" / "y.npy")), full)
+    # make_pipeline of Models, saved and reloaded
+    c1 = str(tmp_path / "c")
+    bisect_model(src("src_transformer"), c1, check_output_correctness=False)
+    p2 = make_pipeline(libmil.load(os.path.join(c1, "src_transformer_chunk1.mlpackage")),
+                       os.path.join(c1, "src_transformer_chunk2.mlpackage"))
+    p2.save(str(tmp_path / "p2.mlpackage"))
+    np.testing.assert_array_equal(PipelineModel(str(tmp_path / "p2.mlpackage")).predict({"x": x})["y"], full)
+    with pytest.raises(ValueError):
+        make_pipeline(src("src_base"))

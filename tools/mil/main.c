@@ -27,6 +27,7 @@ CMD(merge)
 CMD(edit)
 CMD(materialize)
 CMD(split)
+CMD(pipeline)
 #undef CMD
 
 typedef struct cmd_entry {
@@ -36,7 +37,7 @@ typedef struct cmd_entry {
 } cmd_entry;
 
 static cli_cmd_fn f_print, f_validate, f_convert, f_info, f_opt, f_passes, f_ops, f_diff, f_run, f_verify, f_graph, f_tensor,
-    f_compress, f_merge, f_edit, f_materialize, f_split;
+    f_compress, f_merge, f_edit, f_materialize, f_split, f_pipeline;
 
 static const cmd_entry k_cmds[] = {
     {"print", &f_print, "print a model as MIL text (coremltools form, or --complete)"},
@@ -56,6 +57,7 @@ static const cmd_entry k_cmds[] = {
     {"edit", &f_edit, "rename inputs/outputs, switch fp32/fp16 I/O, set metadata"},
     {"materialize", &f_materialize, "fixed-shape functions of a flexible-shape model"},
     {"split", &f_split, "cut a model in two chunks of about equal weight size"},
+    {"pipeline", &f_pipeline, "chain models into one Pipeline model"},
 };
 #define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])
 
@@ -77,6 +79,7 @@ static void bind_commands(void) {
   f_edit = cmd_edit;
   f_materialize = cmd_materialize;
   f_split = cmd_split;
+  f_pipeline = cmd_pipeline;
 }
 
 static void usage(FILE *out) {

@@ -173,6 +173,24 @@ bisect_model(tm, split_dir, check_output_correctness=False)
 for f in sorted(os.listdir(split_dir)):
     record("ct_split/" + f, os.path.join(split_dir, f))
 
+# 7. the two chunks as one pipeline model (bisect_model(merge_chunks_to_pipeline=True))
+pipe_dir = out("ct_split_pipeline")
+os.makedirs(pipe_dir)
+bisect_model(os.path.join(HERE, "src_transformer.mlpackage"), pipe_dir, merge_chunks_to_pipeline=True,
+             check_output_correctness=False)
+for f in sorted(os.listdir(pipe_dir)):
+    p = os.path.join(pipe_dir, f)
+    spec = ct.utils.load_spec(p)
+    wdir = os.path.join(p, "Data", "com.apple.CoreML", "weights")
+    expected["ct_split_pipeline/" + f] = {
+        "spec_version": spec.specificationVersion,
+        "type": spec.WhichOneof("Type"),
+        "description": text_format.MessageToString(spec.description),
+        "stages": len(spec.pipeline.models),
+        "stage_descriptions": [text_format.MessageToString(m.description) for m in spec.pipeline.models],
+        "weight_files": {w: os.path.getsize(os.path.join(wdir, w)) for w in sorted(os.listdir(wdir))},
+    }
+
 with open(os.path.join(HERE, "expected.json"), "w") as fh:
     json.dump(expected, fh, indent=1, sort_keys=True)
 print("recorded", sorted(expected))
