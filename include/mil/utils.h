@@ -206,6 +206,22 @@ MIL_API mil_status mil_utils_pipeline_load(const char *path, mil_model ***stages
 MIL_API void mil_utils_pipeline_free(mil_model **stages, int32_t n);
 
 /* ------------------------------------------------------------------------ */
+/* Random weights (randomize_weights)                                        */
+/* ------------------------------------------------------------------------ */
+
+/* randomize_weights (with coremltools' common::WeightRandomizer): every
+ * const of m, in every block, that goes to the weight file
+ * (mil_blob_should_store) gets new values of the same dtype and shape, as
+ * np.random.rand(*shape).astype(dtype): floating-point elements uniform in
+ * [0, 1) from a splitmix64 stream started at `seed`, integer elements 0.
+ * The specification version becomes at least 7 (iOS16), as coremltools'
+ * _apply_graph_pass sets it. *n_randomized (may be NULL) receives the
+ * number of consts changed. Each new weight is a fresh buffer (the old
+ * values stay mapped, not copied). Errors: MIL_ERR_INVALID (no program),
+ * MIL_ERR_NOMEM. */
+MIL_API mil_status mil_utils_randomize_weights(mil_model *m, uint64_t seed, int64_t *n_randomized, mil_diag *d);
+
+/* ------------------------------------------------------------------------ */
 /* Weight sharing across functions                                           */
 /* ------------------------------------------------------------------------ */
 

@@ -281,3 +281,4 @@ utils_make_pipeline = _fn("mil_utils_make_pipeline", c_int, POINTER(c_char_p), c
 utils_is_pipeline = _fn("mil_utils_is_pipeline", c_bool, c_char_p)
 utils_pipeline_load = _fn("mil_utils_pipeline_load", c_int, c_char_p, POINTER(POINTER(P)), POINTER(c_int32), pDiag)
 utils_pipeline_free = _fn("mil_utils_pipeline_free", None, POINTER(P), c_int32)
+utils_randomize_weights = _fn("mil_utils_randomize_weights", c_int, P, c_uint64, POINTER(c_int64), pDiag)

@@ -383,6 +383,14 @@ def make_pipeline(*models):
     return PipelineModel(dest, _owned_dir=tmp)
 
 
-def randomize_weights(model):
-    """coremltools.utils.randomize_weights: not implemented in this libmil yet."""
-    raise NotImplementedError("randomize_weights is not implemented in libmil yet")
+def randomize_weights(mlmodel, seed=0):
+    """Returns a new Model whose weight-file consts hold random values of
+    their dtype and shape (coremltools.utils.randomize_weights: floats
+    uniform in [0, 1), integers 0); `seed` makes it reproducible."""
+    _handle(mlmodel)
+    new = _copy_model(mlmodel)
+    n = C.c_int64()
+    with _Diag() as d:
+        d.raise_for(C.utils_randomize_weights(new._handle(), int(seed), C.byref(n), d.ref))
+    new._free_interps()
+    return new

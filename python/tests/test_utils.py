@@ -333,3 +333,22 @@ def test_bisect_to_pipeline_and_run(tmp_path, mil_cli):
     np.testing.assert_array_equal(PipelineModel(str(tmp_path / "p2.mlpackage")).predict({"x": x})["y"], full)
     with pytest.raises(ValueError):
         make_pipeline(src("src_base"))
+
+
+def test_randomize_weights(tmp_path):
+    from libmil.utils import randomize_weights
+    m = libmil.load(src("src_base"))
+    r = randomize_weights(m, seed=1)
+    out = str(tmp_path / "r.mlpackage")
+    r.save(out)
+    # same program but for the weight values; same weight file layout
+    assert weight_size(out) == EXPECTED["src_base"]["weight_bin_size"]
+    d = libmil.diff(out, src("src_base"))
+    assert not d.equivalent and "const" in d.difference
+    y = libmil.load(out).predict({"x": x64()})["logits"]
+    assert y.shape == (1, 32) and not np.array_equal(y, m.predict({"x": x64()})["logits"])
+    # weights in [0, 1): with x >= 0 every activation is >= 0
+    y = libmil.load(out).predict({"x": np.abs(x64())})["logits"]
+    assert (y >= 0).all()
+    again = randomize_weights(m, seed=1)
+    np.testing.assert_array_equal(again.predict({"x": x64()})["logits"], libmil.load(out).predict({"x": x64()})["logits"])

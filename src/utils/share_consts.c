@@ -49,19 +49,6 @@ static uint64_t value_hash(const mil_value *v, const void *data) {
   return h;
 }
 
-static float half_to_float(uint16_t h) {
-  uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, f;
-  if (e == 0) {
-    float r = ldexpf((float)m, -24);
-    return s ? -r : r;
-  }
-  if (e == 31) f = s | 0x7f800000u | (m << 13);
-  else f = s | ((e + 112) << 23) | (m << 13);
-  float r;
-  memcpy(&r, &f, sizeof r);
-  return r;
-}
-
 /* The pass's np.allclose(rtol=0, atol) test, element by element. */
 static bool values_equal(const mil_value *a, const mil_value *b) {
   if (a->type->dtype != b->type->dtype || a->nbytes != b->nbytes || a->numel != b->numel) return false;
@@ -75,7 +62,7 @@ static bool values_equal(const mil_value *a, const mil_value *b) {
     case MIL_DT_FP16: {
       const uint16_t *x = pa, *y = pb;
       for (int64_t i = 0; i < a->numel; i++)
-        if (!(fabsf(half_to_float(x[i]) - half_to_float(y[i])) <= 6e-8f)) return false;
+        if (!(fabsf(mil_fp16_to_fp32(x[i]) - mil_fp16_to_fp32(y[i])) <= 6e-8f)) return false;
       return true;
     }
     case MIL_DT_FP32: {

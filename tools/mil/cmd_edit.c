@@ -13,7 +13,7 @@ static void help(void) {
   printf("usage: mil edit MODEL -o OUT [--rename OLD=NEW]... [--io-type fp16|fp32]\n"
          "                [--function F]... [--input NAME]... [--output NAME]...\n"
          "                [--set-metadata KEY=VALUE]... [--remove-metadata KEY]...\n"
-         "                [--feature-description NAME=TEXT]...\n\n"
+         "                [--feature-description NAME=TEXT]... [--randomize-weights SEED]\n\n"
          "Edits the interface of MODEL and writes it to OUT (atomically; OUT may be MODEL).\n"
          "Steps run in this order: renames, I/O type change, metadata.\n\n"
          "  --rename OLD=NEW      rename the input or output OLD everywhere (program, description,\n"
@@ -29,7 +29,9 @@ static void help(void) {
          "  --set-metadata KEY=VALUE   short_description, author, license, version, or a\n"
          "                        userDefined key\n"
          "  --remove-metadata KEY remove one of those\n"
-         "  --feature-description NAME=TEXT   shortDescription of an input/output/state\n\n"
+         "  --feature-description NAME=TEXT   shortDescription of an input/output/state\n"
+         "  --randomize-weights SEED   randomize_weights: every weight-file const gets random\n"
+         "                        values (floats uniform in [0, 1), integers 0) from SEED\n\n"
          "Example: mil edit model.mlpackage -o app.mlpackage --rename x=input_ids \\\n"
          "             --rename logits=scores --io-type fp16 --input input_ids\n");
 }
@@ -37,7 +39,7 @@ static void help(void) {
 #define MAXN 64
 
 typedef struct edit_args {
-  const char *in, *out, *io_type;
+  const char *in, *out, *io_type, *randomize;
   const char *renames[MAXN];
   char rename_kind[MAXN]; /* 'b' both, 'i' inputs, 'o' outputs */
   int n_renames;
@@ -61,6 +63,7 @@ static int parse(int argc, char **argv, edit_args *a) {
                 !strcmp(s, "--set-metadata") || !strcmp(s, "--feature-description");
       if (kv && !strchr(v, '=')) return cli_usage_error("edit", "%s expects NAME=VALUE, got '%s'", s, v);
       if (!strcmp(s, "-o")) a->out = v;
+      else if (!strcmp(s, "--randomize-weights")) a->randomize = v;
       else if (!strcmp(s, "--io-type")) {
         if (strcmp(v, "fp16") && strcmp(v, "fp32"))
           return cli_usage_error("edit", "--io-type expects fp16 or fp32, got '%s'", v);
@@ -120,6 +123,14 @@ static mil_status apply(mil_model *m, const edit_args *a, mil_diag *d) {
   for (int i = 0; i < a->n_feature_desc && st == MIL_OK; i++) {
     const char *v = split_kv(a->feature_desc[i], key, sizeof key);
     st = mil_utils_set_feature_description(m, NULL, key, v, d);
+  }
+  if (st == MIL_OK && a->randomize) {
+    char *end;
+    unsigned long long seed = strtoull(a->randomize, &end, 0);
+    if (*end || !*a->randomize)
+      return mil_diag_error(d, MIL_ERR_INVALID, "--randomize-weights expects a seed (an integer), got '%s'",
+                            a->randomize);
+    st = mil_utils_randomize_weights(m, (uint64_t)seed, NULL, d);
   }
   return st;
 }
