@@ -186,6 +186,15 @@ MIL_API void mil_program_free(mil_program *p);
 MIL_API mil_program *mil_program_clone(const mil_program *p);
 /* Function by name or NULL. */
 MIL_API mil_function *mil_program_find_function(const mil_program *p, const char *name);
+/* Deep-copies function `src` (of any program, dst's own included) into dst
+ * as function `name` (NULL: src's name), appended after dst's functions.
+ * Types and strings are re-interned in dst; tensor values that view a
+ * weight file stay views of the same bytes (nothing is copied: the caller
+ * keeps the file mapped while dst uses them), other values are copied.
+ * Returns the new function, or NULL when dst already has a function of that
+ * name or memory ran out (dst may then hold unreachable arena garbage, but
+ * no partial function). Used by the model utilities (mil/utils.h). */
+MIL_API mil_function *mil_program_copy_function(mil_program *dst, const mil_function *src, const char *name);
 /* Allocates n zeroed bytes from the program's arena (freed with the program). */
 MIL_API void *mil_program_alloc(mil_program *p, size_t n);
 /* The index coremltools' Builder._get_free_name gives its next name with

@@ -244,3 +244,6 @@ def pipelines():
         finally:
             _capi.pipeline_free(pl)
     return out
+
+
+from . import utils  # noqa: E402  (libmil.utils: coremltools.models.utils' model utilities)

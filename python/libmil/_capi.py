@@ -259,3 +259,42 @@ onnx_import = _fn("mil_onnx_import", c_int, c_char_p, POINTER(OnnxOptions), POIN
 convert = _fn("mil_convert", c_int, c_char_p, POINTER(ConvertOptions), POINTER(P), pDiag, optional=True)
 # opset versions of the deployment targets (ops.h MIL_IOS15..)
 TARGETS = {"iOS15": 6, "iOS16": 7, "iOS17": 8, "iOS18": 9}
+
+
+# ---------------------------------------------------------------- model utilities (mil/utils.h)
+
+class MergeFunction(Structure):  # mil_merge_function (utils.h)
+    _fields_ = [("model_path", c_char_p), ("src_function", c_char_p), ("target_function", c_char_p)]
+
+
+utils_save_multifunction = _fn("mil_utils_save_multifunction", c_int, POINTER(MergeFunction), c_int32, c_char_p,
+                               c_char_p, pDiag)
+utils_rename_feature = _fn("mil_utils_rename_feature", c_int, P, c_char_p, c_char_p, c_bool, c_bool, pDiag)
+utils_change_io_type = _fn("mil_utils_change_io_type", c_int, P, c_int, c_int, POINTER(c_char_p), c_int32,
+                           POINTER(c_char_p), c_int32, POINTER(c_char_p), c_int32, pDiag)
+utils_set_feature_description = _fn("mil_utils_set_feature_description", c_int, P, c_char_p, c_char_p, c_char_p,
+                                    pDiag)
+utils_set_model_metadata = _fn("mil_utils_set_model_metadata", c_int, P, c_char_p, c_char_p, pDiag)
+utils_materialize = _fn("mil_utils_materialize", c_int, P, c_char_p, c_char_p, c_char_p, pDiag)
+DT_FP16, DT_FP32 = 10, 11  # mil_dtype (types.h)
+
+
+def str_array(items):
+    """(array, count) of c_char_p for a list of str, or (None, 0) for None."""
+    if items is None:
+        return None, 0
+    arr = (c_char_p * max(1, len(items)))(*[s.encode() for s in items])
+    return arr, len(items)
+
+
+class BisectInfo(Structure):  # mil_utils_bisect_info (utils.h)
+    _fields_ = [("op_index", c_int32), ("op_name", c_char_p), ("op_type", c_char_p),
+                ("first_chunk_weight_bytes", c_int64), ("total_weight_bytes", c_int64), ("n_boundary", c_int32)]
+
+
+utils_bisect = _fn("mil_utils_bisect", c_int, P, c_char_p, c_char_p, POINTER(BisectInfo), pDiag)
+utils_make_pipeline = _fn("mil_utils_make_pipeline", c_int, POINTER(c_char_p), c_int32, c_char_p, pDiag)
+utils_is_pipeline = _fn("mil_utils_is_pipeline", c_bool, c_char_p)
+utils_pipeline_load = _fn("mil_utils_pipeline_load", c_int, c_char_p, POINTER(POINTER(P)), POINTER(c_int32), pDiag)
+utils_pipeline_free = _fn("mil_utils_pipeline_free", None, POINTER(P), c_int32)
+utils_randomize_weights = _fn("mil_utils_randomize_weights", c_int, P, c_uint64, POINTER(c_int64), pDiag)

@@ -11,6 +11,8 @@
 #include "load.h"
 #include "run_common.h"
 #include "run_dict.h"
+#include "run_pipeline.h"
+#include "mil/utils.h"
 
 static void help(void) {
   printf("usage: mil run MODEL [--input NAME=FILE.npy|FILE.pb]... [--function NAME]\n"
@@ -21,7 +23,9 @@ static void help(void) {
          "current directory; '/' in names becomes '_', control characters and invalid\n"
          "UTF-8 become %%hh) and summarized on stdout: name, shape, dtype, min, max and\n"
          "mean. A classifier's class label and probability dictionary (classify) are\n"
-         "printed and written as DIR/<name>.json.\n\n"
+         "printed and written as DIR/<name>.json. A Pipeline model (.mlpackage, e.g. from\n"
+         "`mil pipeline`) runs its stages in order, each fed the pipeline inputs and the\n"
+         "outputs of the stages before it; the last stage's outputs are written.\n\n"
          "  --input NAME=FILE      value of input NAME from a .npy file or an ONNX\n"
          "                         TensorProto .pb (either dialect); FILE alone when the\n"
          "                         function has one input; a numeric array of another\n"
@@ -104,7 +108,19 @@ int cmd_run(int argc, char **argv) {
   cli_loaded m;
   mil_interp *ip = NULL;
   cli_tensor *kept = NULL;
-  mil_status st = cli_load(model, &m, &d);
+  /* a Pipeline model: every stage but the last runs here, the last below */
+  cli_pipe pipe;
+  memset(&pipe, 0, sizeof pipe);
+  bool is_pipe = mil_utils_is_pipeline(model);
+  uint64_t prs = seed;
+  mil_status st = is_pipe ? cli_pipeline_run_prefix(model, ins, n_ins, random_inputs ? &prs : NULL, seed,
+                                                     max_value_bytes, &pipe, &d)
+                          : cli_load(model, &m, &d);
+  if (is_pipe) {
+    memset(&m, 0, sizeof m);
+    if (st == MIL_OK) m.program = mil_model_program(pipe.stages[pipe.n - 1]);
+    else cli_pipeline_free(&pipe);
+  }
   size_t from = d.count; /* messages from here on come after loading */
   if (st == MIL_OK) {
     st = mil_interp_new(m.program, function, &ip, &d);
@@ -112,8 +128,10 @@ int cmd_run(int argc, char **argv) {
       mil_interp_set_seed(ip, seed);
       if (max_value_bytes) mil_interp_set_max_value_bytes(ip, (int64_t)max_value_bytes);
       kept = calloc((size_t)mil_interp_n_inputs(ip) + 1, sizeof *kept);
-      uint64_t rs = seed;
-      st = kept ? cli_set_inputs(ip, ins, n_ins, random_inputs ? &rs : NULL, kept, &d) : MIL_ERR_NOMEM;
+      uint64_t rs = is_pipe ? prs : seed;
+      st = !kept    ? MIL_ERR_NOMEM
+           : is_pipe ? cli_pipeline_feed(&pipe, ip, ins, n_ins, random_inputs ? &rs : NULL, kept, &d)
+                     : cli_set_inputs(ip, ins, n_ins, random_inputs ? &rs : NULL, kept, &d);
     }
     /* the weight files still cover their mappings (a truncated one would raise SIGBUS) */
     if (st == MIL_OK && m.model) st = mil_model_check_weights(m.model, &d);
@@ -139,7 +157,8 @@ int cmd_run(int argc, char **argv) {
     for (int32_t i = 0; kept && i < mil_interp_n_inputs(ip); i++) cli_tensor_free(&kept[i]);
     free(kept);
     mil_interp_free(ip);
-    cli_unload(&m);
+    if (is_pipe) cli_pipeline_free(&pipe);
+    else cli_unload(&m);
     cli_diag_locate(&d, from, model);
   }
   cli_print_diag(&d);
