@@ -9,6 +9,7 @@ libmil C library (ctypes; see libmil._capi for which library is loaded).
     >>> m.save("model.opt.mlpackage")
 """
 import os
+import sys
 
 import numpy as np
 
@@ -246,4 +247,6 @@ def pipelines():
     return out
 
 
-from . import utils  # noqa: E402  (libmil.utils: coremltools.models.utils' model utilities)
+# libmil.utils is libmil.models.utils (coremltools.models.utils' model
+# utilities), importable under both names
+sys.modules[__name__ + ".utils"] = utils
