@@ -438,10 +438,37 @@ mil_status compress_config_from_cjson(const cJSON *root, const char *src, mil_cf
   return MIL_OK;
 }
 
+/* Refuses JSON nested deeper than MIL_CONFIG_MAX_DEPTH, naming the byte
+ * where it goes too deep (cJSON's own limit is 1000, and a file it refuses
+ * is next read as YAML). Brackets inside strings do not count. */
+static mil_status json_depth_check(const char *text, size_t len, const char *source, mil_diag *d) {
+  int depth = 0;
+  bool in_str = false;
+  for (size_t i = 0; i < len; i++) {
+    char ch = text[i];
+    if (in_str) {
+      if (ch == '\\') i++;
+      else if (ch == '"') in_str = false;
+    } else if (ch == '"') {
+      in_str = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > MIL_CONFIG_MAX_DEPTH)
+        return mil_diag_error(d, MIL_ERR_INVALID, "%s: byte %zu: JSON nested more than %d levels deep (a "
+                              "compression config needs at most 4)", source, i, MIL_CONFIG_MAX_DEPTH);
+    } else if (ch == ']' || ch == '}') {
+      depth--;
+    }
+  }
+  return MIL_OK;
+}
+
 mil_status mil_compress_config_from_json(const char *text, size_t len, const char *source, mil_cfg_type default_type,
                                          mil_compress_config **out, mil_diag *d) {
   if (!source) source = "config";
   if (len == (size_t)-1) len = strlen(text);
+  *out = NULL;
+  mil_status dst = json_depth_check(text, len, source, d);
+  if (dst != MIL_OK) return dst;
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
   if (!root) {
@@ -488,6 +515,15 @@ mil_status mil_compress_config_load(const char *path, mil_cfg_type default_type,
   size_t pl = strlen(path);
   bool yaml_name = (pl > 5 && strcmp(path + pl - 5, ".yaml") == 0) || (pl > 4 && strcmp(path + pl - 4, ".yml") == 0);
   mil_status st;
+  size_t lead = 0;
+  while (lead < n && strchr(" \t\r\n", buf[lead]) && buf[lead]) lead++;
+  if (!yaml_name && lead < n && (buf[lead] == '{' || buf[lead] == '[')) {
+    st = json_depth_check(buf, n, path, d);
+    if (st != MIL_OK) {
+      free(buf);
+      return st;
+    }
+  }
   cJSON *probe = yaml_name ? NULL : cJSON_ParseWithLength(buf, n);
   if (probe) {
     st = compress_config_from_cjson(probe, path, default_type, out, d);
