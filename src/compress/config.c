@@ -101,6 +101,10 @@ static mil_status bad(const rd *r, const char *key, const char *fmt, const char 
 }
 
 static char *show(const cJSON *v, char *buf, size_t n) {
+  if (cJSON_IsNumber(v) && isinf(v->valuedouble)) { /* cJSON prints null */
+    snprintf(buf, n, "%s", v->valuedouble > 0 ? "inf" : "-inf");
+    return buf;
+  }
   char *t = cJSON_PrintUnformatted(v);
   snprintf(buf, n, "%.60s", t ? t : "?");
   free(t);
@@ -570,6 +574,14 @@ const mil_op_compress_config *mil_compress_config_for_op(const mil_compress_conf
 
 /* ---------- back to the dictionary form ---------- */
 
+/* A float option; infinities (threshold: .inf in YAML) as 1e999, which
+ * reads back as infinity (cJSON would print null, which does not read
+ * back as a number). */
+static void add_float(cJSON *o, const char *key, double x) {
+  if (isinf(x)) cJSON_AddRawToObject(o, key, x > 0 ? "1e999" : "-1e999");
+  else cJSON_AddNumberToObject(o, key, x);
+}
+
 static cJSON *op_config_json(const mil_op_compress_config *c) {
   if (c->type == MIL_CFG_NONE) return cJSON_CreateNull();
   cJSON *o = cJSON_CreateObject();
@@ -600,11 +612,11 @@ static cJSON *op_config_json(const mil_op_compress_config *c) {
     cJSON_AddNumberToObject(o, "num_kmeans_workers", (double)c->num_kmeans_workers);
     break;
   case MIL_CFG_THRESHOLD_PRUNER:
-    cJSON_AddNumberToObject(o, "threshold", c->threshold);
-    cJSON_AddNumberToObject(o, "minimum_sparsity_percentile", c->minimum_sparsity_percentile);
+    add_float(o, "threshold", c->threshold);
+    add_float(o, "minimum_sparsity_percentile", c->minimum_sparsity_percentile);
     break;
   case MIL_CFG_MAGNITUDE_PRUNER:
-    if (c->has_target_sparsity) cJSON_AddNumberToObject(o, "target_sparsity", c->target_sparsity);
+    if (c->has_target_sparsity) add_float(o, "target_sparsity", c->target_sparsity);
     if (c->has_prune_block_size) cJSON_AddNumberToObject(o, "block_size", (double)c->prune_block_size);
     if (c->has_n_m_ratio) {
       cJSON *a = cJSON_AddArrayToObject(o, "n_m_ratio");

@@ -143,11 +143,41 @@ static void test_yaml_nonscalar_key(void **state) {
   free(m);
 }
 
+/* fuzz_config_yaml: threshold .inf printed back as JSON null, which the
+ * pass's `config` option then refused */
+static void test_inf_round_trip(void **state) {
+  (void)state;
+  mil_diag d = {0};
+  mil_compress_config *c = NULL, *c2 = NULL;
+  assert_int_equal(mil_compress_config_from_yaml("global_config: {threshold: .inf}\nop_name_configs: {y: {threshold: .inf, minimum_sparsity_percentile: 0.25}}\n",
+                                                 (size_t)-1, "cfg", MIL_CFG_THRESHOLD_PRUNER, &c, &d),
+                   MIL_OK);
+  char *j = mil_compress_config_to_json(c);
+  assert_non_null(j);
+  if (mil_compress_config_from_json(j, (size_t)-1, "back", MIL_CFG_NONE, &c2, &d) != MIL_OK)
+    fail_msg("%s does not read back: %s", j, mil_diag_first_error(&d));
+  assert_true(mil_op_compress_config_equal(&c->global, &c2->global));
+  assert_true(mil_op_compress_config_equal(&c->op_name[0].cfg, &c2->op_name[0].cfg));
+  assert_true(c2->global.threshold > 1e308);
+  /* -inf is refused, and shown as -inf (not as JSON's null) */
+  mil_compress_config_free(c2);
+  c2 = NULL;
+  assert_int_equal(mil_compress_config_from_yaml("global_config: {threshold: -.inf}\n", (size_t)-1, "cfg",
+                                                 MIL_CFG_THRESHOLD_PRUNER, &c2, &d),
+                   MIL_ERR_INVALID);
+  assert_non_null(strstr(mil_diag_first_error(&d), "(got -inf)"));
+  free(j);
+  mil_compress_config_free(c);
+  mil_compress_config_free(c2);
+  mil_diag_clear(&d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_yaml_alias_bomb), cmocka_unit_test(test_yaml_self_alias),
       cmocka_unit_test(test_yaml_deep),       cmocka_unit_test(test_json_deep),
       cmocka_unit_test(test_load_deep_json_file), cmocka_unit_test(test_yaml_nonscalar_key),
+      cmocka_unit_test(test_inf_round_trip),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
