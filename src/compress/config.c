@@ -111,17 +111,37 @@ static char *show(const cJSON *v, char *buf, size_t n) {
   return buf;
 }
 
-/* cattrs' int structuring: an integral number (bools are refused). */
+#define CFG_MAX_INT 9007199254740992.0 /* 2^53: every integer up to it is exact in the JSON tree's doubles */
+
+/* cattrs' int structuring: an integral number (bools are refused), of
+ * magnitude at most 2^53. YAML integers beyond that arrive as raw text
+ * (config_yaml.c), so the message shows the digits written. */
+static bool int_value(const cJSON *v, int64_t *out) {
+  if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || fabs(v->valuedouble) > CFG_MAX_INT) return false;
+  *out = (int64_t)v->valuedouble;
+  return true;
+}
+
 static mil_status get_int(const rd *r, const cJSON *v, int64_t *out) {
   char g[80];
-  if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || fabs(v->valuedouble) > 9e15)
-    return bad(r, v->string, "must be an integer", show(v, g, sizeof g));
-  *out = (int64_t)v->valuedouble;
-  return MIL_OK;
+  if (int_value(v, out)) return MIL_OK;
+  if (cJSON_IsRaw(v) && v->valuestring) {
+    snprintf(g, sizeof g, "%.60s", v->valuestring);
+    return bad(r, v->string, "must be an integer of magnitude at most 2^53 = 9007199254740992", g);
+  }
+  if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble)) {
+    snprintf(g, sizeof g, "about %.0f", v->valuedouble);
+    return bad(r, v->string, "must be an integer of magnitude at most 2^53 = 9007199254740992", g);
+  }
+  return bad(r, v->string, "must be an integer", show(v, g, sizeof g));
 }
 
 static mil_status get_float(const rd *r, const cJSON *v, double *out) {
   char g[80];
+  if (cJSON_IsRaw(v) && v->valuestring) { /* a YAML integer beyond 2^53 */
+    *out = strtod(v->valuestring, NULL);
+    return MIL_OK;
+  }
   if (!cJSON_IsNumber(v)) return bad(r, v->string, "must be a number", show(v, g, sizeof g));
   *out = v->valuedouble;
   return MIL_OK;
@@ -211,7 +231,7 @@ static mil_status read_member(const rd *r, mil_op_compress_config *c, const cJSO
         const cJSON *it;
         cJSON_ArrayForEach(it, v) {
           int64_t x;
-          if (!cJSON_IsNumber(it) || get_int(r, it, &x) != MIL_OK || x < 0)
+          if (!int_value(it, &x) || x < 0)
             return bad(r, v->string, "all values in block_size must be non-negative integers", show(v, g, sizeof g));
           c->block_sizes[c->n_block_sizes++] = x;
         }

@@ -35,7 +35,10 @@ static cJSON *plain_scalar(const char *s) {
     char *end;
     errno = 0;
     long long i = strtoll(clean, &end, 0);
-    if (!*end && !errno) return cJSON_CreateNumber((double)i);
+    /* beyond 2^53 a double would round it: kept as its digits (raw), which
+     * the config reader reports as too large, or reads as a float */
+    if (!*end && !errno) return i > (1LL << 53) || i < -(1LL << 53) ? cJSON_CreateRaw(clean) : cJSON_CreateNumber((double)i);
+    if (!*end && errno == ERANGE) return cJSON_CreateRaw(clean);
     double x = strtod(clean, &end);
     if (!*end && strcasecmp(clean, "nan") != 0 && strcasecmp(clean, "inf") != 0) return cJSON_CreateNumber(x);
     if (strcmp(clean, ".inf") == 0 || strcmp(clean, "+.inf") == 0) return cJSON_CreateNumber(1e308 * 10);

@@ -172,12 +172,40 @@ static void test_inf_round_trip(void **state) {
   mil_diag_clear(&d);
 }
 
+/* An integer beyond what a double holds exactly is named as written, not
+ * as "must be an integer (got 9.22e+18)" */
+static void test_huge_integer_message(void **state) {
+  (void)state;
+  char *m = read_error("config_type: OpLinearQuantizerConfig\nglobal_config: {granularity: per_block, block_size: "
+                       "9223372036854775807}\n", (size_t)-1, true, MIL_ERR_INVALID);
+  assert_non_null(strstr(m, "global_config.block_size: must be an integer of magnitude at most 2^53 = "
+                            "9007199254740992 (got 9223372036854775807)"));
+  free(m);
+  m = read_error("config_type: OpLinearQuantizerConfig\nglobal_config: {weight_threshold: 123456789012345678901234}\n",
+                 (size_t)-1, true, MIL_ERR_INVALID);
+  assert_non_null(strstr(m, "(got 123456789012345678901234)"));
+  free(m);
+  m = read_error("{\"config_type\": \"OpLinearQuantizerConfig\", \"global_config\": {\"block_size\": 9223372036854775807}}",
+                 (size_t)-1, false, MIL_ERR_INVALID);
+  assert_non_null(strstr(m, "at most 2^53 = 9007199254740992 (got about 9223372036854775808)"));
+  free(m);
+  /* a YAML integer that large is still a number where a float is expected */
+  mil_diag d = {0};
+  mil_compress_config *c = NULL;
+  assert_int_equal(mil_compress_config_from_yaml("global_config: {threshold: 9223372036854775807}\n", (size_t)-1, "cfg",
+                                                 MIL_CFG_THRESHOLD_PRUNER, &c, &d),
+                   MIL_OK);
+  assert_true(c->global.threshold > 9.2e18);
+  mil_compress_config_free(c);
+  mil_diag_clear(&d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_yaml_alias_bomb), cmocka_unit_test(test_yaml_self_alias),
       cmocka_unit_test(test_yaml_deep),       cmocka_unit_test(test_json_deep),
       cmocka_unit_test(test_load_deep_json_file), cmocka_unit_test(test_yaml_nonscalar_key),
-      cmocka_unit_test(test_inf_round_trip),
+      cmocka_unit_test(test_inf_round_trip),   cmocka_unit_test(test_huge_integer_message),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
