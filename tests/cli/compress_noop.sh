@@ -55,6 +55,14 @@ grep -q "compressed no weight" "$tmp/err" || fail "config reason: $(cat "$tmp/er
 # nothing to decompress
 "$MIL" compress "$tmp/ios15.mil" -o "$tmp/none.mil" --decompress 2>"$tmp/err" && fail "decompressing nothing must exit 1"
 grep -q "has no compressed weight (no constexpr op) to decompress" "$tmp/err" || fail "decompress reason: $(cat "$tmp/err")"
+# compressing compressed weights again without --joint: exit 1, saying so
+"$MIL" compress "$tmp/q8.mil" -o "$tmp/none.mil" --prune 0.5 --weight-threshold 0 2>"$tmp/err" &&
+  fail "re-compressing without --joint must exit 1"
+grep -q "are already compressed (1 constexpr ops); --joint compresses them again" "$tmp/err" ||
+  fail "re-compress reason: $(cat "$tmp/err")"
+# --target lower than the program: a note that it did nothing
+"$MIL" compress "$tmp/q4.mil" -o "$tmp/j.mil" --prune 0.5 --weight-threshold 0 --joint --target iOS16 2>"$tmp/err"
+grep -q "note: --target iOS16 leaves the program at iOS18" "$tmp/err" || fail "--target note: $(cat "$tmp/err")"
 # and a compressed one decompresses
 "$MIL" compress "$tmp/q8.mil" -o "$tmp/d.mil" --decompress 2>"$tmp/err" || fail "decompress: $(cat "$tmp/err")"
 echo "ok"

@@ -235,6 +235,7 @@ static int target_version(const char *t) {
 
 static int64_t const_bytes(mil_program *p);
 static int64_t largest_float_const(mil_program *p);
+static int64_t count_constexpr(mil_program *p);
 
 int cmd_compress(int argc, char **argv) {
   double t0 = opt_now();
@@ -288,6 +289,9 @@ int cmd_compress(int argc, char **argv) {
       fprintf(stderr, "mil: note: raising the deployment target from %s to iOS18 (%s), which this compression needs\n",
               mil_opset_target_name(have), mil_opset_name(MIL_IOS18));
   }
+  if (want >= 0 && want < have && !a.quiet) /* --target only raises: say that it did nothing */
+    fprintf(stderr, "mil: note: --target %s leaves the program at %s (%s): a deployment target is only raised\n",
+            a.target, mil_opset_target_name(have), mil_opset_name(have));
   if (want < 0 && cfg && have < MIL_IOS16) {
     /* constexpr_affine_dequantize, constexpr_lut_to_dense and
      * constexpr_sparse_to_dense are iOS16 ops: coremltools asks for
@@ -335,6 +339,10 @@ int cmd_compress(int argc, char **argv) {
     if (a.decompress)
       fprintf(stderr, "mil: error: compress: %s has no compressed weight (no constexpr op) to decompress; %s not "
               "written\n", a.in, a.out);
+    else if (!a.joint && count_constexpr(m.program) > 0)
+      fprintf(stderr, "mil: error: compress: %s compressed no weight: the weights of %s are already compressed (%lld "
+              "constexpr ops); --joint compresses them again (joint compression); %s not written\n", pass, a.in,
+              (long long)count_constexpr(m.program), a.out);
     else if (warned)
       fprintf(stderr, "mil: error: compress: %s compressed no weight (see the warnings above); %s not written\n",
               pass, a.out);
@@ -384,6 +392,18 @@ static int visit_bytes(mil_op *op, void *ud) {
 static int64_t const_bytes(mil_program *p) {
   int64_t n = 0;
   mil_program_walk(p, visit_bytes, &n);
+  return n;
+}
+
+/* constexpr_* ops of the program (compressed weights). */
+static int visit_constexpr(mil_op *op, void *ud) {
+  if (!strncmp(op->type, "constexpr_", 10)) ++*(int64_t *)ud;
+  return 0;
+}
+
+static int64_t count_constexpr(mil_program *p) {
+  int64_t n = 0;
+  mil_program_walk(p, visit_constexpr, &n);
   return n;
 }
 
