@@ -43,10 +43,15 @@ static void help(void) {
       "  --weight-threshold N     compress weights of more than N elements (default 2048)\n"
       "  --target iOS16|iOS17|iOS18\n"
       "                           raise the minimum deployment target (the opset) first;\n"
-      "                           a quick form that needs iOS18 raises it by itself\n"
+      "                           without it, a program older than the compression needs\n"
+      "                           (iOS16; iOS18 for int4, per_block, per_grouped_channel,\n"
+      "                           vectors, per-channel scales, --joint) is raised to that,\n"
+      "                           with a note\n"
       "  --joint                  joint compression of already compressed weights\n"
       "  --no-pipeline            run only the compression pass\n"
-      "  --quiet                  print nothing but errors\n");
+      "  --quiet                  print nothing but errors\n\n"
+      "A run that compresses (or decompresses) no weight writes nothing and exits 1,\n"
+      "saying why.\n");
 }
 
 typedef struct cargs {
@@ -229,6 +234,8 @@ static int target_version(const char *t) {
 }
 
 static int64_t const_bytes(mil_program *p);
+static int64_t largest_float_const(mil_program *p);
+static int64_t count_constexpr(mil_program *p);
 
 int cmd_compress(int argc, char **argv) {
   double t0 = opt_now();
@@ -282,6 +289,19 @@ int cmd_compress(int argc, char **argv) {
       fprintf(stderr, "mil: note: raising the deployment target from %s to iOS18 (%s), which this compression needs\n",
               mil_opset_target_name(have), mil_opset_name(MIL_IOS18));
   }
+  if (want >= 0 && want < have && !a.quiet) /* --target only raises: say that it did nothing */
+    fprintf(stderr, "mil: note: --target %s leaves the program at %s (%s): a deployment target is only raised\n",
+            a.target, mil_opset_target_name(have), mil_opset_name(have));
+  if (want < 0 && cfg && have < MIL_IOS16) {
+    /* constexpr_affine_dequantize, constexpr_lut_to_dense and
+     * constexpr_sparse_to_dense are iOS16 ops: coremltools asks for
+     * minimum_deployment_target >= iOS16; an older program (an iOS15
+     * conversion) would have nothing compressed */
+    want = MIL_IOS16;
+    if (!a.quiet)
+      fprintf(stderr, "mil: note: raising the deployment target from %s to iOS16 (%s), which this compression's "
+              "constexpr ops need\n", mil_opset_target_name(have), mil_opset_name(MIL_IOS16));
+  }
   if (want > have) {
     raise_opset(m.program, want);
     if (m.model && mil_model_set_spec_version(m.model, mil_spec_version_for_opset(mil_opset_name(want))) != MIL_OK)
@@ -306,6 +326,37 @@ int cmd_compress(int argc, char **argv) {
   int64_t changed = rep.n_records > 0 ? rep.records[0].changes : 0;
   mil_pipeline_report_free(&rep);
   if (st != MIL_OK) goto out;
+  if (changed == 0) {
+    /* nothing done: no output, exit 1 with the reason */
+    bool warned = false;
+    for (size_t i = 0; i < d.count; i++)
+      if (d.msgs[i].severity == MIL_SEV_WARNING && !strncmp(d.msgs[i].text, "compression::", 13)) {
+        fprintf(stderr, "mil: warning: %s\n", d.msgs[i].text);
+        warned = true;
+      }
+    int64_t largest = largest_float_const(m.program);
+    long long thr = cfg && cfg->global.has_weight_threshold ? (long long)cfg->global.weight_threshold : -1;
+    if (a.decompress)
+      fprintf(stderr, "mil: error: compress: %s has no compressed weight (no constexpr op) to decompress; %s not "
+              "written\n", a.in, a.out);
+    else if (!a.joint && count_constexpr(m.program) > 0)
+      fprintf(stderr, "mil: error: compress: %s compressed no weight: the weights of %s are already compressed (%lld "
+              "constexpr ops); --joint compresses them again (joint compression); %s not written\n", pass, a.in,
+              (long long)count_constexpr(m.program), a.out);
+    else if (warned)
+      fprintf(stderr, "mil: error: compress: %s compressed no weight (see the warnings above); %s not written\n",
+              pass, a.out);
+    else if (thr >= 0 && largest <= thr)
+      fprintf(stderr, "mil: error: compress: %s compressed no weight: the largest float const weight of %s has %lld "
+              "elements, and only weights of more than weight_threshold = %lld elements are compressed (lower it "
+              "with --weight-threshold); %s not written\n", pass, a.in, (long long)largest, thr, a.out);
+    else
+      fprintf(stderr, "mil: error: compress: %s compressed no weight: no const weight of %s is selected by the "
+              "config (op_type_configs / op_name_configs set to null, or no float weight of more than "
+              "weight_threshold elements); %s not written\n", pass, a.in, a.out);
+    mil_diag_clear(&d); /* reported above */
+    goto out;
+  }
   int64_t bytes_after = const_bytes(m.program);
   if (strcmp(a.out, "-") != 0) opt_progress_show(&pg, "writing %s ...", a.out);
   st = cli_write_output(a.out, a.in, &m, false, &d);
@@ -343,6 +394,35 @@ static int visit_bytes(mil_op *op, void *ud) {
 static int64_t const_bytes(mil_program *p) {
   int64_t n = 0;
   mil_program_walk(p, visit_bytes, &n);
+  return n;
+}
+
+/* constexpr_* ops of the program (compressed weights). */
+static int visit_constexpr(mil_op *op, void *ud) {
+  if (!strncmp(op->type, "constexpr_", 10)) ++*(int64_t *)ud;
+  return 0;
+}
+
+static int64_t count_constexpr(mil_program *p) {
+  int64_t n = 0;
+  mil_program_walk(p, visit_constexpr, &n);
+  return n;
+}
+
+/* Elements of the largest fp16 / fp32 const tensor. */
+static int visit_largest(mil_op *op, void *ud) {
+  if (mil_op_is_const(op) && op->n_outputs == 1 && op->outputs[0]->val) {
+    const mil_value *v = op->outputs[0]->val;
+    if (v->type && v->type->kind == MIL_TYPE_TENSOR && (v->type->dtype == MIL_DT_FP16 || v->type->dtype == MIL_DT_FP32) &&
+        v->numel > *(int64_t *)ud)
+      *(int64_t *)ud = v->numel;
+  }
+  return 0;
+}
+
+static int64_t largest_float_const(mil_program *p) {
+  int64_t n = 0;
+  mil_program_walk(p, visit_largest, &n);
   return n;
 }
 

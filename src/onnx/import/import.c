@@ -18,6 +18,7 @@
 
 #include "io/fsafe.h"
 #include "onnx/import/import_internal.h"
+#include "onnx/tensor/onnx_tensor_internal.h"
 
 /* ---------- name scopes ---------- */
 
@@ -478,7 +479,7 @@ static mil_status convert_model(onnx_ctx *c, const mil_onnx_options *o) {
   return onnx_block_outputs(c, c->blk, outs, g->n_output, true);
 }
 
-static void drop_model(void *ud) { onnx__model_proto__free_unpacked(ud, NULL); }
+static void drop_model(void *ud) { onnx__model_proto__free_unpacked(ud, &onnx_sized_allocator); }
 
 /* The options' checks and the unpacked message; *m NULL on failure. */
 static mil_status unpack(const void *data, size_t len, const char *name, const mil_onnx_options *o, mil_model **out,
@@ -489,7 +490,7 @@ static mil_status unpack(const void *data, size_t len, const char *name, const m
   int target = o->target ? o->target : MIL_IOS15;
   if (target < MIL_IOS15 || target > MIL_IOS18)
     return mil_diag_error(d, MIL_ERR_INVALID, "%s: deployment target %d is not iOS15..iOS18", name, target);
-  if (!(*m = onnx__model_proto__unpack(NULL, len, data)))
+  if (!(*m = onnx__model_proto__unpack(&onnx_sized_allocator, len, data)))
     return mil_diag_error(d, MIL_ERR_FORMAT, "%s: not a valid ONNX ModelProto (protobuf decoding failed, %zu bytes)",
                           name, len);
   return MIL_OK;
@@ -501,7 +502,7 @@ static mil_status import_model(Onnx__ModelProto *m, const char *name, const char
   int target = o->target ? o->target : MIL_IOS15;
   mil_program *p = mil_program_new(NULL);
   if (!p) {
-    onnx__model_proto__free_unpacked(m, NULL);
+    onnx__model_proto__free_unpacked(m, &onnx_sized_allocator);
     return MIL_ERR_NOMEM;
   }
   onnx_ctx c;
@@ -524,7 +525,7 @@ static mil_status import_model(Onnx__ModelProto *m, const char *name, const char
     mil_status ms = mil_program_add_mapping(p, NULL, 0, drop_model, m);
     if (st == MIL_OK) st = ms;
   } else
-    onnx__model_proto__free_unpacked(m, NULL);
+    onnx__model_proto__free_unpacked(m, &onnx_sized_allocator);
   while (c.scope) onnx_scope_pop(&c);
   if (c.san) {
     c.scope = c.san;

@@ -63,7 +63,22 @@ struct onnx_ctx {
   onnx_scope *san;      /* ONNX name -> sanitized MIL name */
   onnx_scope *seqs;     /* ONNX name -> onnx_seq (sequences known at conversion) */
   bool views;           /* some value views the decoded message's raw_data */
+  struct onnx_clip *clips; /* int64 constants clipped to int32 (arena list; shape inputs refuse them) */
 };
+
+/* An int64 (or uint64) constant some element of which did not fit the
+ * int32 MIL narrows it to, and was clipped (as coremltools does). */
+typedef struct onnx_clip {
+  const mil_value *v;   /* the int32 value */
+  int64_t index;        /* the first clipped element */
+  long double orig;     /* its value in the model */
+  struct onnx_clip *next;
+} onnx_clip;
+
+/* Refuses input i of n when its value is a clipped int64 constant: a shape,
+ * count or range bound beyond int32 would otherwise silently become
+ * 2^31 - 1 (what = "shape", "repeats", ...). MIL_OK when it is not. */
+mil_status onnx_refuse_clipped(onnx_ctx *c, const onnx_node *n, int32_t i, const char *what);
 
 /* ---------- errors ---------- */
 

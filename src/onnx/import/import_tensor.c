@@ -44,22 +44,69 @@ static mil_value *view_raw(onnx_ctx *c, const Onnx__TensorProto *t) {
   return v;
 }
 
+/* An int64 / uint64 tensor narrowed to int32 with an element at int32's
+ * limits: read exactly once more to know whether it was clipped, and
+ * remember the first clipped element (shape inputs refuse it). */
+static void note_clipped(onnx_ctx *c, const Onnx__TensorProto *t, const mil_value *v, const char *where) {
+  if ((t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT64 && t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT64) ||
+      v->kind != MIL_VAL_TENSOR || v->type->dtype != MIL_DT_INT32 || v->numel > (1 << 16))
+    return;
+  int64_t at = -1;
+  for (int64_t i = 0; i < v->numel && at < 0; i++) {
+    int64_t x = mil_value_get_i64(v, i);
+    if (x == INT32_MAX || x == INT32_MIN) at = i;
+  }
+  if (at < 0) return;
+  mil_value *e = NULL;
+  mil_diag quiet;
+  mil_diag_init(&quiet);
+  mil_status st = onnx_tensor_to_mil_value(c->p, t, c->dir, MIL_ONNX_EXACT, where, &e, &quiet);
+  mil_diag_clear(&quiet);
+  if (st != MIL_OK || !e || e->numel != v->numel) return;
+  for (int64_t i = at; i < v->numel; i++) {
+    long double o = t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT64 ? (long double)mil_value_get_f64(e, i)
+                                                                          : (long double)mil_value_get_i64(e, i);
+    if (o == (long double)mil_value_get_i64(v, i)) continue;
+    onnx_clip *k = mil_program_alloc(c->p, sizeof *k);
+    if (!k) return;
+    *k = (onnx_clip){v, i, o, c->clips};
+    c->clips = k;
+    return;
+  }
+}
+
+mil_status onnx_refuse_clipped(onnx_ctx *c, const onnx_node *n, int32_t i, const char *what) {
+  const mil_var *x = onnx_in(n, i);
+  const mil_value *v = x ? x->val : NULL;
+  if (!v) return MIL_OK;
+  for (const onnx_clip *k = c->clips; k; k = k->next)
+    if (k->v == v)
+      return onnx_fail(c, MIL_ERR_UNSUPPORTED,
+                       "input %d ('%s', the %s) holds %.0Lf at element %lld, outside int32 (MIL's shape and count "
+                       "dtype); it would be clipped to %lld",
+                       (int)i, n->proto->input[i], what, k->orig, (long long)k->index,
+                       (long long)mil_value_get_i64(v, k->index));
+  return MIL_OK;
+}
+
 mil_status onnx_tensor_value(onnx_ctx *c, const Onnx__TensorProto *t, mil_value **out) {
   if ((*out = view_raw(c, t))) return MIL_OK;
   char where[512];
-  snprintf(where, sizeof where, "%s: tensor '%s'", c->path, t->name ? t->name : "");
+  snprintf(where, sizeof where, "%s", c->path); /* the decoder adds "tensor '<name>'" */
   mil_value *v = NULL;
   /* the narrowing notes are not worth a message per initializer */
   mil_diag quiet;
   mil_diag_init(&quiet);
-  mil_status st = onnx_tensor_to_mil_value(c->p, t, c->dir, MIL_ONNX_CLAMP, where, &v, &quiet);
+  mil_status st = onnx_tensor_to_mil_value(c->p, t, c->dir, MIL_ONNX_CLAMP | OT_SIZED_STRINGS, where, &v, &quiet);
   for (size_t i = 0; i < quiet.count; i++)
     if (quiet.msgs[i].severity != MIL_SEV_NOTE) mil_diag_add(c->d, quiet.msgs[i].severity, "%s", quiet.msgs[i].text);
   mil_diag_clear(&quiet);
   if (st != MIL_OK) return st;
+  note_clipped(c, t, v, where);
   mil_dtype dt = v->type->dtype, want = onnx_mil_dtype(t->data_type);
   if (want == MIL_DT_UNUSED)
-    return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "%s: %s tensors are not converted", where, mil_dtype_name(dt));
+    return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "%s: tensor '%s': %s tensors are not converted", where,
+                          t->name ? t->name : "", mil_dtype_name(dt));
   if (dt != want) {
     int64_t shape[MIL_INTERP_MAX_RANK_ONNX];
     for (int32_t i = 0; i < v->type->rank && i < MIL_INTERP_MAX_RANK_ONNX; i++) shape[i] = v->type->dims[i].size;

@@ -245,13 +245,36 @@ mil_var *onnx_const(onnx_ctx *c, const mil_value *v) {
 mil_op *onnx_op_full(onnx_ctx *c, const char *type, int32_t n, const pass_barg *args) {
   for (int32_t i = 0; i < n; i++)
     if (!args[i].var && !args[i].vars && !args[i].val) {
-      onnx_fail(c, MIL_ERR_INVALID, "building %s: argument '%s' is missing", type, args[i].name);
+      /* the op that should have made it has said why (a fill too large
+       * feeding the add of an Expand): one message is enough */
+      if (!c->d || !c->d->n_errors) onnx_fail(c, MIL_ERR_INVALID, "building %s: argument '%s' is missing", type, args[i].name);
       return NULL;
     }
   mil_status st;
+  size_t before = c->d ? c->d->count : 0;
   mil_op *op = pass_bld_op(&c->bld, c->blk, NULL, type, NULL, n, args, &st);
-  if (!op) onnx_fail(c, st, "building MIL op %s failed (%s)", type, mil_status_str(st));
-  return op;
+  if (op) return op;
+  /* the op's own reason ("function 'main': op 'fill_0' (fill): input
+   * 'shape' has a negative entry ...") becomes the node's message, so the
+   * user reads one error naming the ONNX node and what is wrong */
+  char reason[768] = "";
+  if (c->d && c->d->count > before) {
+    for (size_t i = c->d->count; i-- > before;)
+      if (c->d->msgs[i].severity == MIL_SEV_ERROR && c->d->msgs[i].text) {
+        const char *t = c->d->msgs[i].text, *r = strstr(t, "): ");
+        snprintf(reason, sizeof reason, "%s", r && strncmp(t, "function '", 10) == 0 ? r + 3 : t);
+        break;
+      }
+    for (size_t i = before; i < c->d->count; i++) {
+      if (c->d->msgs[i].severity == MIL_SEV_ERROR && c->d->n_errors) c->d->n_errors--;
+      else if (c->d->msgs[i].severity == MIL_SEV_WARNING && c->d->n_warnings) c->d->n_warnings--;
+      free(c->d->msgs[i].text);
+    }
+    c->d->count = before;
+  }
+  if (reason[0]) onnx_fail(c, st, "MIL op %s: %s", type, reason);
+  else onnx_fail(c, st, "building MIL op %s failed (%s)", type, mil_status_str(st));
+  return NULL;
 }
 
 mil_var *onnx_op(onnx_ctx *c, const char *type, int32_t n, const pass_barg *args) {

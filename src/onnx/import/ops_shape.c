@@ -58,6 +58,8 @@ static mil_status conv_constant(onnx_ctx *c, onnx_node *n) {
 static mil_status conv_constant_of_shape(onnx_ctx *c, onnx_node *n) {
   mil_var *shape = onnx_req(c, n, 0);
   if (!shape) return MIL_ERR_INVALID;
+  mil_status cst = onnx_refuse_clipped(c, n, 0, "shape");
+  if (cst != MIL_OK) return cst;
   mil_value *val = onnx_f32(c, 0);
   const Onnx__AttributeProto *a = onnx_attr(n, "value");
   if (a && a->t) {
@@ -78,6 +80,11 @@ static mil_status conv_constant_of_shape(onnx_ctx *c, onnx_node *n) {
 static mil_status conv_range(onnx_ctx *c, onnx_node *n) {
   mil_var *s = onnx_req(c, n, 0), *l = onnx_req(c, n, 1), *d = onnx_req(c, n, 2);
   if (!s || !l || !d) return MIL_ERR_INVALID;
+  static const char *const what[] = {"start", "limit", "delta"};
+  for (int32_t i = 0; i < 3; i++) {
+    mil_status cst = onnx_refuse_clipped(c, n, i, what[i]);
+    if (cst != MIL_OK) return cst;
+  }
   return onnx_set_out(c, n, 0, ONNX_OP(c, "range_1d", A("start", s), A("end", l), A("step", d)));
 }
 

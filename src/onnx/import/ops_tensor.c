@@ -35,6 +35,10 @@ static mil_status conv_reshape(onnx_ctx *c, onnx_node *n) {
     int32_t k = onnx_attr_ints(n, "shape", &s);
     shape = onnx_const(c, onnx_i32s(c, k < 0 ? 0 : k, s));
   } else if (!(shape = onnx_req(c, n, 1))) return MIL_ERR_INVALID;
+  if (n->opset >= 5) {
+    mil_status cst = onnx_refuse_clipped(c, n, 1, "shape");
+    if (cst != MIL_OK) return cst;
+  }
   if (onnx_attr_i(n, "allowzero", 0)) {
     int64_t *s;
     int32_t k;
@@ -421,6 +425,8 @@ static mil_status conv_slice(onnx_ctx *c, onnx_node *n) {
 static mil_status conv_expand(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0), *shape = onnx_req(c, n, 1);
   if (!x || !shape) return MIL_ERR_INVALID;
+  mil_status cst = onnx_refuse_clipped(c, n, 1, "shape");
+  if (cst != MIL_OK) return cst;
   mil_dtype dt = onnx_dtype(x);
   mil_var *ones = ONNX_OP(c, "fill", A("shape", onnx_cast(c, shape, MIL_DT_INT32)),
                           K("value", onnx_fscalar(c, dt == MIL_DT_BOOL ? MIL_DT_INT32 : dt, dt == MIL_DT_BOOL ? 0 : 0)));
@@ -435,6 +441,8 @@ static mil_status conv_expand(onnx_ctx *c, onnx_node *n) {
 static mil_status conv_tile(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0), *reps = onnx_req(c, n, 1);
   if (!x || !reps) return MIL_ERR_INVALID;
+  mil_status cst = onnx_refuse_clipped(c, n, 1, "repeats");
+  if (cst != MIL_OK) return cst;
   return onnx_set_out(c, n, 0, ONNX_OP(c, "tile", A("x", x), A("reps", onnx_cast(c, reps, MIL_DT_INT32))));
 }
 

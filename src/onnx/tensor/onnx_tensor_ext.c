@@ -116,6 +116,11 @@ static mil_status open_inside(const ot_src *s, const ot_ctx *c, const char *loc,
     close(*fd);
     return ot_err(c, s, MIL_ERR_IO, "external data: cannot resolve %s: %s", path, strerror(e));
   }
+  if (S_ISDIR(a.st_mode)) { /* "." or "sub/": the model's directory or one inside it, not a data file */
+    close(*fd);
+    return ot_err(c, s, MIL_ERR_INVALID, "external data: location \"%s\" names a directory (%s), not a file", loc,
+                  file_real);
+  }
   size_t bl = strlen(base_real);
   bool inside = strncmp(file_real, base_real, bl) == 0 && (file_real[bl] == '/' || (bl == 1 && base_real[0] == '/'));
   if (!inside || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
@@ -135,6 +140,32 @@ static mil_status open_inside(const ot_src *s, const ot_ctx *c, const char *loc,
   return MIL_OK;
 }
 
+/* ---- the sized allocator ---- */
+
+#define SIZED_HDR 16 /* keeps the malloc alignment of the block after it */
+
+static void *sized_alloc(void *ud, size_t n) {
+  (void)ud;
+  if (n > SIZE_MAX - SIZED_HDR) return NULL;
+  unsigned char *p = malloc(n + SIZED_HDR);
+  if (!p) return NULL;
+  memcpy(p, &n, sizeof n);
+  return p + SIZED_HDR;
+}
+
+static void sized_free(void *ud, void *q) {
+  (void)ud;
+  if (q) free((unsigned char *)q - SIZED_HDR);
+}
+
+ProtobufCAllocator onnx_sized_allocator = {sized_alloc, sized_free, NULL};
+
+size_t onnx_sized_string_len(const char *s) {
+  size_t n;
+  memcpy(&n, s - SIZED_HDR, sizeof n);
+  return n ? n - 1 : 0;
+}
+
 mil_status ot_ext_map(const ot_src *s, const ot_ctx *c, size_t nbytes, ot_map **map, const void **bytes) {
   *map = NULL;
   *bytes = NULL;
@@ -148,6 +179,10 @@ mil_status ot_ext_map(const ot_src *s, const ot_ctx *c, size_t nbytes, ot_map **
     if (*slot) return ot_err(c, s, MIL_ERR_FORMAT, "external data: key '%s' appears twice in external_data (13)", k);
     *slot = v;
   }
+  if (loc && loc[0] && (c->flags & OT_SIZED_STRINGS) && onnx_sized_string_len(loc) != strlen(loc))
+    return ot_err(c, s, MIL_ERR_INVALID, "external data: location holds a NUL byte after \"%s\" (%zu bytes in the "
+                  "model, %zu before the NUL); refused, as a C path would silently be cut there", loc,
+                  onnx_sized_string_len(loc), strlen(loc));
   if (!loc || !loc[0])
     return ot_err(c, s, MIL_ERR_FORMAT, "external data: data_location is EXTERNAL but external_data (13) has no %s key 'location'",
                 loc ? "non-empty" : "");

@@ -110,6 +110,18 @@ OT_HIDDEN void ot_src_from_onnx(ot_src *s, const Onnx__TensorProto *t);
 OT_HIDDEN void ot_src_from_nd4j(ot_src *s, const Org__Nd4j__Ir__TensorProto *t);
 
 /* Context of one decode: messages start with `where`. */
+/* Internal flag of ot_ctx.flags: the message was unpacked with
+ * onnx_sized_allocator, so a string field's wire length is known and a
+ * location holding a NUL byte ("w.bin\0../x", which C reads as "w.bin")
+ * can be refused. */
+#define OT_SIZED_STRINGS (1u << 30)
+/* protobuf-c allocator keeping each block's size (protobuf-c copies a
+ * string field of n bytes into a block of n + 1). */
+extern ProtobufCAllocator onnx_sized_allocator;
+/* Bytes protobuf-c read for string s of a message unpacked with
+ * onnx_sized_allocator (s non-empty). */
+size_t onnx_sized_string_len(const char *s);
+
 typedef struct ot_ctx {
   const char *where;
   const char *base_dir; /* NULL: external data refused */
