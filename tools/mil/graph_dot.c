@@ -5,8 +5,61 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_internal.h"
 #include "graph_dot.h"
+#include "mil/ir.h"
+#include "mil/text.h"
+
+/* pointer -> pointer (open addressing; grows at half full). */
+typedef struct ptr_map {
+  const void **keys;
+  void **vals;
+  size_t cap, n;
+} ptr_map;
+
+static size_t ptr_hash(const void *p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return (size_t)x;
+}
+
+static void *ptr_map_get(const ptr_map *m, const void *key) {
+  if (!m->cap) return NULL;
+  for (size_t i = ptr_hash(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    if (!m->keys[i]) return NULL;
+    if (m->keys[i] == key) return m->vals[i];
+  }
+}
+
+static bool ptr_map_put(ptr_map *m, const void *key, void *val) {
+  if ((m->n + 1) * 2 > m->cap) {
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    ptr_map nm = {calloc(cap, sizeof *nm.keys), calloc(cap, sizeof *nm.vals), cap, 0};
+    if (!nm.keys || !nm.vals) {
+      free(nm.keys);
+      free(nm.vals);
+      return false;
+    }
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->keys[i]) (void)ptr_map_put(&nm, m->keys[i], m->vals[i]);
+    free(m->keys);
+    free(m->vals);
+    *m = nm;
+  }
+  size_t i = ptr_hash(key) & (m->cap - 1);
+  while (m->keys[i] && m->keys[i] != key) i = (i + 1) & (m->cap - 1);
+  if (!m->keys[i]) m->n++;
+  m->keys[i] = key;
+  m->vals[i] = val;
+  return true;
+}
+
+static void ptr_map_free(ptr_map *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
 
 #define LABEL_LINE_MAX 56 /* longer label lines are cut with "..." */
 
@@ -25,7 +78,7 @@ typedef struct gd {
   const graph_options *o;
   int64_t next_id, drawn, not_drawn;
   name_idx a_ops; /* --diff: the non-const ops of A by name */
-  ir_ptrmap b2a;  /* --diff: B var -> the A var it stands for (the library's pointer map) */
+  ptr_map b2a;    /* --diff: B var -> the A var it stands for */
   int64_t n_added, n_changed, n_removed;
   bool oom;
 } gd;
@@ -157,7 +210,7 @@ static bool is_const_var(const mil_var *v) { return v && v->op && mil_op_is_cons
  * through, so that the fp16 casts of a pipeline do not hide what they wrap. */
 static const mil_var *a_of(const gd *g, const mil_var *vb) {
   for (int hop = 0; vb && hop < 8; hop++) {
-    const mil_var *va = ir_ptrmap_get(&g->b2a, vb);
+    const mil_var *va = ptr_map_get(&g->b2a, vb);
     if (va) return va;
     if (!vb->op || strcmp(vb->op->type, "cast") != 0) return NULL;
     const mil_input *x = mil_op_find_input(vb->op, "x");
@@ -209,7 +262,7 @@ static bool consts_differ(const mil_op *a, const mil_op *b) {
 static void match(gd *g, mil_op *a, const mil_op *b) {
   a->aux = (void *)1; /* matched */
   for (int32_t i = 0; i < b->n_outputs && i < a->n_outputs; i++) {
-    if (!ir_ptrmap_put(&g->b2a, b->outputs[i], a->outputs[i])) g->oom = true;
+    if (!ptr_map_put(&g->b2a, b->outputs[i], a->outputs[i])) g->oom = true;
     a->outputs[i]->aux = b->outputs[i];
   }
 }
@@ -438,12 +491,12 @@ mil_status graph_dot(mil_program *p, const graph_options *o, mil_buf *out, mil_d
     for (int32_t i = 0; ok && i < f->n_inputs; i++)
       for (int32_t k = 0; k < fa->n_inputs; k++)
         if (!strcmp(fa->inputs[k]->name, f->inputs[i]->name)) {
-          ok = ir_ptrmap_put(&g.b2a, f->inputs[i], fa->inputs[k]);
+          ok = ptr_map_put(&g.b2a, f->inputs[i], fa->inputs[k]);
           fa->inputs[k]->aux = f->inputs[i];
         }
     if (!ok || !idx_sort(&g.a_ops)) {
       idx_free(&g.a_ops);
-      ir_ptrmap_free(&g.b2a);
+      ptr_map_free(&g.b2a);
       return MIL_ERR_NOMEM;
     }
   }
@@ -491,6 +544,6 @@ mil_status graph_dot(mil_program *p, const graph_options *o, mil_buf *out, mil_d
   mil_buf_free(&g.edges);
   mil_buf_puts(out, "}\n");
   idx_free(&g.a_ops);
-  ir_ptrmap_free(&g.b2a);
+  ptr_map_free(&g.b2a);
   return out->oom || g.oom ? MIL_ERR_NOMEM : MIL_OK;
 }
