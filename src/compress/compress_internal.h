@@ -15,7 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "mil/compress.h"
-#include "mil/mil.h"
+#include "mil/ir.h"
 #include "mil/ops.h"
 #include "mil/passes.h"
 

@@ -13,6 +13,7 @@
 #include "mil/blob.h"
 #include "mil/model.h"
 #include "mil/ops.h"
+#include "ptr_map.h"
 
 double opt_now(void) {
   struct timespec ts;
@@ -71,14 +72,6 @@ typedef struct census_walk {
   bool oom;
 } census_walk;
 
-static size_t ptr_hash(const void *p) {
-  uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return (size_t)x;
-}
-
 static bool census_grow(census_walk *w) {
   size_t ncap = w->cap ? w->cap * 2 : 64;
   const char **nk = calloc(ncap, sizeof *nk);
@@ -90,7 +83,7 @@ static bool census_grow(census_walk *w) {
   }
   for (size_t i = 0; i < w->cap; i++) {
     if (!w->keys[i]) continue;
-    size_t h = ptr_hash(w->keys[i]) & (ncap - 1);
+    size_t h = ptr_map_hash(w->keys[i]) & (ncap - 1);
     while (nk[h]) h = (h + 1) & (ncap - 1);
     nk[h] = w->keys[i];
     ns[h] = w->slot[i];
@@ -105,7 +98,7 @@ static bool census_grow(census_walk *w) {
 
 static int32_t census_type_slot(census_walk *w, const char *type) {
   if ((size_t)w->c->n_types * 2 + 2 > w->cap && !census_grow(w)) return -1;
-  size_t h = ptr_hash(type) & (w->cap - 1);
+  size_t h = ptr_map_hash(type) & (w->cap - 1);
   while (w->keys[h]) {
     if (w->keys[h] == type) return w->slot[h];
     h = (h + 1) & (w->cap - 1);
