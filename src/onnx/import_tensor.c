@@ -3,7 +3,9 @@
  * mapped, coremltools' narrowing int64 -> int32, double -> fp32 with
  * clipping like coremltools' const). The importer then widens the small
  * integer dtypes (int8, uint8, int16, uint16) to int32 and bf16 / fp8 to
- * fp32, as the ops it emits take int32 and fp16 / fp32 only. */
+ * fp32, as the ops it emits take int32 and fp16 / fp32 only (int4 / uint4
+ * widen to int32 too; DequantizeLinear of an initializer narrows them back
+ * for the compression ops). */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -13,7 +15,7 @@
 mil_dtype onnx_mil_dtype(int onnx_dt) {
   mil_dtype dt = mil_onnx_dtype_to_mil(onnx_dt, 0);
   if (dt == MIL_DT_FP16 || dt == MIL_DT_FP32 || dt == MIL_DT_BOOL || dt == MIL_DT_INT32) return dt;
-  if (mil_dtype_is_int(dt) && !mil_dtype_is_subbyte(dt)) return MIL_DT_INT32;
+  if (mil_dtype_is_int(dt)) return MIL_DT_INT32; /* int4 / uint4 too (DequantizeLinear narrows them back) */
   if (mil_dtype_is_float(dt)) return MIL_DT_FP32;
   return MIL_DT_UNUSED;
 }

@@ -1,0 +1,146 @@
+"""Quantized ONNX models stay quantized through `mil convert` (issue 29).
+
+The models and their numpy references are tests/data/onnx_quant (written by
+its gen.py). Each converts with the default options at its target; its
+weight.bin holds no more than the quantized data, scales, zero points and
+biases (float tensors counted as fp16) plus 10%; the compression ops are in
+the program (`mil print`); and `mil run` on the reference input is within 3%
+of the reference output's largest magnitude."""
+import os
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "data", "onnx_quant")
+
+# model, target, ops that must be present, ops that must be absent
+CASES = [
+    ("mm_int8_pc", "iOS16", ["constexpr_affine_dequantize"], ["constexpr_blockwise_shift_scale"]),
+    ("mm_int8_pc", "iOS17", ["constexpr_affine_dequantize"], []),
+    ("mm_int8_pc", "iOS18", ["constexpr_blockwise_shift_scale"], ["constexpr_affine_dequantize"]),
+    ("qdq_conv", "iOS17", ["constexpr_affine_dequantize", "quantize", "dequantize"], []),
+    ("qdq_conv", "iOS18", ["constexpr_blockwise_shift_scale", "quantize", "dequantize"], []),
+    ("blocked_int8", "iOS18", ["constexpr_blockwise_shift_scale"], []),
+    ("blocked_uint4", "iOS18", ["constexpr_blockwise_shift_scale"], []),
+    ("matmul_nbits4", "iOS18", ["constexpr_blockwise_shift_scale", "linear"], []),
+]
+
+# ONNX TensorProto data types -> bits a stored element
+BITS = {1: 16, 10: 16, 2: 8, 3: 8, 6: 16, 21: 4, 22: 4}  # floats and int32 biases end up fp16
+
+
+def initializer_bytes(path):
+    """The bytes the model's initializers take quantized (floats as fp16),
+    read with a small protobuf walk so that no onnx package is needed."""
+    buf = open(path, "rb").read()
+
+    def varint(b, i):
+        x = s = 0
+        while True:
+            c = b[i]
+            i += 1
+            x |= (c & 0x7F) << s
+            s += 7
+            if c < 0x80:
+                return x, i
+
+    def fields(b):
+        i = 0
+        while i < len(b):
+            key, i = varint(b, i)
+            f, wt = key >> 3, key & 7
+            if wt == 0:
+                v, i = varint(b, i)
+            elif wt == 2:
+                n, i = varint(b, i)
+                v, i = b[i:i + n], i + n
+            elif wt == 5:
+                v, i = b[i:i + 4], i + 4
+            elif wt == 1:
+                v, i = b[i:i + 8], i + 8
+            else:
+                raise ValueError("wire type %d" % wt)
+            yield f, wt, v
+
+    graph = next(v for f, wt, v in fields(buf) if f == 7)
+    total = 0
+    for f, wt, t in fields(graph):
+        if f != 5:  # initializer
+            continue
+        dims, dt = [], 1
+        for tf, twt, tv in fields(t):
+            if tf == 1 and twt == 0:
+                dims.append(tv)
+            elif tf == 1 and twt == 2:  # packed dims
+                j = 0
+                while j < len(tv):
+                    d, j = varint(tv, j)
+                    dims.append(d)
+            elif tf == 2:
+                dt = tv
+        total += (int(np.prod(dims, dtype=np.int64)) * BITS.get(dt, 32) + 7) // 8
+    return total
+
+
+def mil(cli, *args):
+    r = subprocess.run([cli] + list(args), capture_output=True, text=True)
+    assert r.returncode == 0, "mil %s: %s" % (" ".join(args), r.stderr)
+    return r.stdout
+
+
+@pytest.mark.parametrize("name,target,present,absent", CASES, ids=["%s-%s" % (c[0], c[1]) for c in CASES])
+def test_quantized_model(mil_cli, tmp_path, name, target, present, absent):
+    onnx_path = os.path.join(DATA, name + ".onnx")
+    pkg = str(tmp_path / (name + ".mlpackage"))
+    mil(mil_cli, "convert", onnx_path, pkg, "--target", target)
+    text = mil(mil_cli, "print", pkg)
+    ops = set(re.findall(r"= ([a-z_0-9]+)\(", text))
+    for op in present:
+        assert op in ops, "%s missing from %s at %s: %s" % (op, name, target, sorted(ops))
+    for op in absent:
+        assert op not in ops, "%s in %s at %s" % (op, name, target)
+    wbin = os.path.join(pkg, "Data", "com.apple.CoreML", "weights", "weight.bin")
+    size, budget = os.path.getsize(wbin), initializer_bytes(onnx_path)
+    assert size <= 1.1 * budget, "weight.bin %d bytes; quantized data, scales, zero points and biases %d" % (size, budget)
+    out = tmp_path / "out"
+    mil(mil_cli, "run", pkg, "--input", "x=" + os.path.join(DATA, name + ".x.npy"), "--output-dir", str(out))
+    y, ref = np.load(str(out / "y.npy")), np.load(os.path.join(DATA, name + ".y.npy"))
+    assert y.shape == ref.shape
+    err = np.abs(y.astype(np.float64) - ref).max() / np.abs(ref).max()
+    assert err <= 0.03, "%s at %s: max error %.4f of the reference's largest value" % (name, target, err)
+
+
+def test_quantized_info_and_compress(mil_cli, tmp_path):
+    """`mil info` reports weight bytes by compression kind; `mil compress`
+    leaves a model's existing compression alone."""
+    pkg = str(tmp_path / "m.mlpackage")
+    mil(mil_cli, "convert", os.path.join(DATA, "blocked_uint4.onnx"), pkg, "--target", "iOS18")
+    info = mil(mil_cli, "info", pkg)
+    assert re.search(r"constexpr_blockwise_shift_scale\S*\s.*4096 B", info), info
+
+
+@pytest.mark.parametrize("name", ["blocked_int8", "matmul_nbits4"])
+def test_blockwise_needs_ios18(mil_cli, tmp_path, name):
+    r = subprocess.run([mil_cli, "convert", os.path.join(DATA, name + ".onnx"), str(tmp_path / "m.mlpackage"),
+                        "--target", "iOS17"], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "--target iOS18" in r.stderr and "node '" in r.stderr, r.stderr
+    assert not (tmp_path / "m.mlpackage").exists()
+
+
+def test_ios15_keeps_arithmetic(mil_cli, tmp_path):
+    """Before iOS16 there is no compression op: the weight is decompressed, with a warning."""
+    pkg = str(tmp_path / "m.mlpackage")
+    r = subprocess.run([mil_cli, "convert", os.path.join(DATA, "mm_int8_pc.onnx"), pkg], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "--target iOS16" in r.stderr
+    assert "constexpr_" not in mil(mil_cli, "print", pkg)
+
+
+def test_verify_onnx_against_package(mil_cli, tmp_path):
+    pkg = str(tmp_path / "m.mlpackage")
+    mil(mil_cli, "convert", os.path.join(DATA, "matmul_nbits4.onnx"), pkg, "--target", "iOS18")
+    mil(mil_cli, "verify", os.path.join(DATA, "matmul_nbits4.onnx"), pkg)

@@ -1,0 +1,28 @@
+/* Shared by the quantization converters (ops_quantize.c, ops_quant_weights.c,
+ * ops_quant_blocked.c): quantized weights as Core ML compression ops. */
+#ifndef MIL_ONNX_OPS_QUANT_INTERNAL_H
+#define MIL_ONNX_OPS_QUANT_INTERNAL_H
+
+#include "mil/onnx_tensor.h"
+#include "onnx/import_internal.h"
+
+/* The MIL dtype of an ONNX quantized element type (INT8, UINT8, INT4,
+ * UINT4), MIL_DT_UNUSED for any other. */
+mil_dtype onnx_quant_dtype(int onnx_type);
+
+/* constexpr_blockwise_shift_scale(data, scale[, offset]) appended to the
+ * current block: data holds the integer codes (int4/uint4/int8/uint8),
+ * scale (fp16/fp32) has data's rank and tiles it, offset (NULL, or scale's
+ * shape in data's dtype or a float dtype) is dropped when all zero. The
+ * output var (scale's dtype, data's shape), NULL with the error recorded. */
+mil_var *onnx_blockwise_weight(onnx_ctx *c, const mil_value *data, const mil_value *scale, const mil_value *offset);
+
+/* DequantizeLinear node n of an initializer (x, x_scale, x_zero_point all
+ * known; x declared INT8/UINT8/INT4/UINT4) as the target's compression op:
+ * 1 with *out set; 0 when it does not apply (not constant, another dtype,
+ * iOS15 — warned) and the caller keeps the fp arithmetic; -1 with the
+ * error recorded (bad scale shape; blocked before iOS18, naming
+ * --target iOS18; blocks that do not divide the axis). */
+int onnx_dequantize_weight(onnx_ctx *c, onnx_node *n, mil_var **out);
+
+#endif

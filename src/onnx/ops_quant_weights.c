@@ -1,0 +1,137 @@
+/* ONNX DequantizeLinear of an initializer -> Core ML's compression ops, so
+ * the weight reaches weight.bin in its quantized dtype:
+ *
+ *   iOS18+:   constexpr_blockwise_shift_scale(data, scale, offset)
+ *             per tensor, per axis and opset 21's block_size; int8,
+ *             uint8, int4, uint4 data (coremltools iOS18/compression.py)
+ *   iOS16/17: constexpr_affine_dequantize(quantized_data, zero_point,
+ *             scale, axis): per tensor / per axis; int4 / uint4 data
+ *             stored as int8 / uint8 (iOS16/constexpr_ops.py)
+ *
+ * ONNX's y = (x - zero_point) * scale is the same map as both ops'
+ * (data - offset) * scale. Blocked scales before iOS18 are refused naming
+ * --target iOS18; iOS15 (no compression ops) keeps the fp arithmetic.
+ * Mirrors what coremltools' dequantize_to_constexpr builds from a
+ * dequantize of a const. */
+#include <stdio.h>
+#include <string.h>
+
+#include "onnx/ops_quant_internal.h"
+
+mil_dtype onnx_quant_dtype(int onnx_type) {
+  switch (onnx_type) {
+  case MIL_ONNX_INT8: return MIL_DT_INT8;
+  case MIL_ONNX_UINT8: return MIL_DT_UINT8;
+  case MIL_ONNX_INT4: return MIL_DT_INT4;
+  case MIL_ONNX_UINT4: return MIL_DT_UINT4;
+  default: return MIL_DT_UNUSED;
+  }
+}
+
+/* v's elements as a new tensor of dtype dt and the given shape. */
+static mil_value *retype(onnx_ctx *c, const mil_value *v, mil_dtype dt, int32_t rank, const int64_t *shape) {
+  mil_value *w = mil_value_new_tensor(c->p, dt, rank, shape, rank == 0, NULL);
+  if (!w) return NULL;
+  if (mil_dtype_is_float(dt))
+    for (int64_t i = 0; i < v->numel; i++) mil_value_set_f64(w, i, mil_value_get_f64(v, i));
+  else
+    for (int64_t i = 0; i < v->numel; i++) mil_value_set_i64(w, i, mil_value_get_i64(v, i));
+  return w;
+}
+
+mil_var *onnx_blockwise_weight(onnx_ctx *c, const mil_value *data, const mil_value *scale, const mil_value *offset) {
+  if (offset && pass_bld_all_zero(offset)) offset = NULL;
+  if (offset) return ONNX_OP(c, "constexpr_blockwise_shift_scale", K("data", data), K("scale", scale), K("offset", offset));
+  return ONNX_OP(c, "constexpr_blockwise_shift_scale", K("data", data), K("scale", scale));
+}
+
+static bool all_shape(const mil_value *v, int32_t rank, const int64_t *shape) {
+  if (!v->type || v->type->rank != rank) return false;
+  for (int32_t i = 0; i < rank; i++)
+    if (v->type->dims[i].size != shape[i]) return false;
+  return true;
+}
+
+int onnx_dequantize_weight(onnx_ctx *c, onnx_node *n, mil_var **out) {
+  mil_var *x = onnx_in(n, 0), *s = onnx_in(n, 1), *z = onnx_in(n, 2);
+  const mil_value *xv = onnx_val(x), *sv = onnx_val(s), *zv = onnx_val(z);
+  *out = NULL;
+  if (!xv || !sv || (z && !zv) || xv->kind != MIL_VAL_TENSOR || sv->kind != MIL_VAL_TENSOR || !xv->type ||
+      !sv->type)
+    return 0;
+  mil_dtype qdt = onnx_quant_dtype(onnx_declared_elem_type(c, n->proto->input[0]));
+  int32_t r = xv->type->rank;
+  if (qdt == MIL_DT_UNUSED || r < 1 || r > MIL_INTERP_MAX_RANK_ONNX || xv->numel == 0) return 0;
+  int64_t shape[MIL_INTERP_MAX_RANK_ONNX], sshape[MIL_INTERP_MAX_RANK_ONNX];
+  for (int32_t i = 0; i < r; i++) shape[i] = sshape[i] = xv->type->dims[i].size;
+  int64_t axis = onnx_attr_i(n, "axis", 1), block = onnx_attr_i(n, "block_size", 0);
+  /* the layout: per tensor (one scale), per axis (a vector along axis) or blocked */
+  enum { PER_TENSOR, PER_AXIS, BLOCKED } kind;
+  if (sv->numel == 1 && block == 0) {
+    kind = PER_TENSOR;
+    for (int32_t i = 0; i < r; i++) sshape[i] = 1;
+  } else {
+    if (!onnx_axis(&axis, r)) {
+      onnx_fail(c, MIL_ERR_INVALID, "axis %lld is out of range for x of rank %d", (long long)onnx_attr_i(n, "axis", 1), (int)r);
+      return -1;
+    }
+    if (block > 0) {
+      kind = BLOCKED;
+      sshape[axis] = (shape[axis] + block - 1) / block;
+      if (!all_shape(sv, r, sshape)) {
+        onnx_fail(c, MIL_ERR_INVALID, "blocked x_scale must have x's shape with dim %lld = ceil(%lld / block_size %lld)",
+                  (long long)axis, (long long)shape[axis], (long long)block);
+        return -1;
+      }
+    } else {
+      kind = PER_AXIS;
+      if (sv->type->rank != 1 || sv->numel != shape[axis]) {
+        onnx_fail(c, MIL_ERR_INVALID, "x_scale must be a scalar or a vector of x's dim %lld (%lld values), got %lld values",
+                  (long long)axis, (long long)shape[axis], (long long)sv->numel);
+        return -1;
+      }
+      for (int32_t i = 0; i < r; i++) sshape[i] = i == axis ? shape[axis] : 1;
+    }
+  }
+  if (zv && zv->numel != sv->numel) {
+    onnx_fail(c, MIL_ERR_INVALID, "x_zero_point has %lld values, x_scale %lld", (long long)zv->numel, (long long)sv->numel);
+    return -1;
+  }
+  if (kind == BLOCKED && c->target < MIL_IOS18) {
+    onnx_fail(c, MIL_ERR_UNSUPPORTED,
+              "blocked quantization (block_size %lld) needs constexpr_blockwise_shift_scale (iOS18): convert with "
+              "--target iOS18",
+              (long long)block);
+    return -1;
+  }
+  if (c->target < MIL_IOS16) {
+    mil_diag_add(c->d, MIL_SEV_WARNING,
+                 "%s: node '%s' (DequantizeLinear): the weight is stored decompressed: iOS15 has no compression ops "
+                 "(--target iOS16 or later keeps it quantized)",
+                 c->path, n->name);
+    return 0;
+  }
+  mil_dtype fdt = sv->type->dtype == MIL_DT_FP16 ? MIL_DT_FP16 : MIL_DT_FP32;
+  if (c->target >= MIL_IOS18) {
+    if (kind == BLOCKED && shape[axis] % block != 0) {
+      onnx_fail(c, MIL_ERR_UNSUPPORTED,
+                "block_size %lld does not divide dim %lld of x (%lld): constexpr_blockwise_shift_scale needs whole blocks",
+                (long long)block, (long long)axis, (long long)shape[axis]);
+      return -1;
+    }
+    mil_value *data = retype(c, xv, qdt, r, shape), *scale = retype(c, sv, fdt, r, sshape);
+    mil_value *off = zv ? retype(c, zv, qdt, r, sshape) : NULL;
+    if (!data || !scale || (zv && !off)) return -(int)MIL_ERR_NOMEM;
+    *out = onnx_blockwise_weight(c, data, scale, off);
+    return *out ? 1 : -1;
+  }
+  mil_dtype adt = qdt == MIL_DT_INT4 || qdt == MIL_DT_INT8 ? MIL_DT_INT8 : MIL_DT_UINT8;
+  int64_t nv = sv->numel;
+  int32_t pr = kind == PER_TENSOR ? 0 : 1;
+  mil_value *data = retype(c, xv, adt, r, shape), *scale = retype(c, sv, fdt, pr, &nv);
+  mil_value *zp = zv ? retype(c, zv, adt, pr, &nv) : mil_value_new_scalar_i64(c->p, adt, 0);
+  if (!data || !scale || !zp) return -(int)MIL_ERR_NOMEM;
+  *out = ONNX_OP(c, "constexpr_affine_dequantize", K("quantized_data", data), K("zero_point", zp), K("scale", scale),
+                 K("axis", onnx_i32(c, kind == PER_AXIS ? axis : 0)));
+  return *out ? 1 : -1;
+}
