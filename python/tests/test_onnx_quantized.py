@@ -119,7 +119,15 @@ def test_quantized_info_and_compress(mil_cli, tmp_path):
     pkg = str(tmp_path / "m.mlpackage")
     mil(mil_cli, "convert", os.path.join(DATA, "blocked_uint4.onnx"), pkg, "--target", "iOS18")
     info = mil(mil_cli, "info", pkg)
-    assert re.search(r"constexpr_blockwise_shift_scale\S*\s.*4096 B", info), info
+    kinds = dict((k, int(b)) for k, b in re.findall(r"^  (\S+)\s+(\d+) bytes\s+\d+ consts$", info, re.M))
+    # 128 x 64 uint4 codes (4096 bytes), 4 x 64 fp16 scales, 4 x 64 uint4 offsets
+    assert kinds.get("constexpr_blockwise_shift_scale") == 4096 + 512 + 128, info
+    assert kinds.get("uncompressed", 0) < 64, info
+    for form in (["--quantize", "int8"], ["--palettize", "4"]):
+        out = str(tmp_path / ("c%s.mlpackage" % form[1]))
+        mil(mil_cli, "compress", pkg, "-o", out, *form)
+        again = mil(mil_cli, "info", out)
+        assert again.split("numeric constants by compression")[1] == info.split("numeric constants by compression")[1]
 
 
 @pytest.mark.parametrize("name", ["blocked_int8", "matmul_nbits4"])
