@@ -148,6 +148,22 @@ def test_ios15_keeps_arithmetic(mil_cli, tmp_path):
     assert "constexpr_" not in mil(mil_cli, "print", pkg)
 
 
+@pytest.mark.parametrize("target", ["iOS15", "iOS17"])
+def test_quantize_rounding_and_saturation(mil_cli, tmp_path, target):
+    """x / 0.5 = [0.5, 1.5, -0.5, -1.5, 2.5, 200, -200, 127.5] rounds half to
+    even to [0, 2, -0, -2, 2, 200, -200, 128]; uint8 (zero point 128)
+    saturates 328 to 255 and -72 to 0, int8 200 to 127 and -200 to -128."""
+    pkg = str(tmp_path / "r.mlpackage")
+    mil(mil_cli, "convert", os.path.join(DATA, "qdq_round.onnx"), pkg, "--target", target)
+    ops = set(re.findall(r"= ([a-z_0-9]+)\(", mil(mil_cli, "print", pkg)))
+    assert ("quantize" in ops) == (target == "iOS17"), ops
+    out = tmp_path / "out"
+    mil(mil_cli, "run", pkg, "--input", "x=" + os.path.join(DATA, "qdq_round.x.npy"), "--output-dir", str(out))
+    yu, yi = np.load(str(out / "yu.npy")), np.load(str(out / "yi.npy"))
+    np.testing.assert_array_equal(yu, [0, 1, 0, -1, 1, 63.5, -64, 63.5])
+    np.testing.assert_array_equal(yi, [0, 1, 0, -1, 1, 63.5, -64, 63.5])
+
+
 def test_verify_onnx_against_package(mil_cli, tmp_path):
     pkg = str(tmp_path / "m.mlpackage")
     mil(mil_cli, "convert", os.path.join(DATA, "matmul_nbits4.onnx"), pkg, "--target", "iOS18")

@@ -210,10 +210,30 @@ def matmul_nbits():
          x @ w.T + bias)
 
 
+def qdq_round():
+    """QuantizeLinear -> DequantizeLinear on an input, uint8 (zero point
+    128) and int8 (zero point 0), scale 0.5: the expected outputs are worked
+    out by hand in the test (round half to even, saturation)."""
+    nodes, inits = [], [f32("s", np.float32(0.5)), numpy_helper.from_array(np.array(128, np.uint8), "zu"),
+                        numpy_helper.from_array(np.array(0, np.int8), "zi")]
+    for zp, out in (("zu", "yu"), ("zi", "yi")):
+        nodes.append(helper.make_node("QuantizeLinear", ["x", "s", zp], [out + "_q"]))
+        nodes.append(helper.make_node("DequantizeLinear", [out + "_q", "s", zp], [out]))
+    g = helper.make_graph(nodes, "qdq_round", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8])],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, [8]) for o in ("yu", "yi")],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="gen.py")
+    m.ir_version = 8
+    with open(os.path.join(HERE, "qdq_round.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+    np.save(os.path.join(HERE, "qdq_round.x.npy"), np.array([0.25, 0.75, -0.25, -0.75, 1.25, 100, -100, 63.75], np.float32))
+
+
 if __name__ == "__main__":
     mm_int8_pc()
     qdq_conv()
     blocked("blocked_int8", 8)
     blocked("blocked_uint4", 4)
     matmul_nbits()
+    qdq_round()
     print("onnx", onnx.__version__, "models written to", HERE)
