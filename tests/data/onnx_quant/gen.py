@@ -210,6 +210,67 @@ def matmul_nbits():
          x @ w.T + bias)
 
 
+def pack_codes(codes, bits):
+    """Rows of codes packed low bits first into whole bytes a row."""
+    rows, n = codes.shape
+    per = 8 // bits
+    pad = (-n) % per
+    c = np.concatenate([codes, np.zeros((rows, pad), codes.dtype)], axis=1).astype(np.uint8)
+    out = np.zeros((rows, c.shape[1] // per), np.uint8)
+    for j in range(per):
+        out |= (c[:, j::per] << (j * bits)).astype(np.uint8)
+    return out
+
+
+def matmul_nbits_variant(name, bits, k, zp_kind, a_shape):
+    """MatMulNBits with bits 2 or 8, a partial last block (K not a multiple
+    of the block), zero points absent (2^(bits-1)) or of the scales' type."""
+    n, bs = 64, 32
+    kb = (k + bs - 1) // bs
+    q = rng.integers(0, 2 ** bits, (n, kb * bs)).astype(np.uint8)
+    scale = (rng.uniform(0.5, 1.5, (n, kb)) / 2 ** (bits - 1)).astype(np.float32)
+    inputs = ["x", "b", "scales"]
+    inits = [numpy_helper.from_array(pack_codes(q, bits).reshape(n, kb, bs * bits // 8), "b"),
+             f32("scales", scale.reshape(-1))]
+    if zp_kind == "float":
+        zp = rng.uniform(0, 2 ** bits - 1, (n, kb)).astype(np.float32)
+        inits.append(f32("zero_points", zp.reshape(-1)))
+        inputs.append("zero_points")
+    else:
+        zp = np.full((n, kb), 2 ** (bits - 1), np.float32)
+    w = ((q.astype(np.float32) - np.repeat(zp, bs, axis=1)) * np.repeat(scale, bs, axis=1))[:, :k]
+    x = rng.standard_normal(a_shape + [k]).astype(np.float32)
+    nodes = [helper.make_node("MatMulNBits", inputs, ["y"], domain="com.microsoft", K=k, N=n, bits=bits, block_size=bs)]
+    save(name, nodes, inits, [helper.make_tensor_value_info("x", TensorProto.FLOAT, a_shape + [k])],
+         [helper.make_tensor_value_info("y", TensorProto.FLOAT, a_shape + [n])], [("", 17), ("com.microsoft", 1)], x,
+         x @ w.T)
+
+
+def gather_block_quantized():
+    """com.microsoft GatherBlockQuantized: a [64, 128] embedding table of
+    4-bit codes packed two a byte in uint8, block 32, packed zero points."""
+    rows, cols, bs = 64, 128, 32
+    kb = cols // bs
+    q = rng.integers(0, 16, (rows, cols)).astype(np.uint8)
+    zp = rng.integers(6, 10, (rows, kb)).astype(np.uint8)
+    scale = rng.uniform(0.05, 0.1, (rows, kb)).astype(np.float32)
+    table = (q.astype(np.float32) - np.repeat(zp, bs, axis=1)) * np.repeat(scale, bs, axis=1)
+    idx = np.array([[3, 0, 63], [17, 17, 1]], np.int64)
+    nodes = [helper.make_node("GatherBlockQuantized", ["table", "x", "scales", "zero_points"], ["y"],
+                              domain="com.microsoft", block_size=bs, gather_axis=0, quantize_axis=1, bits=4)]
+    inits = [numpy_helper.from_array(pack_codes(q, 4), "table"), f32("scales", scale),
+             numpy_helper.from_array(pack_codes(zp, 4), "zero_points")]
+    g = helper.make_graph(nodes, "gbq", [helper.make_tensor_value_info("x", TensorProto.INT64, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, cols])], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
+                          producer_name="gen.py")
+    m.ir_version = 8
+    with open(os.path.join(HERE, "gather_block_quantized.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+    np.save(os.path.join(HERE, "gather_block_quantized.x.npy"), idx.astype(np.int32))
+    np.save(os.path.join(HERE, "gather_block_quantized.y.npy"), table[idx].astype(np.float32))
+
+
 def qdq_round():
     """QuantizeLinear -> DequantizeLinear on an input, uint8 (zero point
     128) and int8 (zero point 0), scale 0.5: the expected outputs are worked
@@ -236,4 +297,7 @@ if __name__ == "__main__":
     blocked("blocked_uint4", 4)
     matmul_nbits()
     qdq_round()
+    matmul_nbits_variant("matmul_nbits8_float_zp", 8, 208, "float", [3])
+    matmul_nbits_variant("matmul_nbits2", 2, 256, None, [2, 2])
+    gather_block_quantized()
     print("onnx", onnx.__version__, "models written to", HERE)
