@@ -144,6 +144,15 @@ def test_blockwise_needs_ios18(mil_cli, tmp_path, name):
     assert not (tmp_path / "m.mlpackage").exists()
 
 
+@pytest.mark.parametrize("name,why", [("refused_nbits3", "bits = 3"), ("refused_gidx", "g_idx reorders")])
+def test_matmul_nbits_refused(mil_cli, tmp_path, name, why):
+    r = subprocess.run([mil_cli, "convert", os.path.join(DATA, name + ".onnx"), str(tmp_path / "m.mlpackage"),
+                        "--target", "iOS18"], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "node 'the_matmul' (MatMulNBits, domain com.microsoft" in r.stderr and why in r.stderr, r.stderr
+    assert not (tmp_path / "m.mlpackage").exists()
+
+
 def test_ios15_keeps_arithmetic(mil_cli, tmp_path):
     """Before iOS16 there is no compression op: the weight is decompressed, with a warning."""
     pkg = str(tmp_path / "m.mlpackage")

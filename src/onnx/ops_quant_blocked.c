@@ -17,6 +17,7 @@
  * iOS18 they are refused naming --target iOS18 (MIL has no blockwise
  * layout there). g_idx is accepted only when it is the trivial i /
  * block_size (what every exporter writes unless it reorders K). */
+#include <stdint.h>
 #include <string.h>
 
 #include "onnx/ops_quant_internal.h"
@@ -89,12 +90,12 @@ static mil_status conv_matmul_nbits(onnx_ctx *c, onnx_node *n) {
   if (!a || !onnx_req(c, n, 1) || !onnx_req(c, n, 2)) return MIL_ERR_INVALID;
   int64_t k = onnx_attr_i(n, "K", 0), rows = onnx_attr_i(n, "N", 0), bits = onnx_attr_i(n, "bits", 4),
           bs = onnx_attr_i(n, "block_size", 0);
-  if (k <= 0 || rows <= 0 || bs <= 0 || (bs * bits) % 8)
-    return onnx_fail(c, MIL_ERR_INVALID, "attributes K (%lld), N (%lld) and block_size (%lld) must be positive, "
-                     "block_size * bits a whole number of bytes", (long long)k, (long long)rows, (long long)bs);
   if (bits != 2 && bits != 4 && bits != 8)
     return ONNX_UNSUP(c, "bits = %lld: MIL's blockwise data holds 2-, 4- and 8-bit codes (as uint4 / uint8)",
                       (long long)bits);
+  if (k <= 0 || rows <= 0 || bs <= 0 || k > (INT64_C(1) << 40) || bs > (INT64_C(1) << 30) || (bs * bits) % 8)
+    return onnx_fail(c, MIL_ERR_INVALID, "attributes K (%lld), N (%lld) and block_size (%lld) must be positive, "
+                     "block_size * bits a whole number of bytes", (long long)k, (long long)rows, (long long)bs);
   if (c->target < MIL_IOS18) return need_ios18(c);
   const mil_value *b = const_input(c, n, 1, "B"), *s = b ? const_input(c, n, 2, "scales") : NULL;
   if (!s) return MIL_ERR_UNSUPPORTED;

@@ -271,6 +271,27 @@ def gather_block_quantized():
     np.save(os.path.join(HERE, "gather_block_quantized.y.npy"), table[idx].astype(np.float32))
 
 
+def refused():
+    """MatMulNBits the converter refuses, naming the node: bits 3, and a
+    g_idx that reorders K (act-order)."""
+    k, n, bs = 64, 8, 32
+    for name, bits, gidx in (("refused_nbits3", 3, None), ("refused_gidx", 4, np.arange(k)[::-1] // bs)):
+        blob = bs * bits // 8
+        inits = [numpy_helper.from_array(np.zeros((n, k // bs, blob), np.uint8), "b"), f32("scales", np.ones(n * k // bs))]
+        inputs = ["x", "b", "scales"]
+        if gidx is not None:
+            inits.append(numpy_helper.from_array(gidx.astype(np.int32), "g_idx"))
+            inputs += ["", "g_idx"]
+        nodes = [helper.make_node("MatMulNBits", inputs, ["y"], name="the_matmul", domain="com.microsoft", K=k, N=n,
+                                  bits=bits, block_size=bs)]
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, k])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n])], initializer=inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+        m.ir_version = 8
+        with open(os.path.join(HERE, name + ".onnx"), "wb") as f:
+            f.write(m.SerializeToString())
+
+
 def qdq_round():
     """QuantizeLinear -> DequantizeLinear on an input, uint8 (zero point
     128) and int8 (zero point 0), scale 0.5: the expected outputs are worked
@@ -300,4 +321,5 @@ if __name__ == "__main__":
     matmul_nbits_variant("matmul_nbits8_float_zp", 8, 208, "float", [3])
     matmul_nbits_variant("matmul_nbits2", 2, 256, None, [2, 2])
     gather_block_quantized()
+    refused()
     print("onnx", onnx.__version__, "models written to", HERE)
