@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "onnx/import_internal.h"
 #include "onnx/onnx_tensor_internal.h"
+#include "onnx/ops_quant_internal.h"
 
 mil_dtype onnx_mil_dtype(int onnx_dt) {
   mil_dtype dt = mil_onnx_dtype_to_mil(onnx_dt, 0);
@@ -23,7 +23,7 @@ mil_dtype onnx_mil_dtype(int onnx_dt) {
 /* A large raw_data tensor whose bytes are already MIL's layout (fp32,
  * fp16, int32, bool on a little-endian host) is viewed in place, not
  * copied: the decoded message then stays with the program. */
-static mil_value *view_raw(onnx_ctx *c, const Onnx__TensorProto *t) {
+static mil_value *view_raw(onnx_ctx *c, const Onnx__TensorProto *t, bool native) {
   static const uint16_t probe = 1;
   if (!t->has_raw_data || (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
       t->segment || t->raw_data.len < 4096 || *(const uint8_t *)&probe != 1 || t->n_dims > MIL_INTERP_MAX_RANK_ONNX)
@@ -33,21 +33,25 @@ static mil_value *view_raw(onnx_ctx *c, const Onnx__TensorProto *t) {
   case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: dt = MIL_DT_FP32; break;
   case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: dt = MIL_DT_FP16; break;
   case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: dt = MIL_DT_INT32; break;
-  default: return NULL;
+  default:
+    /* quantized weights in their own dtype (int4 / uint4 packed low
+     * nibble first, as MIL packs them) */
+    dt = native ? onnx_quant_dtype(t->data_type) : MIL_DT_UNUSED;
+    if (dt == MIL_DT_UNUSED) return NULL;
   }
   int64_t numel = 1;
   for (size_t i = 0; i < t->n_dims; i++) {
     if (t->dims[i] < 0 || (t->dims[i] && numel > INT64_MAX / t->dims[i])) return NULL;
     numel *= t->dims[i];
   }
-  if ((uint64_t)numel * mil_dtype_size(dt) != t->raw_data.len || ((uintptr_t)t->raw_data.data % 8) != 0) return NULL;
+  if (((uint64_t)numel * (uint64_t)mil_dtype_bits(dt) + 7) / 8 != t->raw_data.len || ((uintptr_t)t->raw_data.data % 8) != 0) return NULL;
   mil_value *v = mil_value_new_view(c->p, dt, (int32_t)t->n_dims, t->dims, t->raw_data.data, t->raw_data.len);
   if (v) c->views = v->stable_view = true; /* the message stays with the program */
   return v;
 }
 
-mil_status onnx_tensor_value(onnx_ctx *c, const Onnx__TensorProto *t, mil_value **out) {
-  if ((*out = view_raw(c, t))) return MIL_OK;
+static mil_status tensor_value(onnx_ctx *c, const Onnx__TensorProto *t, bool native, mil_value **out) {
+  if ((*out = view_raw(c, t, native))) return MIL_OK;
   char where[512];
   snprintf(where, sizeof where, "%s: tensor '%s'", c->path, t->name ? t->name : "");
   mil_value *v = NULL;
@@ -62,7 +66,7 @@ mil_status onnx_tensor_value(onnx_ctx *c, const Onnx__TensorProto *t, mil_value 
   mil_dtype dt = v->type->dtype, want = onnx_mil_dtype(t->data_type);
   if (want == MIL_DT_UNUSED)
     return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "%s: %s tensors are not converted", where, mil_dtype_name(dt));
-  if (dt != want) {
+  if (dt != want && !(native && onnx_quant_dtype(t->data_type) == dt)) {
     int64_t shape[MIL_INTERP_MAX_RANK_ONNX];
     for (int32_t i = 0; i < v->type->rank && i < MIL_INTERP_MAX_RANK_ONNX; i++) shape[i] = v->type->dims[i].size;
     mil_value *w = mil_value_new_tensor(c->p, want, v->type->rank, shape, v->type->is_scalar, NULL);
@@ -75,4 +79,12 @@ mil_status onnx_tensor_value(onnx_ctx *c, const Onnx__TensorProto *t, mil_value 
   }
   *out = v;
   return MIL_OK;
+}
+
+mil_status onnx_tensor_value(onnx_ctx *c, const Onnx__TensorProto *t, mil_value **out) {
+  return tensor_value(c, t, false, out);
+}
+
+mil_status onnx_tensor_value_quantized(onnx_ctx *c, const Onnx__TensorProto *t, mil_value **out) {
+  return tensor_value(c, t, true, out);
 }

@@ -118,11 +118,17 @@ static mil_status conv_matmul_nbits(onnx_ctx *c, onnx_node *n) {
                      (long long)k);
   mil_dtype dt = bits <= 4 ? MIL_DT_UINT4 : MIL_DT_UINT8;
   int64_t kp = kb * bs, shape[2] = {rows, kp};
-  mil_value *data = mil_value_new_tensor(c->p, dt, 2, shape, false, NULL);
+  /* 4- and 8-bit codes of a uint8 B (loaded in its dtype) are already
+   * MIL's uint4 / uint8 layout of [N, k_blocks * block_size]: viewed, not
+   * copied (unless B is file-mapped external data, whose pages may go) */
+  bool view = bits != 2 && b->type->dtype == MIL_DT_UINT8 && !b->file_mapped;
+  mil_value *data = view ? mil_value_new_view(c->p, dt, 2, shape, mil_value_data(b), (size_t)b->nbytes)
+                         : mil_value_new_tensor(c->p, dt, 2, shape, false, NULL);
   mil_value *sc = scales2d(c, s, rows, kb);
   mil_value *off = sc ? offsets(c, n, zp, rows, kb, (int)bits, dt) : NULL;
   if (!data || !off) return data ? MIL_ERR_INVALID : MIL_ERR_NOMEM;
-  for (int64_t r = 0; r < rows; r++)
+  if (view) data->stable_view = b->stable_view;
+  for (int64_t r = 0; r < rows && !view; r++)
     for (int64_t j = 0; j < kp; j++)
       mil_value_set_i64(data, r * kp + j, code_at(b, (r * kb + j / bs) * blob, j % bs, (int)bits));
   mil_var *w = trim(c, onnx_blockwise_weight(c, data, sc, off), rows, k, kp);

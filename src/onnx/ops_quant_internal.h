@@ -25,4 +25,16 @@ mil_var *onnx_blockwise_weight(onnx_ctx *c, const mil_value *data, const mil_val
  * --target iOS18; blocks that do not divide the axis). */
 int onnx_dequantize_weight(onnx_ctx *c, onnx_node *n, mil_var **out);
 
+/* Whether every use of value `name` in graph g is a quantized weight input
+ * (DequantizeLinear's x, MatMulNBits' B, GatherBlockQuantized's data) and
+ * it is no graph output (g has no subgraph that might read it): such an
+ * initializer is loaded in its own dtype (onnx_tensor_value_quantized)
+ * instead of widened to int32. */
+bool onnx_quantized_only(const Onnx__GraphProto *g, const char *name);
+
+/* onnx_tensor_value for an INT8 / UINT8 / INT4 / UINT4 initializer that
+ * keeps the dtype (large raw_data viewed in place, not copied); other
+ * tensors as onnx_tensor_value. */
+mil_status onnx_tensor_value_quantized(onnx_ctx *c, const Onnx__TensorProto *t, mil_value **out);
+
 #endif

@@ -28,6 +28,29 @@ mil_dtype onnx_quant_dtype(int onnx_type) {
   }
 }
 
+bool onnx_quantized_only(const Onnx__GraphProto *g, const char *name) {
+  if (!g || !name || !name[0]) return false;
+  bool used = false;
+  for (size_t i = 0; i < g->n_node; i++) {
+    const Onnx__NodeProto *m = g->node[i];
+    for (size_t a = 0; a < m->n_attribute; a++)
+      if (m->attribute[a]->g || m->attribute[a]->n_graphs) return false;
+    bool ms = m->domain && !strcmp(m->domain, "com.microsoft");
+    bool onnx = !m->domain || !m->domain[0] || !strcmp(m->domain, "ai.onnx");
+    for (size_t j = 0; j < m->n_input; j++) {
+      if (!m->input[j] || strcmp(m->input[j], name) != 0) continue;
+      bool ok = (onnx && j == 0 && !strcmp(m->op_type, "DequantizeLinear")) ||
+                (ms && j == 1 && !strcmp(m->op_type, "MatMulNBits")) ||
+                (ms && j == 0 && !strcmp(m->op_type, "GatherBlockQuantized"));
+      if (!ok) return false;
+      used = true;
+    }
+  }
+  for (size_t i = 0; i < g->n_output; i++)
+    if (g->output[i]->name && !strcmp(g->output[i]->name, name)) return false;
+  return used;
+}
+
 /* v's elements as a new tensor of dtype dt and the given shape. */
 static mil_value *retype(onnx_ctx *c, const mil_value *v, mil_dtype dt, int32_t rank, const int64_t *shape) {
   mil_value *w = mil_value_new_tensor(c->p, dt, rank, shape, rank == 0, NULL);
@@ -119,7 +142,8 @@ int onnx_dequantize_weight(onnx_ctx *c, onnx_node *n, mil_var **out) {
                 (long long)block, (long long)axis, (long long)shape[axis]);
       return -1;
     }
-    mil_value *data = retype(c, xv, qdt, r, shape), *scale = retype(c, sv, fdt, r, sshape);
+    mil_value *data = xv->type->dtype == qdt ? (mil_value *)xv : retype(c, xv, qdt, r, shape);
+    mil_value *scale = retype(c, sv, fdt, r, sshape);
     mil_value *off = zv ? retype(c, zv, qdt, r, sshape) : NULL;
     if (!data || !scale || (zv && !off)) return -(int)MIL_ERR_NOMEM;
     *out = onnx_blockwise_weight(c, data, scale, off);
@@ -128,7 +152,8 @@ int onnx_dequantize_weight(onnx_ctx *c, onnx_node *n, mil_var **out) {
   mil_dtype adt = qdt == MIL_DT_INT4 || qdt == MIL_DT_INT8 ? MIL_DT_INT8 : MIL_DT_UINT8;
   int64_t nv = sv->numel;
   int32_t pr = kind == PER_TENSOR ? 0 : 1;
-  mil_value *data = retype(c, xv, adt, r, shape), *scale = retype(c, sv, fdt, pr, &nv);
+  mil_value *data = xv->type->dtype == adt ? (mil_value *)xv : retype(c, xv, adt, r, shape);
+  mil_value *scale = retype(c, sv, fdt, pr, &nv);
   mil_value *zp = zv ? retype(c, zv, adt, pr, &nv) : mil_value_new_scalar_i64(c->p, adt, 0);
   if (!data || !scale || !zp) return -(int)MIL_ERR_NOMEM;
   *out = ONNX_OP(c, "constexpr_affine_dequantize", K("quantized_data", data), K("zero_point", zp), K("scale", scale),

@@ -78,6 +78,12 @@ static mil_status conv_dequantize(onnx_ctx *c, onnx_node *n) {
   if ((w = activation_dequantize(c, n, x, s, zp))) return onnx_set_out(c, n, 0, w);
   if (onnx_attr(n, "block_size") && onnx_attr_i(n, "block_size", 0))
     return ONNX_UNSUP(c, "blocked quantization of a tensor computed at run time (only initializers are converted)");
+  /* an initializer loaded in its quantized dtype: the arithmetic takes int32 */
+  mil_dtype xdt = onnx_dtype(x);
+  if (onnx_val(x) && xdt != MIL_DT_INT32 && !mil_dtype_is_float(xdt)) {
+    mil_value *wide = pass_bld_astype(c->p, onnx_val(x), MIL_DT_INT32);
+    if (!wide || !(x = onnx_const(c, wide))) return MIL_ERR_NOMEM;
+  }
   mil_var *xf = onnx_cast(c, x, MIL_DT_FP32);
   if (zp) xf = ONNX_OP(c, "sub", A("x", xf), A("y", along(c, n, onnx_cast(c, zp, MIL_DT_FP32), x)));
   mil_var *r = ONNX_OP(c, "mul", A("x", xf), A("y", along(c, n, onnx_cast(c, s, MIL_DT_FP32), x)));
