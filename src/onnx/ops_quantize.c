@@ -37,17 +37,27 @@ static mil_value *as_dtype(onnx_ctx *c, const mil_value *v, mil_dtype dt) {
   return pass_bld_astype(c->p, v, dt);
 }
 
-/* scale (and zero point) known and per tensor or a vector along axis */
+/* scale (and zero point) known and per tensor (rank 0) or a vector of x's
+ * dim along axis (rank 1, more than one value); the one-value vectors of
+ * per-tensor parameters are squeezed to scalars by the callers (scalar()). */
 static bool simple_params(const onnx_node *n, const mil_value *s, const mil_value *z, const mil_var *x) {
   if (!s || s->kind != MIL_VAL_TENSOR || !s->type || s->type->rank > 1 || (onnx_in(n, 2) && !z)) return false;
   if (onnx_attr_i(n, "block_size", 0) != 0 || onnx_rank(x) < 0) return false;
-  if (z && (z->kind != MIL_VAL_TENSOR || !z->type || z->numel != s->numel || z->type->rank != s->type->rank)) return false;
-  return s->type->rank == 0 || s->numel >= 1;
+  if (z && (z->kind != MIL_VAL_TENSOR || !z->type || z->numel != s->numel || z->type->rank > 1)) return false;
+  if (s->numel == 1) return true;
+  int64_t axis = onnx_attr_i(n, "axis", 1);
+  if (!onnx_axis(&axis, onnx_rank(x))) return false;
+  return x->type->dims[axis].size == s->numel;
+}
+
+/* a one-value parameter as a scalar */
+static const mil_value *scalar(onnx_ctx *c, const mil_value *v) {
+  return v && v->numel == 1 && v->type->rank == 1 ? pass_bld_squeeze(c->p, v) : v;
 }
 
 /* the axis input of quantize / dequantize for a vector scale, or NULL */
 static mil_value *q_axis(onnx_ctx *c, const onnx_node *n, const mil_value *s, const mil_var *x) {
-  if (s->type->rank == 0) return NULL;
+  if (s->numel == 1) return NULL;
   int64_t axis = onnx_attr_i(n, "axis", 1);
   if (!onnx_axis(&axis, onnx_rank(x))) return NULL;
   return onnx_i32(c, axis);
@@ -58,9 +68,10 @@ static mil_var *activation_dequantize(onnx_ctx *c, onnx_node *n, mil_var *x, mil
   mil_dtype xdt = onnx_dtype(x);
   const mil_value *sv = onnx_val(s), *zv = onnx_val(z);
   if (c->target < MIL_IOS17 || (xdt != MIL_DT_INT8 && xdt != MIL_DT_UINT8) || !simple_params(n, sv, zv, x)) return NULL;
-  mil_value *scale = as_dtype(c, sv, sv->type->dtype == MIL_DT_FP16 ? MIL_DT_FP16 : MIL_DT_FP32);
-  mil_value *zp = zv ? as_dtype(c, zv, xdt) : NULL, *axis = q_axis(c, n, sv, x);
-  if (!scale || (zv && !zp) || (sv->type->rank == 1 && !axis)) return NULL;
+  sv = scalar(c, sv), zv = scalar(c, zv);
+  mil_value *scale = sv ? as_dtype(c, sv, sv->type->dtype == MIL_DT_FP16 ? MIL_DT_FP16 : MIL_DT_FP32) : NULL;
+  mil_value *zp = zv ? as_dtype(c, zv, xdt) : NULL, *axis = scale ? q_axis(c, n, sv, x) : NULL;
+  if (!scale || (zv && !zp) || (sv->numel > 1 && !axis)) return NULL;
   pass_barg args[4] = {A("input", x), K("scale", scale)};
   int32_t k = 2;
   if (zp) args[k++] = K("zero_point", zp);
@@ -135,8 +146,10 @@ static mil_status conv_quantize(onnx_ctx *c, onnx_node *n) {
   mil_dtype xdt = onnx_dtype(x), qdt = lo < 0 ? MIL_DT_INT8 : MIL_DT_UINT8;
   if (c->target >= MIL_IOS17 && (hi == 127 || hi == 255) && (xdt == MIL_DT_FP32 || xdt == MIL_DT_FP16) &&
       simple_params(n, sv, zv, x) && only_dequantized(c, n, n->proto->output[0])) {
-    mil_value *scale = as_dtype(c, sv, xdt), *z = zv ? as_dtype(c, zv, qdt) : NULL, *axis = q_axis(c, n, sv, x);
-    if (scale && (!zv || z) && (sv->type->rank == 0 || axis)) {
+    sv = scalar(c, sv), zv = scalar(c, zv);
+    mil_value *scale = sv ? as_dtype(c, sv, xdt) : NULL, *z = zv ? as_dtype(c, zv, qdt) : NULL;
+    mil_value *axis = scale ? q_axis(c, n, sv, x) : NULL;
+    if (scale && (!zv || z) && (sv->numel == 1 || axis)) {
       pass_barg args[5] = {A("input", x), K("scale", scale), K("output_dtype", onnx_str(c, mil_dtype_name(qdt)))};
       int32_t k = 3;
       if (z) args[k++] = K("zero_point", z);
