@@ -43,7 +43,7 @@ static int64_t code_at(const mil_value *v, int64_t base, int64_t j, int bits) {
 
 /* The [N, k_blocks] offsets of zero_points (packed codes, or floats), or
  * 2^(bits - 1) everywhere when absent; dt is the data's dtype. */
-static mil_value *offsets(onnx_ctx *c, onnx_node *n, const mil_value *zp, int64_t rows, int64_t kb, int bits,
+static mil_value *offsets(onnx_ctx *c, const mil_value *zp, int64_t rows, int64_t kb, int bits,
                           mil_dtype dt) {
   int64_t shape[2] = {rows, kb};
   bool typed = zp && mil_dtype_is_float(zp->type->dtype);
@@ -125,7 +125,7 @@ static mil_status conv_matmul_nbits(onnx_ctx *c, onnx_node *n) {
   mil_value *data = view ? mil_value_new_view(c->p, dt, 2, shape, mil_value_data(b), (size_t)b->nbytes)
                          : mil_value_new_tensor(c->p, dt, 2, shape, false, NULL);
   mil_value *sc = scales2d(c, s, rows, kb);
-  mil_value *off = sc ? offsets(c, n, zp, rows, kb, (int)bits, dt) : NULL;
+  mil_value *off = sc ? offsets(c, zp, rows, kb, (int)bits, dt) : NULL;
   if (!data || !off) return data ? MIL_ERR_INVALID : MIL_ERR_NOMEM;
   if (view) data->stable_view = b->stable_view;
   for (int64_t r = 0; r < rows && !view; r++)
@@ -174,14 +174,14 @@ static mil_status conv_gather_block_quantized(onnx_ctx *c, onnx_node *n) {
   mil_value *off = NULL;
   int zt = zp ? onnx_declared_elem_type(c, n->proto->input[3]) : 0;
   if (zp && zt == MIL_ONNX_UINT8 && packed) {
-    if (!(off = offsets(c, n, zp, rows, kb, 4, dt))) return MIL_ERR_INVALID;
+    if (!(off = offsets(c, zp, rows, kb, 4, dt))) return MIL_ERR_INVALID;
   } else if (zp) {
     int64_t zs[2] = {rows, kb};
     if (zp->numel != rows * kb) return onnx_fail(c, MIL_ERR_INVALID, "zero_points must hold one value a block");
     if (!(off = mil_value_new_tensor(c->p, dt, 2, zs, false, NULL))) return MIL_ERR_NOMEM;
     for (int64_t i = 0; i < rows * kb; i++) mil_value_set_i64(off, i, mil_value_get_i64(zp, i));
   } else if (packed || dt == MIL_DT_UINT8) {
-    if (!(off = offsets(c, n, NULL, rows, kb, dt == MIL_DT_UINT8 ? 8 : 4, dt))) return MIL_ERR_INVALID;
+    if (!(off = offsets(c, NULL, rows, kb, dt == MIL_DT_UINT8 ? 8 : 4, dt))) return MIL_ERR_INVALID;
   }
   mil_var *w = onnx_blockwise_weight(c, data, sc, off);
   if (!w) return MIL_ERR_INVALID;
