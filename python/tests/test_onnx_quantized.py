@@ -29,7 +29,11 @@ CASES = [
     ("matmul_nbits8_float_zp", "iOS18", ["constexpr_blockwise_shift_scale", "slice_by_size"], []),
     ("matmul_nbits2", "iOS18", ["constexpr_blockwise_shift_scale"], []),
     ("gather_block_quantized", "iOS18", ["constexpr_blockwise_shift_scale", "gather"], []),
+    ("dynamic_matmul_integer", "iOS16", ["constexpr_affine_dequantize", "matmul"], []),
+    ("dynamic_matmul_integer", "iOS18", ["constexpr_blockwise_shift_scale", "matmul"], []),
 ]
+# MatMulInteger's int32 sums (here up to 255 * 128 * 128) overflow fp16: converted with fp32 compute precision
+EXTRA_ARGS = {"dynamic_matmul_integer": ["--precision", "fp32"]}
 # 2-bit codes are stored as uint4 (MIL's blockwise data has no 2-bit dtype): twice their ONNX bytes
 SIZE_FACTOR = {"matmul_nbits2": 2.0}
 
@@ -100,7 +104,7 @@ def mil(cli, *args):
 def test_quantized_model(mil_cli, tmp_path, name, target, present, absent):
     onnx_path = os.path.join(DATA, name + ".onnx")
     pkg = str(tmp_path / (name + ".mlpackage"))
-    mil(mil_cli, "convert", onnx_path, pkg, "--target", target)
+    mil(mil_cli, "convert", onnx_path, pkg, "--target", target, *EXTRA_ARGS.get(name, []))
     text = mil(mil_cli, "print", pkg)
     ops = set(re.findall(r"= ([a-z_0-9]+)\(", text))
     for op in present:

@@ -25,6 +25,15 @@ mil_var *onnx_blockwise_weight(onnx_ctx *c, const mil_value *data, const mil_val
  * --target iOS18; blocks that do not divide the axis). */
 int onnx_dequantize_weight(onnx_ctx *c, onnx_node *n, mil_var **out);
 
+/* Input idx of node n, a constant weight declared INT8 / UINT8, minus its
+ * zero point zp (a known value: one value, or one per index of axis; NULL
+ * for 0) as an fp32 compression op with scale 1 (iOS16/17
+ * constexpr_affine_dequantize, iOS18 constexpr_blockwise_shift_scale): the
+ * integer operand of ConvInteger / MatMulInteger / QLinearConv /
+ * QLinearMatMul kept quantized. NULL (nothing recorded) when it does not
+ * apply (iOS15, not constant, another dtype or zero-point layout). */
+mil_var *onnx_integer_weight(onnx_ctx *c, const onnx_node *n, int32_t idx, const mil_value *zp, int64_t axis);
+
 /* Whether every use of value `name` in graph g is a quantized weight input
  * (DequantizeLinear's x, MatMulNBits' B, GatherBlockQuantized's data) and
  * it is no graph output (g has no subgraph that might read it): such an

@@ -160,3 +160,32 @@ int onnx_dequantize_weight(onnx_ctx *c, onnx_node *n, mil_var **out) {
                  K("axis", onnx_i32(c, kind == PER_AXIS ? axis : 0)));
   return *out ? 1 : -1;
 }
+
+mil_var *onnx_integer_weight(onnx_ctx *c, const onnx_node *n, int32_t idx, const mil_value *zp, int64_t axis) {
+  const mil_value *q = idx < n->n_in ? onnx_val(n->in[idx]) : NULL;
+  if (c->target < MIL_IOS16 || !q || q->kind != MIL_VAL_TENSOR || !q->type || q->numel == 0) return NULL;
+  mil_dtype qdt = onnx_quant_dtype(onnx_declared_elem_type(c, n->proto->input[idx]));
+  int32_t r = q->type->rank;
+  if ((qdt != MIL_DT_INT8 && qdt != MIL_DT_UINT8) || r < 1 || r > MIL_INTERP_MAX_RANK_ONNX || axis < 0 || axis >= r)
+    return NULL;
+  int64_t shape[MIL_INTERP_MAX_RANK_ONNX], sshape[MIL_INTERP_MAX_RANK_ONNX];
+  for (int32_t i = 0; i < r; i++) shape[i] = q->type->dims[i].size, sshape[i] = 1;
+  int64_t nz = zp ? zp->numel : 1;
+  if (zp && (zp->kind != MIL_VAL_TENSOR || (nz != 1 && nz != shape[axis]))) return NULL;
+  if (nz > 1) sshape[axis] = nz;
+  mil_value *data = q->type->dtype == qdt ? (mil_value *)q : retype(c, q, qdt, r, shape);
+  if (c->target >= MIL_IOS18) {
+    mil_value *scale = mil_value_new_tensor(c->p, MIL_DT_FP32, r, sshape, false, NULL);
+    mil_value *off = zp ? retype(c, zp, qdt, r, sshape) : NULL;
+    if (!data || !scale || (zp && !off)) return NULL;
+    for (int64_t i = 0; i < scale->numel; i++) mil_value_set_f64(scale, i, 1.0);
+    return onnx_blockwise_weight(c, data, scale, off);
+  }
+  int32_t pr = nz > 1 ? 1 : 0;
+  mil_value *scale = mil_value_new_tensor(c->p, MIL_DT_FP32, pr, &nz, pr == 0, NULL);
+  mil_value *z = zp ? retype(c, zp, qdt, pr, &nz) : mil_value_new_scalar_i64(c->p, qdt, 0);
+  if (!data || !scale || !z) return NULL;
+  for (int64_t i = 0; i < scale->numel; i++) mil_value_set_f64(scale, i, 1.0);
+  return ONNX_OP(c, "constexpr_affine_dequantize", K("quantized_data", data), K("zero_point", z), K("scale", scale),
+                 K("axis", onnx_i32(c, nz > 1 ? axis : 0)));
+}

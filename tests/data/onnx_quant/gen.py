@@ -292,6 +292,31 @@ def refused():
             f.write(m.SerializeToString())
 
 
+def dynamic_matmul_integer():
+    """ONNX Runtime's dynamic quantization (quantize_dynamic): the
+    activation quantized at run time (DynamicQuantizeLinear, uint8), an
+    int8 weight with per-column zero points, MatMulInteger, then the int32
+    product scaled back to float."""
+    k, n = 128, 96
+    x = rng.standard_normal((2, k)).astype(np.float32)
+    wq = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    wzp = rng.integers(-3, 4, n).astype(np.int8)
+    ws = np.float32(0.01)
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xzp"]),
+             helper.make_node("MatMulInteger", ["xq", "wq", "xzp", "wzp"], ["acc"]),
+             helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["xs", "ws"], ["s"]),
+             helper.make_node("Mul", ["accf", "s"], ["y"])]
+    inits = [numpy_helper.from_array(wq, "wq"), numpy_helper.from_array(wzp, "wzp"), f32("ws", ws)]
+    lo, hi = min(0.0, float(x.min())), max(0.0, float(x.max()))
+    xs = np.float32((hi - lo) / 255)
+    xzp = np.clip(np.round(-lo / xs), 0, 255)
+    xq = np.clip(np.round(x / xs) + xzp, 0, 255)
+    acc = (xq - xzp) @ (wq.astype(np.float64) - wzp)
+    save("dynamic_matmul_integer", nodes, inits, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, k])],
+         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, n])], [("", 13)], x, acc * (xs * ws))
+
+
 def qdq_round():
     """QuantizeLinear -> DequantizeLinear on an input, uint8 (zero point
     128) and int8 (zero point 0), scale 0.5: the expected outputs are worked
@@ -322,4 +347,5 @@ if __name__ == "__main__":
     matmul_nbits_variant("matmul_nbits2", 2, 256, None, [2, 2])
     gather_block_quantized()
     refused()
+    dynamic_matmul_integer()
     print("onnx", onnx.__version__, "models written to", HERE)
