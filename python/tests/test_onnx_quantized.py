@@ -29,6 +29,7 @@ CASES = [
     ("matmul_nbits8_float_zp", "iOS18", ["constexpr_blockwise_shift_scale", "slice_by_size"], []),
     ("matmul_nbits2", "iOS18", ["constexpr_blockwise_shift_scale"], []),
     ("gather_block_quantized", "iOS18", ["constexpr_blockwise_shift_scale", "gather"], []),
+    ("transposed_blocked", "iOS18", ["constexpr_blockwise_shift_scale"], ["transpose"]),
     ("dynamic_matmul_integer", "iOS16", ["constexpr_affine_dequantize", "matmul"], []),
     ("dynamic_matmul_integer", "iOS18", ["constexpr_blockwise_shift_scale", "matmul"], []),
 ]

@@ -34,6 +34,14 @@ int onnx_dequantize_weight(onnx_ctx *c, onnx_node *n, mil_var **out);
  * apply (iOS15, not constant, another dtype or zero-point layout). */
 mil_var *onnx_integer_weight(onnx_ctx *c, const onnx_node *n, int32_t idx, const mil_value *zp, int64_t axis);
 
+/* transpose(x, perm) of a constexpr_blockwise_shift_scale output x (rank
+ * r) as a new constexpr_blockwise_shift_scale of the permuted data, scale
+ * and offset (the weight stays compressed, no run-time transpose; iOS16/17's
+ * constexpr_affine_dequantize is merged by the pipeline's
+ * merge_affine_dequantize_with_consecutive_ops). NULL when x is no such
+ * output. */
+mil_var *onnx_transpose_weight(onnx_ctx *c, mil_var *x, int32_t r, const int64_t *perm);
+
 /* Whether every use of value `name` in graph g is a quantized weight input
  * (DequantizeLinear's x, MatMulNBits' B, GatherBlockQuantized's data) and
  * it is no graph output (g has no subgraph that might read it): such an

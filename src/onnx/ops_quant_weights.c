@@ -13,6 +13,7 @@
  * --target iOS18; iOS15 (no compression ops) keeps the fp arithmetic.
  * Mirrors what coremltools' dequantize_to_constexpr builds from a
  * dequantize of a const. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -188,4 +189,52 @@ mil_var *onnx_integer_weight(onnx_ctx *c, const onnx_node *n, int32_t idx, const
   for (int64_t i = 0; i < scale->numel; i++) mil_value_set_f64(scale, i, 1.0);
   return ONNX_OP(c, "constexpr_affine_dequantize", K("quantized_data", data), K("zero_point", z), K("scale", scale),
                  K("axis", onnx_i32(c, nz > 1 ? axis : 0)));
+}
+
+/* v (rank r, shape `shape`) transposed by perm: out[i] = v[perm-mapped i]. */
+static mil_value *permute(onnx_ctx *c, const mil_value *v, int32_t r, const int64_t *perm) {
+  int64_t in_shape[MIL_INTERP_MAX_RANK_ONNX], out_shape[MIL_INTERP_MAX_RANK_ONNX], stride[MIL_INTERP_MAX_RANK_ONNX];
+  if (!v || v->kind != MIL_VAL_TENSOR || !v->type || v->type->rank != r) return NULL;
+  for (int32_t i = 0; i < r; i++) in_shape[i] = v->type->dims[i].size;
+  int64_t acc = 1;
+  for (int32_t i = r - 1; i >= 0; i--) {
+    stride[i] = acc;
+    acc *= in_shape[i];
+  }
+  for (int32_t i = 0; i < r; i++) out_shape[i] = in_shape[perm[i]];
+  mil_value *w = mil_value_new_tensor(c->p, v->type->dtype, r, out_shape, v->type->is_scalar, NULL);
+  if (!w) return NULL;
+  bool flt = mil_dtype_is_float(v->type->dtype);
+  int64_t idx[MIL_INTERP_MAX_RANK_ONNX] = {0};
+  for (int64_t k = 0; k < w->numel; k++) {
+    int64_t src = 0;
+    for (int32_t i = 0; i < r; i++) src += idx[i] * stride[perm[i]];
+    if (flt) mil_value_set_f64(w, k, mil_value_get_f64(v, src));
+    else mil_value_set_i64(w, k, mil_value_get_i64(v, src));
+    for (int32_t i = r - 1; i >= 0 && ++idx[i] == out_shape[i]; i--) idx[i] = 0;
+  }
+  return w;
+}
+
+static const mil_value *input_value(const mil_op *op, const char *name) {
+  const mil_input *in = mil_op_find_input(op, name);
+  if (!in || in->n_args != 1) return NULL;
+  return in->args[0].value ? in->args[0].value : in->args[0].use.var ? in->args[0].use.var->val : NULL;
+}
+
+mil_var *onnx_transpose_weight(onnx_ctx *c, mil_var *x, int32_t r, const int64_t *perm) {
+  if (!x || !x->op || strcmp(x->op->type, "constexpr_blockwise_shift_scale") != 0 || r < 1 ||
+      r > MIL_INTERP_MAX_RANK_ONNX)
+    return NULL;
+  bool seen[MIL_INTERP_MAX_RANK_ONNX] = {false};
+  for (int32_t i = 0; i < r; i++) {
+    if (perm[i] < 0 || perm[i] >= r || seen[perm[i]]) return NULL;
+    seen[perm[i]] = true;
+  }
+  const mil_op *op = x->op;
+  const mil_value *d = input_value(op, "data"), *s = input_value(op, "scale"), *o = input_value(op, "offset");
+  if (!d || !s || (mil_op_find_input(op, "offset") && !o) || d->numel > (INT64_C(1) << 31)) return NULL;
+  mil_value *pd = permute(c, d, r, perm), *ps = permute(c, s, r, perm), *po = o ? permute(c, o, r, perm) : NULL;
+  if (!pd || !ps || (o && !po)) return NULL;
+  return onnx_blockwise_weight(c, pd, ps, po);
 }

@@ -317,6 +317,23 @@ def dynamic_matmul_integer():
          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, n])], [("", 13)], x, acc * (xs * ws))
 
 
+def transposed_blocked():
+    """Opset 21 blocked int8 weight [N, K] (blocks of 16 along K) read
+    through a Transpose: y = x + transpose(w), x [K, N]."""
+    n, k, bs = 64, 128, 16
+    q = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    zp = rng.integers(-3, 4, (n, k // bs)).astype(np.int8)
+    scale = rng.uniform(0.005, 0.01, (n, k // bs)).astype(np.float32)
+    w = (q.astype(np.float32) - np.repeat(zp, bs, axis=1)) * np.repeat(scale, bs, axis=1)
+    x = rng.standard_normal((k, n)).astype(np.float32)
+    nodes = [helper.make_node("DequantizeLinear", ["w_q", "w_scale", "w_zp"], ["w"], axis=1, block_size=bs),
+             helper.make_node("Transpose", ["w"], ["wt"], perm=[1, 0]),
+             helper.make_node("Add", ["x", "wt"], ["y"])]
+    inits = [numpy_helper.from_array(q, "w_q"), f32("w_scale", scale), numpy_helper.from_array(zp, "w_zp")]
+    save("transposed_blocked", nodes, inits, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [k, n])],
+         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [k, n])], [("", 21)], x, x + w.T)
+
+
 def qdq_round():
     """QuantizeLinear -> DequantizeLinear on an input, uint8 (zero point
     128) and int8 (zero point 0), scale 0.5: the expected outputs are worked
@@ -348,4 +365,5 @@ if __name__ == "__main__":
     gather_block_quantized()
     refused()
     dynamic_matmul_integer()
+    transposed_blocked()
     print("onnx", onnx.__version__, "models written to", HERE)
