@@ -20,9 +20,10 @@ mil_var *onnx_blockwise_weight(onnx_ctx *c, const mil_value *data, const mil_val
 /* DequantizeLinear node n of an initializer (x, x_scale, x_zero_point all
  * known; x declared INT8/UINT8/INT4/UINT4) as the target's compression op:
  * 1 with *out set; 0 when it does not apply (not constant, another dtype,
- * iOS15 — warned) and the caller keeps the fp arithmetic; -1 with the
- * error recorded (bad scale shape; blocked before iOS18, naming
- * --target iOS18; blocks that do not divide the axis). */
+ * iOS15 — warned) and the caller keeps the fp arithmetic; -(status) with
+ * the error recorded: MIL_ERR_INVALID (scale / zero point shapes, axis),
+ * MIL_ERR_UNSUPPORTED (blocked before iOS18, naming --target iOS18; blocks
+ * that do not divide the axis), MIL_ERR_NOMEM. */
 int onnx_dequantize_weight(onnx_ctx *c, onnx_node *n, mil_var **out);
 
 /* Input idx of node n, a constant weight declared INT8 / UINT8, minus its

@@ -96,37 +96,32 @@ int onnx_dequantize_weight(onnx_ctx *c, onnx_node *n, mil_var **out) {
     for (int32_t i = 0; i < r; i++) sshape[i] = 1;
   } else {
     if (!onnx_axis(&axis, r)) {
-      onnx_fail(c, MIL_ERR_INVALID, "axis %lld is out of range for x of rank %d", (long long)onnx_attr_i(n, "axis", 1), (int)r);
-      return -1;
+      return -(int)onnx_fail(c, MIL_ERR_INVALID, "axis %lld is out of range for x of rank %d", (long long)onnx_attr_i(n, "axis", 1), (int)r);
     }
     if (block > 0) {
       kind = BLOCKED;
       sshape[axis] = (shape[axis] + block - 1) / block;
       if (!all_shape(sv, r, sshape)) {
-        onnx_fail(c, MIL_ERR_INVALID, "blocked x_scale must have x's shape with dim %lld = ceil(%lld / block_size %lld)",
+        return -(int)onnx_fail(c, MIL_ERR_INVALID, "blocked x_scale must have x's shape with dim %lld = ceil(%lld / block_size %lld)",
                   (long long)axis, (long long)shape[axis], (long long)block);
-        return -1;
       }
     } else {
       kind = PER_AXIS;
       if (sv->type->rank != 1 || sv->numel != shape[axis]) {
-        onnx_fail(c, MIL_ERR_INVALID, "x_scale must be a scalar or a vector of x's dim %lld (%lld values), got %lld values",
+        return -(int)onnx_fail(c, MIL_ERR_INVALID, "x_scale must be a scalar or a vector of x's dim %lld (%lld values), got %lld values",
                   (long long)axis, (long long)shape[axis], (long long)sv->numel);
-        return -1;
       }
       for (int32_t i = 0; i < r; i++) sshape[i] = i == axis ? shape[axis] : 1;
     }
   }
   if (zv && zv->numel != sv->numel) {
-    onnx_fail(c, MIL_ERR_INVALID, "x_zero_point has %lld values, x_scale %lld", (long long)zv->numel, (long long)sv->numel);
-    return -1;
+    return -(int)onnx_fail(c, MIL_ERR_INVALID, "x_zero_point has %lld values, x_scale %lld", (long long)zv->numel, (long long)sv->numel);
   }
   if (kind == BLOCKED && c->target < MIL_IOS18) {
-    onnx_fail(c, MIL_ERR_UNSUPPORTED,
+    return -(int)onnx_fail(c, MIL_ERR_UNSUPPORTED,
               "blocked quantization (block_size %lld) needs constexpr_blockwise_shift_scale (iOS18): convert with "
               "--target iOS18",
               (long long)block);
-    return -1;
   }
   if (c->target < MIL_IOS16) {
     mil_diag_add(c->d, MIL_SEV_WARNING,
@@ -138,17 +133,16 @@ int onnx_dequantize_weight(onnx_ctx *c, onnx_node *n, mil_var **out) {
   mil_dtype fdt = sv->type->dtype == MIL_DT_FP16 ? MIL_DT_FP16 : MIL_DT_FP32;
   if (c->target >= MIL_IOS18) {
     if (kind == BLOCKED && shape[axis] % block != 0) {
-      onnx_fail(c, MIL_ERR_UNSUPPORTED,
+      return -(int)onnx_fail(c, MIL_ERR_UNSUPPORTED,
                 "block_size %lld does not divide dim %lld of x (%lld): constexpr_blockwise_shift_scale needs whole blocks",
                 (long long)block, (long long)axis, (long long)shape[axis]);
-      return -1;
     }
     mil_value *data = xv->type->dtype == qdt ? (mil_value *)xv : retype(c, xv, qdt, r, shape);
     mil_value *scale = retype(c, sv, fdt, r, sshape);
     mil_value *off = zv ? retype(c, zv, qdt, r, sshape) : NULL;
     if (!data || !scale || (zv && !off)) return -(int)MIL_ERR_NOMEM;
     *out = onnx_blockwise_weight(c, data, scale, off);
-    return *out ? 1 : -1;
+    return *out ? 1 : -(int)MIL_ERR_INVALID;
   }
   mil_dtype adt = qdt == MIL_DT_INT4 || qdt == MIL_DT_INT8 ? MIL_DT_INT8 : MIL_DT_UINT8;
   int64_t nv = sv->numel;
@@ -159,7 +153,7 @@ int onnx_dequantize_weight(onnx_ctx *c, onnx_node *n, mil_var **out) {
   if (!data || !scale || !zp) return -(int)MIL_ERR_NOMEM;
   *out = ONNX_OP(c, "constexpr_affine_dequantize", K("quantized_data", data), K("zero_point", zp), K("scale", scale),
                  K("axis", onnx_i32(c, kind == PER_AXIS ? axis : 0)));
-  return *out ? 1 : -1;
+  return *out ? 1 : -(int)MIL_ERR_INVALID;
 }
 
 mil_var *onnx_integer_weight(onnx_ctx *c, const onnx_node *n, int32_t idx, const mil_value *zp, int64_t axis) {

@@ -84,7 +84,7 @@ static mil_status conv_dequantize(onnx_ctx *c, onnx_node *n) {
   if (!x || !s) return MIL_ERR_INVALID;
   mil_var *w = NULL;
   int k = onnx_dequantize_weight(c, n, &w);
-  if (k < 0) return k == -(int)MIL_ERR_NOMEM ? MIL_ERR_NOMEM : MIL_ERR_INVALID;
+  if (k < 0) return (mil_status)-k;
   if (k > 0) return onnx_set_out(c, n, 0, w);
   if ((w = activation_dequantize(c, n, x, s, zp))) return onnx_set_out(c, n, 0, w);
   if (onnx_attr(n, "block_size") && onnx_attr_i(n, "block_size", 0))
