@@ -69,6 +69,17 @@ typedef struct mil_onnx_options {
  * are viewed in the decoded ModelProto, which the program then keeps (a
  * clone of the program, such as an interpreter's, views it too: keep the
  * model alive while those are used). Free it with mil_model_free.
+ * Quantized weights stay quantized (docs/onnx.md, "Quantized models"):
+ * DequantizeLinear of an INT8 / UINT8 / INT4 / UINT4 initializer becomes
+ * constexpr_affine_dequantize (iOS16/17; per tensor / per axis) or
+ * constexpr_blockwise_shift_scale (iOS18; also opset 21 block_size), the
+ * com.microsoft MatMulNBits / GatherBlockQuantized become
+ * constexpr_blockwise_shift_scale + linear / gather (iOS18), and from iOS17
+ * QuantizeLinear -> DequantizeLinear pairs on activations become quantize /
+ * dequantize (coremltools iOS16/constexpr_ops.py, iOS18/compression.py,
+ * iOS17/quantization_ops.py); at iOS15 the weights are decompressed (a
+ * warning). A blockwise layout before iOS18 is MIL_ERR_UNSUPPORTED with a
+ * message naming --target iOS18.
  * Errors (d gets a message naming the file and, for a node, the node name,
  * op_type, domain, opset and the reason):
  *   MIL_ERR_IO           the file (or an external data file) cannot be read;

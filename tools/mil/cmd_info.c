@@ -16,11 +16,13 @@ static void help(void) {
          "Summarize MODEL (.mlpackage, .mlmodel or .mil): specification version and\n"
          "opset, each function's inputs, outputs and states (name, dtype, shape, and\n"
          "the Core ML feature type from the model description), metadata, a histogram\n"
-         "of op types, and constant bytes by dtype (how many live in weight.bin).\n"
+         "of op types, constant bytes by dtype (how many live in weight.bin), and\n"
+         "numeric constant bytes by compression: the constexpr_* or dequantize op\n"
+         "they feed (quantized data, scales, offsets), or uncompressed.\n"
          "--json prints the same as one JSON object: path, specification_version,\n"
          "target, functions (name, opset, inputs, outputs: name, dtype, shape, state,\n"
-         "feature), metadata, ops (total, by_type), weights (by_dtype, total_bytes,\n"
-         "weight_file_bytes, weight_files).\n\n"
+         "feature), metadata, ops (total, by_type), weights (by_dtype, by_compression,\n"
+         "total_bytes, weight_file_bytes, weight_files).\n\n"
          "--weights lists instead every const weight of at least N elements (default\n"
          "2048) as coremltools' get_weights_metadata reports it: name, shape, dtype,\n"
          "size, sparsity, unique values and the ops it feeds.\n");
@@ -87,7 +89,31 @@ typedef struct hist {
   /* const bytes by dtype (index = mil_dtype, < 128) */
   uint64_t bytes[128], blob_bytes[128];
   int64_t consts[128], blob_consts[128];
+  /* const bytes by the compression op they feed (kind 0: none) */
+  const char *kinds[16];
+  uint64_t kind_bytes[16];
+  int64_t kind_consts[16];
+  int nk;
 } hist;
+
+/* The compression op (constexpr_* or dequantize) const output v feeds,
+ * "uncompressed" when it feeds none. */
+static const char *compression_kind(const mil_var *v) {
+  for (const mil_use *u = v->uses; u; u = u->next_use)
+    if (u->op && (!strncmp(u->op->type, "constexpr_", 10) || !strcmp(u->op->type, "dequantize"))) return u->op->type;
+  return "uncompressed";
+}
+
+static void add_kind(hist *h, const char *kind, uint64_t nb) {
+  int i = 0;
+  while (i < h->nk && strcmp(h->kinds[i], kind)) i++;
+  if (i == h->nk) {
+    if (h->nk == 16) return;
+    h->kinds[h->nk++] = kind;
+  }
+  h->kind_bytes[i] += nb;
+  h->kind_consts[i]++;
+}
 
 static int visit(mil_op *op, void *ud) {
   hist *h = ud;
@@ -120,6 +146,8 @@ static int visit(mil_op *op, void *ud) {
       }
       h->bytes[dt] += nb;
       h->consts[dt]++;
+      if (v->type->dtype != MIL_DT_STRING && v->type->dtype != MIL_DT_BOOL)
+        add_kind(h, compression_kind(op->outputs[0]), nb);
       if (v->blob_file) {
         h->blob_bytes[dt] += nb;
         h->blob_consts[dt]++;
@@ -265,6 +293,12 @@ static int print_json(mil_model *m, const char *path) {
       all += h.bytes[dt];
       all_blob += h.blob_bytes[dt];
     }
+    cJSON *bk = cJSON_AddObjectToObject(w, "by_compression");
+    for (int i = 0; i < h.nk; i++) {
+      cJSON *e = cJSON_AddObjectToObject(bk, h.kinds[i]);
+      cJSON_AddNumberToObject(e, "bytes", (double)h.kind_bytes[i]);
+      cJSON_AddNumberToObject(e, "consts", (double)h.kind_consts[i]);
+    }
     cJSON_AddNumberToObject(w, "total_bytes", (double)all);
     cJSON_AddNumberToObject(w, "weight_file_bytes", (double)all_blob);
     cJSON_AddNumberToObject(w, "weight_files", mil_model_n_weight_files(m));
@@ -381,6 +415,10 @@ int cmd_info(int argc, char **argv) {
     }
     printf("  %-10s %12llu bytes; weight file: %llu bytes in %d file(s)\n", "total", (unsigned long long)all,
            (unsigned long long)all_blob, mil_model_n_weight_files(m));
+    printf("numeric constants by compression (the op they feed):\n");
+    for (int i = 0; i < h.nk; i++)
+      printf("  %-40s %12llu bytes %6lld consts\n", h.kinds[i], (unsigned long long)h.kind_bytes[i],
+             (long long)h.kind_consts[i]);
   }
   if (fflush(stdout) != 0) rc = CLI_FAIL;
   free(h.types);

@@ -19,6 +19,7 @@
 #include "io/fsafe.h"
 #include "onnx/import/import_internal.h"
 #include "onnx/tensor/onnx_tensor_internal.h"
+#include "onnx/import/ops_quant_internal.h"
 
 /* ---------- name scopes ---------- */
 
@@ -252,7 +253,9 @@ mil_status onnx_convert_nodes(onnx_ctx *c, const Onnx__GraphProto *g) {
   for (size_t i = 0; i < g->n_initializer; i++) {
     const Onnx__TensorProto *t = g->initializer[i];
     mil_value *v = NULL;
-    mil_status st = onnx_tensor_value(c, t, &v);
+    /* quantized weights keep their dtype (ops_quant_weights.c) */
+    bool quantized = onnx_quant_dtype(t->data_type) != MIL_DT_UNUSED && onnx_quantized_only(g, t->name);
+    mil_status st = quantized ? onnx_tensor_value_quantized(c, t, &v) : onnx_tensor_value(c, t, &v);
     if (st != MIL_OK) return st;
     mil_op *op = mil_const_new(c->p, onnx_sanitize(c, t->name ? t->name : "const"), v);
     if (!op) return MIL_ERR_NOMEM;

@@ -15,10 +15,16 @@
  *
  * saturating to the range of y_zero_point's type (uint8 unless it or the
  * output is declared int8). Convolution geometry (pads, auto_pad, strides,
- * dilations, group) comes from Conv's converter. */
+ * dilations, group) comes from Conv's converter.
+ *
+ * From iOS16 a constant int8 / uint8 weight operand (w, b) minus its zero
+ * point is a compression op with scale 1 (ops_quant_weights.c), so that it
+ * stays quantized in weight.bin; its product is then one fp32 conv / matmul
+ * (no hi / lo split, which would decompress it at run time). */
 #include <string.h>
 
 #include "onnx/import/import_convert_as.h"
+#include "onnx/import/ops_quant_internal.h"
 
 /* v - zp in fp32; zp (rank 0 / 1) laid along axis `axis` of a rank-r
  * operand when it has more than one element. */
@@ -40,10 +46,21 @@ static mil_var *product(onnx_ctx *c, onnx_node *n, bool conv, mil_var *a, mil_va
   return ONNX_OP(c, "matmul", A("x", a), A("y", b));
 }
 
+/* The weight operand (input widx, a constant int8 / uint8 from iOS16)
+ * minus its zero point as a compression op with scale 1, so that it stays
+ * quantized in weight.bin; otherwise centered(). */
+static mil_var *centered_weight(onnx_ctx *c, onnx_node *n, int32_t widx, mil_var *v, mil_var *zp, int32_t axis,
+                                int32_t r) {
+  mil_var *w = !zp || onnx_val(zp) ? onnx_integer_weight(c, n, widx, onnx_val(zp), axis) : NULL;
+  return w ? w : centered(c, v, zp, axis, r);
+}
+
 /* The int32 product of the centered operands a, b (conv or matmul) with
- * inner length k (-1 unknown). */
+ * inner length k (-1 unknown). A compressed weight b is not split (that
+ * would decompress it at run time): its products are summed in fp32. */
 static mil_var *int_product(onnx_ctx *c, onnx_node *n, bool conv, mil_var *a, mil_var *b, int64_t k) {
-  if (k >= 0 && k <= 258) return onnx_cast(c, product(c, n, conv, a, b), MIL_DT_INT32);
+  bool compressed = b && b->op && strncmp(b->op->type, "constexpr_", 10) == 0;
+  if ((k >= 0 && k <= 258) || compressed) return onnx_cast(c, product(c, n, conv, a, b), MIL_DT_INT32);
   mil_var *hi = ONNX_OP(c, "floor", A("x", ONNX_OP(c, "mul", A("x", b), K("y", onnx_f32(c, 1.0 / 16)))));
   mil_var *lo = ONNX_OP(c, "sub", A("x", b), A("y", ONNX_OP(c, "mul", A("x", hi), K("y", onnx_f32(c, 16)))));
   mil_var *ph = onnx_cast(c, product(c, n, conv, a, hi), MIL_DT_INT32);
@@ -69,7 +86,7 @@ static int64_t matmul_k(const mil_var *a) {
   return r >= 1 ? a->type->dims[r - 1].size : -1;
 }
 
-static mil_var *conv_integer(onnx_ctx *c, onnx_node *n, mil_var *x, mil_var *xzp, mil_var *w, mil_var *wzp) {
+static mil_var *conv_integer(onnx_ctx *c, onnx_node *n, mil_var *x, mil_var *xzp, mil_var *w, mil_var *wzp, int32_t widx) {
   int32_t r = onnx_rank(w);
   if (onnx_rank(x) < 3 || r != onnx_rank(x)) {
     onnx_fail(c, MIL_ERR_INVALID, "x and w must be [N, C, spatial...] and [M, C/group, kernel...], got ranks %d and %d",
@@ -77,30 +94,31 @@ static mil_var *conv_integer(onnx_ctx *c, onnx_node *n, mil_var *x, mil_var *xzp
     return NULL;
   }
   /* x's zero point is per tensor; w's per tensor or per output channel */
-  return int_product(c, n, true, centered(c, x, xzp, r - 1, r), centered(c, w, wzp, 0, r), conv_k(w));
+  return int_product(c, n, true, centered(c, x, xzp, r - 1, r), centered_weight(c, n, widx, w, wzp, 0, r), conv_k(w));
 }
 
-static mil_var *matmul_integer(onnx_ctx *c, onnx_node *n, mil_var *a, mil_var *azp, mil_var *b, mil_var *bzp) {
+static mil_var *matmul_integer(onnx_ctx *c, onnx_node *n, mil_var *a, mil_var *azp, mil_var *b, mil_var *bzp,
+                               int32_t widx) {
   int32_t ra = onnx_rank(a), rb = onnx_rank(b);
   if (ra < 1 || rb < 1) {
     onnx_fail(c, MIL_ERR_INVALID, "operands of unknown rank");
     return NULL;
   }
   /* a's zero point per tensor or per row (axis -2), b's per tensor or per column */
-  return int_product(c, n, false, centered(c, a, azp, ra >= 2 ? ra - 2 : 0, ra), centered(c, b, bzp, rb - 1, rb),
+  return int_product(c, n, false, centered(c, a, azp, ra >= 2 ? ra - 2 : 0, ra), centered_weight(c, n, widx, b, bzp, rb - 1, rb),
                      matmul_k(a));
 }
 
 static mil_status conv_conv_integer(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0), *w = onnx_req(c, n, 1);
   if (!x || !w) return MIL_ERR_INVALID;
-  return onnx_set_out(c, n, 0, conv_integer(c, n, x, onnx_in(n, 2), w, onnx_in(n, 3)));
+  return onnx_set_out(c, n, 0, conv_integer(c, n, x, onnx_in(n, 2), w, onnx_in(n, 3), 1));
 }
 
 static mil_status conv_matmul_integer(onnx_ctx *c, onnx_node *n) {
   mil_var *a = onnx_req(c, n, 0), *b = onnx_req(c, n, 1);
   if (!a || !b) return MIL_ERR_INVALID;
-  return onnx_set_out(c, n, 0, matmul_integer(c, n, a, onnx_in(n, 2), b, onnx_in(n, 3)));
+  return onnx_set_out(c, n, 0, matmul_integer(c, n, a, onnx_in(n, 2), b, onnx_in(n, 3), 1));
 }
 
 /* [lo, hi] of the quantized output: the declared type of y_zero_point,
@@ -143,7 +161,7 @@ static mil_status conv_qlinear_conv(onnx_ctx *c, onnx_node *n) {
   for (int32_t i = 0; i < 8; i++)
     if (i != 2 && i != 5 && i != 7 && !(in[i] = onnx_req(c, n, i))) return MIL_ERR_INVALID;
   in[2] = onnx_in(n, 2), in[5] = onnx_in(n, 5), in[7] = onnx_in(n, 7);
-  mil_var *acc = conv_integer(c, n, in[0], in[2], in[3], in[5]);
+  mil_var *acc = conv_integer(c, n, in[0], in[2], in[3], in[5], 3);
   int32_t r = onnx_rank(in[0]);
   mil_var *bias = onnx_in(n, 8);
   if (acc && bias) acc = ONNX_OP(c, "add", A("x", acc), A("y", per_channel(c, onnx_cast(c, bias, MIL_DT_INT32), r)));
@@ -156,7 +174,7 @@ static mil_status conv_qlinear_matmul(onnx_ctx *c, onnx_node *n) {
   mil_var *in[8];
   for (int32_t i = 0; i < 8; i++)
     if (!(in[i] = onnx_req(c, n, i))) return MIL_ERR_INVALID;
-  mil_var *acc = matmul_integer(c, n, in[0], in[2], in[3], in[5]);
+  mil_var *acc = matmul_integer(c, n, in[0], in[2], in[3], in[5], 3);
   /* a's scale per tensor or per row: a column against the [.., M, N] product */
   mil_var *as = in[1];
   if (onnx_rank(as) == 1 && mil_type_numel(as->type) != 1)
@@ -165,9 +183,9 @@ static mil_status conv_qlinear_matmul(onnx_ctx *c, onnx_node *n) {
 }
 
 const onnx_op_entry onnx_ops_quant_int[] = {
-    {"ConvInteger", "", 10, 0, conv_conv_integer, "cast, sub, conv, floor, mul, add"},
-    {"MatMulInteger", "", 10, 0, conv_matmul_integer, "cast, sub, matmul, floor, mul, add"},
-    {"QLinearConv", "", 10, 0, conv_qlinear_conv, "cast, sub, conv, add, mul, real_div, round, clip"},
-    {"QLinearMatMul", "", 10, 0, conv_qlinear_matmul, "cast, sub, matmul, mul, real_div, round, add, clip"},
+    {"ConvInteger", "", 10, 0, conv_conv_integer, "constexpr_affine_dequantize, constexpr_blockwise_shift_scale, cast, sub, conv, floor, mul, add"},
+    {"MatMulInteger", "", 10, 0, conv_matmul_integer, "constexpr_affine_dequantize, constexpr_blockwise_shift_scale, cast, sub, matmul, floor, mul, add"},
+    {"QLinearConv", "", 10, 0, conv_qlinear_conv, "constexpr_affine_dequantize, constexpr_blockwise_shift_scale, cast, sub, conv, add, mul, real_div, round, clip"},
+    {"QLinearMatMul", "", 10, 0, conv_qlinear_matmul, "constexpr_affine_dequantize, constexpr_blockwise_shift_scale, cast, sub, matmul, mul, real_div, round, add, clip"},
     {NULL, NULL, 0, 0, NULL, NULL},
 };

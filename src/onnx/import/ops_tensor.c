@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "onnx/import/import_internal.h"
+#include "onnx/import/ops_quant_internal.h"
 
 /* An int list given by attribute `attr` (before opset `since_input`) or by
  * input `idx` (from then on, which must be known). Returns the count, -1
@@ -125,6 +126,8 @@ static mil_status conv_transpose(onnx_ctx *c, onnx_node *n) {
   if (rank > MIL_INTERP_MAX_RANK_ONNX) return ONNX_UNSUP(c, "rank %d", (int)rank);
   if (k >= 0 && k != rank) return onnx_fail(c, MIL_ERR_INVALID, "perm has %d entries for rank %d", (int)k, (int)rank);
   for (int32_t i = 0; i < rank; i++) perm[i] = k >= 0 ? p[i] : rank - 1 - i;
+  mil_var *w = onnx_transpose_weight(c, x, rank, perm); /* a compressed weight stays compressed */
+  if (w) return onnx_set_out(c, n, 0, w);
   return onnx_set_out(c, n, 0, ONNX_OP(c, "transpose", A("x", x), K("perm", onnx_i32s(c, rank, perm))));
 }
 
