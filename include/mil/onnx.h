@@ -43,11 +43,13 @@ extern "C" {
  * semantics of the newest version libmil handles. */
 #define MIL_ONNX_OPSET_KNOWN 23
 
-/* A fixed shape for one graph input (--input-shape NAME=1,3,224,224). */
+/* The shape of one graph input (--input-shape NAME=1,3,224,224; the shape
+ * of an input type, mil/input_types.h). */
 typedef struct mil_onnx_input_shape {
   const char *name;    /* the ONNX input name (before sanitizing) */
   int32_t rank;
-  const int64_t *dims; /* rank entries, each >= 0 */
+  const int64_t *dims; /* rank entries: >= 0 a fixed size (a known dim of the
+                          model must agree), -1 a new symbolic dim */
 } mil_onnx_input_shape;
 
 typedef struct mil_onnx_options {

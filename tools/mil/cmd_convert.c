@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "convert_iface.h"
 #include "load.h"
 #include "mil/model.h"
 #include "mil/onnx.h"
@@ -69,34 +70,8 @@ static int list_ops(void) {
   return CLI_OK;
 }
 
-/* "NAME=1,3,224,224" -> shape entry; false on a malformed spec. */
-static bool parse_shape(const char *spec, mil_onnx_input_shape *out, int64_t *dims) {
-  const char *eq = strrchr(spec, '=');
-  if (!eq || eq == spec || !eq[1]) return false;
-  char *name = strndup(spec, (size_t)(eq - spec));
-  if (!name) return false;
-  int32_t r = 0;
-  const char *p = eq + 1;
-  while (*p && r < 32) {
-    char *end;
-    long long v = strtoll(p, &end, 10);
-    if (end == p || v < 0 || (*end && *end != ',')) {
-      free(name);
-      return false;
-    }
-    dims[r++] = v;
-    p = *end ? end + 1 : end;
-  }
-  out->name = name;
-  out->rank = r;
-  out->dims = dims;
-  return true;
-}
-
 typedef struct onnx_args {
   mil_onnx_options o;
-  mil_onnx_input_shape shapes[64];
-  int64_t dims[64][32];
 } onnx_args;
 
 int cmd_convert(int argc, char **argv) {
@@ -104,7 +79,12 @@ int cmd_convert(int argc, char **argv) {
   int spec = 0, target = 0;
   bool inline_weights = false;
   onnx_args *oa = calloc(1, sizeof *oa);
-  if (!oa) return CLI_FAIL;
+  convert_iface *ci = convert_iface_new();
+  if (!oa || !ci) {
+    free(oa);
+    convert_iface_free(ci);
+    return CLI_FAIL;
+  }
   bool onnx_opts = false;
   int rc = CLI_OK;
 #define USAGE(...)                                 \
@@ -114,6 +94,7 @@ int cmd_convert(int argc, char **argv) {
   } while (0)
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
+    int k;
     if (cli_is_help(argv[i])) {
       help();
       goto done;
@@ -125,20 +106,20 @@ int cmd_convert(int argc, char **argv) {
     } else if (strcmp(s, "--target") == 0) {
       if (i + 1 >= argc) USAGE("--target needs a value");
       if ((rc = cli_parse_target("convert", argv[++i], &target)) != CLI_OK) goto done;
-    } else if (strcmp(s, "--precision") == 0 || strcmp(s, "--pipeline") == 0 || strcmp(s, "--input-shape") == 0) {
+    } else if ((k = convert_iface_parse(ci, argc, argv, &i)) != 0) {
+      if (k < 0) {
+        rc = -k;
+        goto done;
+      }
+    } else if (strcmp(s, "--precision") == 0 || strcmp(s, "--pipeline") == 0) {
       if (i + 1 >= argc) USAGE("%s needs a value", s);
       const char *v = argv[++i];
       onnx_opts = true;
       if (s[3] == 'r') {
         if (strcmp(v, "fp16") && strcmp(v, "fp32")) USAGE("--precision must be fp16 or fp32, got '%s'", v);
         oa->o.fp32 = strcmp(v, "fp32") == 0;
-      } else if (s[3] == 'i') {
-        oa->o.pipeline = v;
       } else {
-        int32_t k = oa->o.n_input_shapes;
-        if (k >= 64 || !parse_shape(v, &oa->shapes[k], oa->dims[k]))
-          USAGE("--input-shape expects NAME=D1,D2,... with dims >= 0, got '%s'", v);
-        oa->o.n_input_shapes = k + 1;
+        oa->o.pipeline = v;
       }
     } else if (strcmp(argv[i], "--spec-version") == 0) {
       if (i + 1 >= argc) USAGE("--spec-version needs a value");
@@ -163,13 +144,14 @@ int cmd_convert(int argc, char **argv) {
   bool to_text = ends_with(out, ".mil");
   if (inline_weights && !to_text) USAGE("--inline-weights applies to .mil output only");
   bool onnx = ends_with(in, ".onnx");
-  if (onnx_opts && !onnx) USAGE("--precision, --pipeline and --input-shape apply to .onnx input only");
-  oa->o.input_shapes = oa->shapes;
+  if ((onnx_opts || convert_iface_used(ci)) && !onnx)
+    USAGE("--precision, --pipeline and the model-interface options apply to .onnx input only");
+  const mil_model_interface *mi = convert_iface_build(ci, &oa->o);
   if (onnx) oa->o.target = target;
   mil_diag d;
   mil_diag_init(&d);
   mil_model *m = NULL;
-  mil_status st = onnx ? mil_onnx_import(in, &oa->o, &m, &d) : mil_model_load(in, &m, &d);
+  mil_status st = onnx ? convert_iface_run(in, &oa->o, mi, &m, &d) : mil_model_load(in, &m, &d);
   if (st == MIL_OK && target && !onnx) st = mil_program_retarget(mil_model_program(m), target, &d);
   if (st == MIL_OK && target && !onnx && !spec) st = mil_model_set_spec_version(m, target);
   if (st == MIL_OK && spec) st = mil_model_set_spec_version(m, spec);
@@ -185,7 +167,7 @@ int cmd_convert(int argc, char **argv) {
   mil_model_free(m);
   mil_diag_clear(&d);
 done:
-  for (int32_t k = 0; k < oa->o.n_input_shapes; k++) free((char *)oa->shapes[k].name);
+  convert_iface_free(ci);
   free(oa);
   return rc;
 #undef USAGE
