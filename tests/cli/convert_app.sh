@@ -50,6 +50,16 @@ grep -q '} -> (%classLabel, %classLabel_probs)' "$tmp/rgb.mil" || fail "classifi
   fail "run ct"
 diff "$tmp/ct.txt" "$tmp/ours.txt" >/dev/null || fail "classifier outputs differ: $(cat "$tmp/ours.txt" "$tmp/ct.txt")"
 
+# an image input takes a picture: PNG and (H, W, C) uint8 pixels give the
+# planes' result; a JPEG gives what its pixels as PIL decodes them give
+for f in png input.npy; do
+  "$MIL" run "$tmp/rgb.mlpackage" --input "image=$D/rgb_classifier.$f" --no-write >"$tmp/img.txt" || fail "run $f"
+  diff "$tmp/ours.txt" "$tmp/img.txt" >/dev/null || fail "image from .$f differs from its planes"
+done
+"$MIL" run "$tmp/rgb.mlpackage" --input "image=$D/rgb_classifier.jpg" --no-write >"$tmp/jpg.txt" || fail "run jpg"
+"$MIL" run "$tmp/rgb.mlpackage" --input "image=$D/rgb_classifier.jpg.npy" --no-write >"$tmp/jpgnpy.txt" || fail "run jpg.npy"
+diff "$tmp/jpg.txt" "$tmp/jpgnpy.txt" >/dev/null || fail "JPEG decoded differently from PIL"
+
 # 2. BGR image, scale only (iOS17); fp16 output by default
 convert bgr_scale "$tmp/bgr.mlpackage" --target iOS17 --image "image:scale=1/127.5:color_layout=BGR"
 check bgr_scale "$tmp/bgr.mlpackage"
@@ -65,6 +75,19 @@ convert enumerated_image "$tmp/en.mlpackage" --target iOS16 --image "image:scale
 check enumerated_image "$tmp/en.mlpackage"
 "$MIL" verify "$tmp/en.mlpackage" --input "image=$D/enumerated_image.planes.npy" \
   --reference "probs=$D/enumerated_image.torch_out.npy" >"$tmp/v" 2>&1 || fail "enumerated: $(cat "$tmp/v")"
+
+# a picture of a size the description does not allow is refused, naming the sizes allowed
+head -c 2000 "$D/bgr_scale.png" >"$tmp/cut.png"
+"$MIL" run "$tmp/en.mlpackage" --input "image=$tmp/cut.png" --no-write >"$tmp/e" 2>&1 && fail "a truncated PNG accepted"
+grep -q "corrupt PNG" "$tmp/e" || fail "truncated PNG message: $(cat "$tmp/e")"
+"$MIL" run "$tmp/rgb.mlpackage" --input "image=$D/batch_range_fp16.input.npy" --no-write >"$tmp/e" 2>&1 &&
+  fail "a (2, 16) array accepted as the image"
+"$MIL" run "$tmp/en.mlpackage" --input "image=$D/bgr_scale.jpg" --no-write >/dev/null 2>&1 || fail "32x32 is allowed"
+"$MIL" run "$tmp/en.mlpackage" --input "image=$D/size_30x20.png" --no-write >"$tmp/e" 2>&1 && fail "30x20 accepted"
+grep -q "input 'image': an image of 30x20 (width x height); the model takes 32x32, 64x64, 96x48" "$tmp/e" ||
+  fail "size message: $(cat "$tmp/e")"
+"$MIL" run "$tmp/rgb.mlpackage" --input "image=$D/size_30x20.png" --no-write >"$tmp/e" 2>&1 && fail "30x20 accepted"
+grep -q "the model takes 32x32 only" "$tmp/e" || fail "fixed size message: $(cat "$tmp/e")"
 
 # 4. batch RangeDim(1, 8), fp16 input and output
 convert batch_range_fp16 "$tmp/br.mlpackage" --target iOS16 --input-shape x=1..8,16 --input-dtype x=fp16 --output y:fp16

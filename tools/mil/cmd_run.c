@@ -113,7 +113,8 @@ int cmd_run(int argc, char **argv) {
       if (max_value_bytes) mil_interp_set_max_value_bytes(ip, (int64_t)max_value_bytes);
       kept = calloc((size_t)mil_interp_n_inputs(ip) + 1, sizeof *kept);
       uint64_t rs = seed;
-      st = kept ? cli_set_inputs(ip, ins, n_ins, random_inputs ? &rs : NULL, kept, &d) : MIL_ERR_NOMEM;
+      const mil_function_desc *fd = m.model ? mil_model_function_desc(m.model, function) : NULL;
+      st = kept ? cli_set_inputs_described(ip, fd, ins, n_ins, random_inputs ? &rs : NULL, kept, &d) : MIL_ERR_NOMEM;
     }
     if (st == MIL_OK) st = mil_interp_run(ip, NULL, &d);
     if (st == MIL_OK && write && mkdir(outdir, 0777) != 0 && errno != EEXIST)

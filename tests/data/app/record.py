@@ -10,6 +10,8 @@ with $CT a checkout of apple/coremltools. Writes, per case NAME:
     NAME.ct.mil               the converted program as coremltools prints it
     NAME.ct.mlpackage         the model ct.convert saved
     NAME.input.npy            one input (for an image: (H, W, C) uint8 pixels, RGB order)
+    NAME.png, NAME.jpg        (images) the pixels as PNG and JPEG files; NAME.jpg.npy the JPEG as
+                              PIL decodes it
     NAME.planes.npy           (images) those pixels as the (1, C, H, W) fp32 planes in the
                               image type's channel order, before scale and bias
     NAME.torch_out.npy        PyTorch's output on that input after the same preprocessing
@@ -85,6 +87,11 @@ def record(name, model, example, ct_kwargs, onnx_kwargs, sample, torch_input, pl
     torch.onnx.export(model, example, os.path.join(HERE, name + ".onnx"), opset_version=13, **onnx_kwargs)
     np.save(os.path.join(HERE, name + ".input.npy"), sample)
     if planes is not None:
+        # the pixels as PNG (lossless) and JPEG (and the JPEG decoded by PIL)
+        from PIL import Image
+        Image.fromarray(sample).save(os.path.join(HERE, name + ".png"))
+        Image.fromarray(sample).save(os.path.join(HERE, name + ".jpg"), quality=90)
+        np.save(os.path.join(HERE, name + ".jpg.npy"), np.asarray(Image.open(os.path.join(HERE, name + ".jpg"))))
         # the image as the model's (1, C, H, W) fp32 input before scale and bias
         np.save(os.path.join(HERE, name + ".planes.npy"), planes)
     with torch.no_grad():
@@ -118,6 +125,9 @@ def image_case(name, color, scale, bias, classes, labels, target, size=32, shape
 
 
 def main():
+    # a picture no model here takes (30 x 20), for the size check
+    from PIL import Image
+    Image.fromarray(np.full((20, 30, 3), 128, np.uint8)).save(os.path.join(HERE, "size_30x20.png"))
     # 1. RGB image, per-channel bias, a 1000-class classifier with string labels, metadata (iOS16)
     labels = ["class_%d" % i for i in range(1000)]
     with open(os.path.join(HERE, "rgb_classifier.labels.txt"), "w") as f:
