@@ -66,6 +66,12 @@ typedef struct mil_onnx_options {
   bool no_pipeline;
   int32_t n_input_shapes;
   const mil_onnx_input_shape *input_shapes;
+  /* NonMaxSuppression with a number of boxes known only at run time becomes
+   * MIL's non_maximum_suppression, which returns a fixed number of boxes
+   * per class: this bound (> 0), or by default the node's constant
+   * max_output_boxes_per_class (when it is at most 65536), as coremltools'
+   * torch frontend bounds torchvision.ops.nms. 0: the default. */
+  int64_t nms_max_boxes;
 } mil_onnx_options;
 
 /* Imports the ONNX model at `path` (opts may be NULL for the defaults) and

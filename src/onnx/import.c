@@ -541,6 +541,7 @@ static mil_status import_model(Onnx__ModelProto *m, const char *name, const char
   c.bld.d = d;
   c.bld.pass = "onnx import";
   c.target = target;
+  c.nms_max_boxes = o->nms_max_boxes;
   c.path = name;
   c.dir = dir ? dir : ".";
   c.model = m;

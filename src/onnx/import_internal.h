@@ -63,6 +63,7 @@ struct onnx_ctx {
   onnx_scope *san;      /* ONNX name -> sanitized MIL name */
   onnx_scope *seqs;     /* ONNX name -> onnx_seq (sequences known at conversion) */
   bool views;           /* some value views the decoded message's raw_data */
+  int64_t nms_max_boxes; /* mil_onnx_options.nms_max_boxes */
 };
 
 /* ---------- errors ---------- */

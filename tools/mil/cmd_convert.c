@@ -3,6 +3,7 @@
  * pipeline ct.convert runs. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cli.h"
@@ -15,7 +16,7 @@
 static void help(void) {
   printf("usage: mil convert [--target iOS15..iOS18] [--spec-version N] [--inline-weights] IN OUT\n"
          "       mil convert MODEL.onnx OUT [--target iOS15..iOS18] [--precision fp16|fp32]\n"
-         "                   [--pipeline NAME] [--input-shape NAME=D1,D2,...]... [--inline-weights]\n"
+         "                   [--pipeline NAME] [--inline-weights] [model-interface options]\n"
          "       mil convert --list-ops\n\n"
          "Read model IN (.mlpackage, .mlmodel, .mil or .onnx) and write it to OUT, in the\n"
          "format OUT's extension names:\n"
@@ -48,10 +49,43 @@ static void help(void) {
          "pipeline runs as ct.convert runs it. Options for ONNX input:\n"
          "  --precision P     fp16 (default: the pipeline with add_fp16_cast) or fp32\n"
          "  --pipeline NAME   the pass pipeline (default: default; empty: none)\n"
+         "  --nms-max-boxes N the boxes per class a NonMaxSuppression whose number of\n"
+         "                    boxes is known only at run time returns at most (default:\n"
+         "                    its constant max_output_boxes_per_class)\n"
+         "  --list-ops        print the ONNX ops libmil converts (op x opset range)\n\n"
+         "The model's interface, as ct.convert's inputs / outputs / classifier_config\n"
+         "make it (ONNX input; names are the ONNX graph's):\n"
          "  --input-shape NAME=D1,D2,...\n"
-         "                    fix the shape of input NAME (repeatable); dims the model\n"
-         "                    leaves symbolic (dim_param) stay symbolic otherwise\n"
-         "  --list-ops        print the ONNX ops libmil converts (op x opset range)\n");
+         "                    the shape of input NAME: each dim N (fixed), L..U\n"
+         "                    (ct.RangeDim(L, U), default L) or L..U:D (default D);\n"
+         "                    given again for NAME: ct.EnumeratedShapes (the first is\n"
+         "                    the default). Dims the model leaves symbolic (dim_param)\n"
+         "                    stay symbolic otherwise\n"
+         "  --input-dtype NAME=fp16|fp32|int32\n"
+         "                    the input's dtype (fp16 needs --target iOS16+). With\n"
+         "                    --target iOS16+ and fp16 precision, fp32 inputs and\n"
+         "                    outputs not typed otherwise become fp16, as ct.convert\n"
+         "                    does (use_default_fp16_io)\n"
+         "  --image NAME[:scale=S][:bias=B|B1,B2,B3][:color_layout=RGB|BGR|G|G_FLOAT16]\n"
+         "                    input NAME is an image (ct.ImageType): shape (1, 3, H, W)\n"
+         "                    (G: (1, 1, H, W)); the model computes x * S + B first\n"
+         "                    (S may be a fraction such as 1/255)\n"
+         "  --output NAME[:DTYPE]\n"
+         "                    name (and dtype) of the next output, in order (repeatable)\n"
+         "  --class-labels FILE\n"
+         "                    a classifier (ct.ClassifierConfig): one label per line\n"
+         "                    (all integers: int64 labels); outputs classLabel and\n"
+         "                    classLabel_probs\n"
+         "  --predicted-feature-name NAME         the label output's name (classLabel)\n"
+         "  --predicted-probabilities-output VAR  the probabilities var (default: the\n"
+         "                    last op's output)\n"
+         "  --author S, --license S, --short-description S, --version S\n"
+         "                    the model's metadata (MLModel.author, ...)\n"
+         "  --metadata KEY=VALUE  a user-defined metadata entry (repeatable)\n"
+         "Example: an app-ready image classifier\n"
+         "  mil convert net.onnx Net.mlpackage --target iOS16 \\\n"
+         "      --image input:scale=1/255:bias=-0.485,-0.456,-0.406 --class-labels labels.txt\n"
+         "  mil run Net.mlpackage --input input=photo.jpg\n");
 }
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -111,6 +145,13 @@ int cmd_convert(int argc, char **argv) {
         rc = -k;
         goto done;
       }
+    } else if (strcmp(s, "--nms-max-boxes") == 0) {
+      if (i + 1 >= argc) USAGE("--nms-max-boxes needs a value");
+      char *end;
+      long long v = strtoll(argv[++i], &end, 10);
+      if (*end || v <= 0 || v > INT32_MAX) USAGE("--nms-max-boxes must be a positive integer, got '%s'", argv[i]);
+      oa->o.nms_max_boxes = v;
+      onnx_opts = true;
     } else if (strcmp(s, "--precision") == 0 || strcmp(s, "--pipeline") == 0) {
       if (i + 1 >= argc) USAGE("%s needs a value", s);
       const char *v = argv[++i];
