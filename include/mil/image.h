@@ -48,6 +48,18 @@ MIL_API int mil_image_channels(const mil_feature *f);
 MIL_API mil_status mil_image_planes(const mil_feature *f, const uint8_t *pixels, int64_t h, int64_t w, int c,
                                     float *out, mil_diag *d);
 
+/* The image input `input` of function `function` (NULL: the default) of
+ * model m: its channels (1 or 3), or 0 when it is not an image input. */
+MIL_API int mil_model_image_channels(mil_model *m, const char *function, const char *input);
+
+/* mil_image_size_check and mil_image_planes for the image input `input` of
+ * m's function `function` (NULL: the default): out receives the
+ * C * h * w floats. Errors: MIL_ERR_NOT_FOUND (no such image input) and
+ * those of the two functions. */
+MIL_API mil_status mil_model_image_planes(mil_model *m, const char *function, const char *input,
+                                          const uint8_t *pixels, int64_t h, int64_t w, int c, float *out,
+                                          mil_diag *d);
+
 #ifdef __cplusplus
 }
 #endif

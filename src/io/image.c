@@ -180,3 +180,23 @@ mil_status mil_image_planes(const mil_feature *f, const uint8_t *pixels, int64_t
   }
   return MIL_OK;
 }
+
+static const mil_feature *model_image(mil_model *m, const char *function, const char *input) {
+  const mil_function_desc *fd = mil_model_function_desc(m, function);
+  for (int32_t i = 0; fd && input && i < fd->n_inputs; i++)
+    if (!strcmp(fd->inputs[i].name, input) && fd->inputs[i].kind == MIL_FEATURE_IMAGE) return &fd->inputs[i];
+  return NULL;
+}
+
+int mil_model_image_channels(mil_model *m, const char *function, const char *input) {
+  const mil_feature *f = model_image(m, function, input);
+  return f ? mil_image_channels(f) : 0;
+}
+
+mil_status mil_model_image_planes(mil_model *m, const char *function, const char *input, const uint8_t *pixels,
+                                  int64_t h, int64_t w, int c, float *out, mil_diag *d) {
+  const mil_feature *f = model_image(m, function, input);
+  if (!f) return mil_diag_error(d, MIL_ERR_NOT_FOUND, "input '%s' is not an image input", input ? input : "");
+  mil_status st = mil_image_size_check(f, input, w, h, d);
+  return st == MIL_OK ? mil_image_planes(f, pixels, h, w, c, out, d) : st;
+}
