@@ -20,8 +20,9 @@
  *    characters outside [A-Za-z0-9_] become '_', a leading digit gets the
  *    prefix "var_" ("op_" for op names), reserved words get "_workaround",
  *    and a collision gets "_0", "_1", ... appended.
- * Then the pass pipeline runs as ct.convert runs it (DEFAULT, without
- * common::add_fp16_cast and common::add_int16_cast for fp32 precision).
+ * The importer returns the program as it built it and runs no pass
+ * pipeline: mil_convert (mil/convert.h) composes import -> model interface
+ * -> pipeline -> save, as ct.convert does.
  *
  * Ops are converted by a table of (op_type, domain, opset range) ->
  * converter entries, one source file per ONNX op family
@@ -52,18 +53,12 @@ typedef struct mil_onnx_input_shape {
                           model must agree), -1 a new symbolic dim */
 } mil_onnx_input_shape;
 
+/* What the import itself needs. Precision and the pass pipeline are
+ * conversion options (mil_convert_options, mil/convert.h). */
 typedef struct mil_onnx_options {
   /* Minimum deployment target as an opset version of ops.h (MIL_IOS15 ..
    * MIL_IOS18); 0 = MIL_IOS15, ct.convert's default for ML Programs. */
   int target;
-  /* true: fp32 compute precision (the pipeline without add_fp16_cast and
-   * add_int16_cast); false: fp16, ct.convert's default. */
-  bool fp32;
-  /* Pipeline name (mil_pipeline_new: "default", "cleanup", "empty", ...);
-   * NULL = "default". */
-  const char *pipeline;
-  /* true: no pipeline at all (the program as the importer built it). */
-  bool no_pipeline;
   int32_t n_input_shapes;
   const mil_onnx_input_shape *input_shapes;
   /* NonMaxSuppression with a number of boxes known only at run time becomes
@@ -76,7 +71,8 @@ typedef struct mil_onnx_options {
 
 /* Imports the ONNX model at `path` (opts may be NULL for the defaults) and
  * returns a model for specification version of opts->target in *out (NULL
- * on failure). External data is resolved against the directory of `path`
+ * on failure): the program as the importer built it, no pass pipeline run
+ * (mil_convert runs one). External data is resolved against the directory of `path`
  * and mapped. Large fp32 / fp16 / int32 initializers stored as raw_data
  * are viewed in the decoded ModelProto, which the program then keeps (a
  * clone of the program, such as an interpreter's, views it too: keep the
@@ -91,7 +87,6 @@ typedef struct mil_onnx_options {
  *   MIL_ERR_TYPE         type inference failed on a converted op;
  *   MIL_ERR_INVALID      bad options (unknown input in input_shapes, target
  *                        out of range), a node input never defined;
- *   MIL_ERR_NOT_FOUND    an unknown pipeline name;
  *   MIL_ERR_NOMEM. */
 MIL_API mil_status mil_onnx_import(const char *path, const mil_onnx_options *opts, mil_model **out, mil_diag *d);
 

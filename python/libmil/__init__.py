@@ -8,20 +8,22 @@ libmil C library (ctypes; see libmil._capi for which library is loaded).
     >>> report = m.optimize()           # coremltools' DEFAULT pipeline
     >>> m.save("model.opt.mlpackage")
 """
-import ctypes
 import os
 
 import numpy as np
 
 from . import _capi
+from ._enums import colorlayout, precision, target
 from ._errors import (MILError, MILFormatError, MILInvalidError, MILIOError, MILNotFoundError, MILParseError,
                       MILTypeError, MILUnsupportedError, Diag)
 from ._model import Description, Feature, Model, OptimizeReport, State
+from . import models, optimize  # noqa: E402  (subpackages, as coremltools exposes them)
+from .models import MLModel, utils
 
-__all__ = ["load", "convert", "from_mil_text", "verify", "diff", "passes", "pipelines", "Model", "State", "OptimizeReport",
-           "Feature", "Description", "VerifyResult", "DiffResult", "MILError", "MILParseError", "MILIOError",
-           "MILFormatError", "MILTypeError", "MILInvalidError", "MILUnsupportedError", "MILNotFoundError",
-           "library_path"]
+__all__ = ["load", "convert", "from_mil_text", "verify", "diff", "passes", "pipelines", "Model", "MLModel", "State",
+           "OptimizeReport", "Feature", "Description", "VerifyResult", "DiffResult", "MILError", "MILParseError",
+           "MILIOError", "MILFormatError", "MILTypeError", "MILInvalidError", "MILUnsupportedError",
+           "MILNotFoundError", "library_path", "models", "optimize", "utils", "target", "precision", "colorlayout"]
 
 library_path = _capi.library_path
 __version__ = "0.1.0"
@@ -34,13 +36,7 @@ def load(path):
     Raises MILIOError (missing/unreadable file), MILFormatError (malformed
     protobuf, package or weight file), MILParseError (.mil text),
     MILUnsupportedError (not an ML Program, unknown extension)."""
-    path = os.fspath(path)
-    if path.endswith(".onnx"):
-        return convert(path)
-    h = _capi.c_void_p()
-    with Diag() as d:
-        d.raise_for(_capi.model_load(path.encode(), _capi.byref(h), d.ref))
-    return Model(h.value, path)
+    return Model(os.fspath(path))
 
 
 def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", pass_pipeline="default",
@@ -50,13 +46,19 @@ def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", p
     mapped), the DEFAULT pipeline runs (with add_fp16_cast for
     compute_precision "fp16", without for "fp32"; pass_pipeline names
     another pipeline, None runs none). minimum_deployment_target: "iOS15"
-    .. "iOS18". input_shapes: dict ONNX input name -> tuple of ints fixing
+    .. "iOS18" or a libmil.target member (libmil.target.iOS16, ...).
+    compute_precision: "fp16", "fp32" or libmil.precision.FLOAT16 /
+    FLOAT32. input_shapes: dict ONNX input name -> tuple of ints fixing
     dims the model leaves symbolic. Returns a Model (save it with .save()).
     Raises MILUnsupportedError naming the node, op_type, domain and opset of
     an op libmil does not convert, MILIOError / MILFormatError for a file
     that cannot be read."""
-    if _capi.onnx_import is None:
+    if _capi.onnx_import is None or _capi.convert is None:
         raise MILUnsupportedError("this libmil was built without the ONNX importer")
+    if isinstance(minimum_deployment_target, target):
+        minimum_deployment_target = "iOS%d" % (minimum_deployment_target + 9)  # spec 6 = iOS15
+    if isinstance(compute_precision, precision):
+        compute_precision = "fp16" if compute_precision is precision.FLOAT16 else "fp32"
     if minimum_deployment_target not in _capi.TARGETS:
         raise MILInvalidError("minimum_deployment_target must be one of %s, got %r" %
                               (", ".join(_capi.TARGETS), minimum_deployment_target))
@@ -69,13 +71,13 @@ def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", p
         dv = (_capi.c_int64 * max(len(dims), 1))(*dims)
         keep.append(dv)
         arr[i] = _capi.OnnxInputShape(name.encode(), len(dims), dv)
-    opts = _capi.OnnxOptions(_capi.TARGETS[minimum_deployment_target], compute_precision == "fp32",
-                             pass_pipeline.encode() if pass_pipeline else None, pass_pipeline is None,
-                             len(shapes), arr)
+    opts = _capi.ConvertOptions(target=_capi.TARGETS[minimum_deployment_target], fp32=compute_precision == "fp32",
+                                pipeline=pass_pipeline.encode() if pass_pipeline else None,
+                                no_pipeline=pass_pipeline is None, n_input_shapes=len(shapes), input_shapes=arr)
     path = os.fspath(path)
     h = _capi.c_void_p()
     with Diag() as d:
-        d.raise_for(_capi.onnx_import(path.encode(), _capi.byref(opts), _capi.byref(h), d.ref))
+        d.raise_for(_capi.convert(path.encode(), _capi.byref(opts), _capi.byref(h), d.ref))
     return Model(h.value, path)
 
 
@@ -228,7 +230,7 @@ def pipelines():
         name = _capi.pipeline_name_at(i)
         pl = _capi.c_void_p()
         with Diag() as d:
-            d.raise_for(_capi.pipeline_new(name, ctypes.byref(pl), d.ref))
+            d.raise_for(_capi.pipeline_new(name, _capi.byref(pl), d.ref))
         try:
             out[name.decode()] = [_capi.pipeline_pass_at(pl, j).decode() for j in range(_capi.pipeline_n_passes(pl))]
         finally:

@@ -20,6 +20,7 @@ c_int, c_int32, c_int64, c_uint64 = ctypes.c_int, ctypes.c_int32, ctypes.c_int64
 c_size_t, c_double, c_bool, c_char_p, c_void_p = (
     ctypes.c_size_t, ctypes.c_double, ctypes.c_bool, ctypes.c_char_p, ctypes.c_void_p)
 POINTER, Structure, byref = ctypes.POINTER, ctypes.Structure, ctypes.byref
+string_at, memmove = ctypes.string_at, ctypes.memmove
 
 
 def _candidates():
@@ -65,6 +66,11 @@ class DiagMsg(Structure):  # mil_diag_msg
 
 Diag._fields_ = [("msgs", POINTER(DiagMsg)), ("count", c_size_t), ("cap", c_size_t),
                  ("n_errors", c_size_t), ("n_warnings", c_size_t), ("max_msgs", c_size_t)]
+
+
+class ProgramHead(Structure):  # the leading public fields of struct mil_program (ir.h)
+    _fields_ = [("version", c_int64), ("doc_string", c_char_p), ("n_functions", c_int32),
+                ("functions", POINTER(POINTER(c_char_p)))]  # mil_function* whose first field is the name
 
 
 class Dim(Structure):  # mil_dim (types.h)
@@ -235,11 +241,18 @@ class OnnxInputShape(Structure):  # mil_onnx_input_shape (onnx.h)
 
 
 class OnnxOptions(Structure):  # mil_onnx_options (onnx.h)
-    _fields_ = [("target", c_int), ("fp32", c_bool), ("pipeline", c_char_p), ("no_pipeline", c_bool),
-                ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape))]
+    _fields_ = [("target", c_int), ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape))]
+
+
+class ConvertOptions(Structure):  # mil_convert_options (convert.h)
+    _fields_ = [("target", c_int), ("spec_version", c_int), ("fp32", c_bool), ("pipeline", c_char_p),
+                ("no_pipeline", c_bool), ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape)),
+                ("interface", c_void_p), ("output_path", c_char_p), ("inline_weights", c_bool)]
 
 
 # The ONNX importer (None in a library built without it).
 onnx_import = _fn("mil_onnx_import", c_int, c_char_p, POINTER(OnnxOptions), POINTER(P), pDiag, optional=True)
+# Conversion (convert.h): import -> model interface -> pipeline -> save.
+convert = _fn("mil_convert", c_int, c_char_p, POINTER(ConvertOptions), POINTER(P), pDiag, optional=True)
 # opset versions of the deployment targets (ops.h MIL_IOS15..)
 TARGETS = {"iOS15": 6, "iOS16": 7, "iOS17": 8, "iOS18": 9}

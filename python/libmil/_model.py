@@ -2,7 +2,6 @@
 one (spec version, description, metadata, predict), plus libmil's
 optimize / validate / save and MIL text."""
 import collections
-import ctypes
 import os
 import time
 
@@ -43,11 +42,6 @@ def _features(ptr, n):
     return out
 
 
-class _ProgramHead(ctypes.Structure):  # the leading public fields of struct mil_program (ir.h)
-    _fields_ = [("version", C.c_int64), ("doc_string", C.c_char_p), ("n_functions", C.c_int32),
-                ("functions", C.POINTER(C.POINTER(C.c_char_p)))]  # mil_function* whose first field is the name
-
-
 def _program_text(program, complete):
     opts = C.PrintOptions(1 if complete else 0, False)
     buf = C.Buf()
@@ -55,9 +49,22 @@ def _program_text(program, complete):
         C.print_program(program, C.byref(opts), C.byref(buf))
         if buf.oom:
             raise MemoryError("libmil: out of memory printing the program")
-        return ctypes.string_at(buf.data, buf.len).decode("utf-8") if buf.len else ""
+        return C.string_at(buf.data, buf.len).decode("utf-8") if buf.len else ""
     finally:
         C.buf_free(C.byref(buf))
+
+
+def _open(path):
+    """Loads the model at path and returns its C handle (libmil.load's rules)."""
+    if path.endswith(".onnx"):
+        from . import convert  # the package's convert; imported here to avoid a cycle
+        m = convert(path)
+        h, m._h = m._h, None
+        return h
+    h = C.c_void_p()
+    with Diag() as d:
+        d.raise_for(C.model_load(path.encode(), C.byref(h), d.ref))
+    return h.value
 
 
 def _tensor_to_numpy(t):
@@ -67,7 +74,7 @@ def _tensor_to_numpy(t):
     shape = tuple(t.shape[i] for i in range(t.rank)) if t.rank else ()
     arr = np.empty(shape, dtype=dt)
     if t.nbytes:
-        ctypes.memmove(arr.ctypes.data, t.data, t.nbytes)
+        C.memmove(arr.ctypes.data, t.data, t.nbytes)
     return arr
 
 
@@ -108,13 +115,20 @@ class OptimizeReport:
 
 
 class Model:
-    """A Core ML ML Program model held by libmil. Create with libmil.load()
-    or libmil.from_mil_text(). Not thread-safe (one prediction at a time)."""
+    """A Core ML ML Program model held by libmil. Create with Model(path)
+    (also libmil.models.MLModel(path), as coremltools.models.MLModel(path)),
+    libmil.load() or libmil.from_mil_text(). Not thread-safe (one prediction
+    at a time)."""
 
-    def __init__(self, handle, path=None):
-        self._h = handle
+    def __init__(self, model, path=None):
+        """model: a path (.mlpackage, .mlmodel, .mil; .onnx converts as
+        libmil.load does) or a C model handle the Model takes over."""
+        self._h, self._interps = None, {}
+        if isinstance(model, (str, bytes, os.PathLike)):
+            path = os.fsdecode(model)
+            model = _open(path)
+        self._h = model
         self.path = path
-        self._interps = {}
 
     # ----------------------------------------------------------- lifetime
     def _free_interps(self):
@@ -150,7 +164,7 @@ class Model:
     @property
     def functions(self):
         """Names of the program's functions, in program order (list of str)."""
-        head = _ProgramHead.from_address(self._program)
+        head = C.ProgramHead.from_address(self._program)
         return [_s(head.functions[i][0]) for i in range(head.n_functions)]
 
     def _desc(self):

@@ -17,7 +17,9 @@
 #include "mil/compress.h"
 #include "mil/mil.h"
 #include "mil/ops.h"
-#include "passes/pass_build_internal.h"
+#include "mil/passes.h"
+
+#include "build/build.h"
 
 /* ---------- config (config.c) ---------- */
 

@@ -247,3 +247,51 @@ mil_status mil_interface_finish(mil_model *m, const mil_model_interface *mi, mil
   if (st == MIL_OK && label) st = mil_model_set_predicted_names(m, NULL, label, probs, d);
   return st;
 }
+
+/* ---------- the importer's shapes ---------- */
+
+bool iface_has_shapes(const mil_model_interface *mi) {
+  for (int32_t i = 0; mi && i < mi->n_inputs; i++)
+    if (mi->inputs[i].has_shape) return true;
+  return false;
+}
+
+static bool flexible_dim(const mil_shape_spec *s, int32_t k) {
+  if (s->ranges && s->ranges[k].upper_bound != 0) return true;
+  for (int32_t e = 1; e < s->n_enumerated; e++)
+    if (s->enumerated[(size_t)e * (size_t)s->rank + (size_t)k] != s->enumerated[k]) return true;
+  return false;
+}
+
+mil_status iface_import_shapes(const mil_model_interface *mi, int32_t n_given, const mil_onnx_input_shape *given,
+                               iface_shapes *out) {
+  memset(out, 0, sizeof *out);
+  size_t n = (size_t)n_given, nd = 0;
+  for (int32_t i = 0; mi && i < mi->n_inputs; i++)
+    if (mi->inputs[i].has_shape) n++, nd += (size_t)mi->inputs[i].shape.rank;
+  if (!n) return MIL_OK;
+  out->shapes = calloc(n, sizeof *out->shapes);
+  out->dims = calloc(nd ? nd : 1, sizeof *out->dims);
+  if (!out->shapes || !out->dims) {
+    iface_shapes_free(out);
+    return MIL_ERR_NOMEM;
+  }
+  for (int32_t i = 0; i < n_given; i++) out->shapes[out->n++] = given[i];
+  int64_t *dp = out->dims;
+  for (int32_t i = 0; mi && i < mi->n_inputs; i++) {
+    const mil_input_type *it = &mi->inputs[i];
+    if (!it->has_shape) continue;
+    const mil_shape_spec *s = &it->shape;
+    const int64_t *base = s->n_enumerated ? s->enumerated : s->dims;
+    for (int32_t k = 0; k < s->rank; k++) dp[k] = flexible_dim(s, k) || !base ? -1 : base[k];
+    out->shapes[out->n++] = (mil_onnx_input_shape){it->name, s->rank, dp};
+    dp += s->rank;
+  }
+  return MIL_OK;
+}
+
+void iface_shapes_free(iface_shapes *s) {
+  free(s->shapes);
+  free(s->dims);
+  memset(s, 0, sizeof *s);
+}

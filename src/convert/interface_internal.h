@@ -5,7 +5,8 @@
 #define MIL_CONVERT_INTERFACE_INTERNAL_H
 
 #include "mil/input_types.h"
-#include "passes/pass_build_internal.h"
+#include "build/build.h"
+#include "mil/onnx.h"
 
 /* The function an interface applies to: "main", or the only function. */
 mil_function *iface_main(mil_program *p);
@@ -26,5 +27,19 @@ mil_status iface_add_classifier(mil_program *p, mil_function *f, const mil_class
  * shapes), metadata and feature descriptions; the model's description is
  * in line with the program when called. */
 mil_status iface_describe(mil_model *m, mil_function *f, const mil_model_interface *mi, mil_diag *d);
+
+/* The importer's input shapes: the explicit ones, then one per input type
+ * with a shape (fixed dims as given, RangeDims and dims that differ among
+ * EnumeratedShapes as -1: symbolic). */
+typedef struct iface_shapes {
+  int32_t n;
+  mil_onnx_input_shape *shapes;
+  int64_t *dims;
+} iface_shapes;
+mil_status iface_import_shapes(const mil_model_interface *mi, int32_t n_given, const mil_onnx_input_shape *given,
+                               iface_shapes *out);
+void iface_shapes_free(iface_shapes *s);
+/* Whether some input type of mi (may be NULL) gives a shape. */
+bool iface_has_shapes(const mil_model_interface *mi);
 
 #endif

@@ -1,10 +1,10 @@
-/* The ONNX importer: ModelProto -> MIL program -> pipeline -> mil_model.
+/* The ONNX importer: ModelProto -> MIL program -> mil_model.
  *
  * Reads the file, unpacks it with protobuf-c (ONNX's onnx.proto as Debian's
  * libonnx-dev ships it), makes the function "main" from the graph's inputs
  * and outputs, converts initializers to consts and nodes through the
- * converter table (import_registry.c), then runs the pass pipeline as
- * ct.convert does. Subgraphs (If / Loop bodies) are converted by the
+ * converter table (import_registry.c). It runs no pass pipeline: that is
+ * the conversion's step (src/convert/). Subgraphs (If / Loop bodies) are converted by the
  * control-flow converters through onnx_convert_nodes with a nested scope. */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mil/passes.h"
 #include "io/fsafe.h"
 #include "onnx/import_internal.h"
 
@@ -495,20 +494,6 @@ static mil_status convert_model(onnx_ctx *c, const mil_onnx_options *o) {
 
 static void drop_model(void *ud) { onnx__model_proto__free_unpacked(ud, NULL); }
 
-static mil_status run_pipeline(mil_program *p, const mil_onnx_options *o, mil_diag *d) {
-  if (o->no_pipeline) return MIL_OK;
-  mil_pipeline *pl = NULL;
-  mil_status st = mil_pipeline_new(o->pipeline ? o->pipeline : "default", &pl, d);
-  if (st != MIL_OK) return st;
-  if (o->fp32) {
-    mil_pipeline_remove_pass(pl, "common::add_fp16_cast");
-    mil_pipeline_remove_pass(pl, "common::add_int16_cast");
-  }
-  st = mil_pipeline_run(pl, p, NULL, NULL, d);
-  mil_pipeline_free(pl);
-  return st;
-}
-
 /* The options' checks and the unpacked message; *m NULL on failure. */
 static mil_status unpack(const void *data, size_t len, const char *name, const mil_onnx_options *o, mil_model **out,
                          Onnx__ModelProto **m, mil_diag *d) {
@@ -566,7 +551,6 @@ static mil_status import_model(Onnx__ModelProto *m, const char *name, const char
   }
   pass_bld_free(&c.bld);
   pass_ptrset_free(&c.named);
-  if (st == MIL_OK) st = run_pipeline(p, o, d);
   if (st != MIL_OK) {
     mil_program_free(p);
     return st;
@@ -606,7 +590,7 @@ mil_status mil_onnx_import(const char *path, const mil_onnx_options *opts, mil_m
   Onnx__ModelProto *m;
   st = unpack(map, len, path, o, out, &m, d);
   /* protobuf-c copied what it keeps (raw_data included): the file's pages
-   * need not stay resident through the conversion and the pipeline */
+   * need not stay resident through the conversion */
   if (len) munmap((void *)map, len);
   if (st == MIL_OK) st = import_model(m, path, dir, o, out, d);
   free(dir);

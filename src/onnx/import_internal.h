@@ -7,7 +7,7 @@
 #include "mil/onnx.h"
 #include "mil/ops.h"
 #include "onnx.pb-c.h"
-#include "passes/pass_build_internal.h"
+#include "build/build.h"
 
 /* Largest rank the converters handle in fixed-size arrays. */
 #define MIL_INTERP_MAX_RANK_ONNX 16

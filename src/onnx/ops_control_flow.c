@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "onnx/import_internal.h"
-#include "passes/pass_internal.h"
+#include "build/build.h"
 
 static const Onnx__GraphProto *graph_attr(const onnx_node *n, const char *name) {
   const Onnx__AttributeProto *a = onnx_attr(n, name);

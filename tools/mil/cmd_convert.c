@@ -1,6 +1,6 @@
 /* mil convert IN OUT: rewrite a model in the format OUT's extension names;
- * an ONNX model (.onnx) is imported (mil/onnx.h) and optimized with the
- * pipeline ct.convert runs. */
+ * an ONNX model (.onnx) is imported and optimized with the pipeline
+ * ct.convert runs. Both go through mil_convert (mil/convert.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "convert_iface.h"
 #include "load.h"
+#include "mil/convert.h"
 #include "mil/model.h"
 #include "mil/onnx.h"
 #include "mil/ops.h"
@@ -105,7 +106,7 @@ static int list_ops(void) {
 }
 
 typedef struct onnx_args {
-  mil_onnx_options o;
+  mil_convert_options o;
 } onnx_args;
 
 int cmd_convert(int argc, char **argv) {
@@ -187,17 +188,15 @@ int cmd_convert(int argc, char **argv) {
   bool onnx = ends_with(in, ".onnx");
   if ((onnx_opts || convert_iface_used(ci)) && !onnx)
     USAGE("--precision, --pipeline and the model-interface options apply to .onnx input only");
-  const mil_model_interface *mi = convert_iface_build(ci, &oa->o);
-  if (onnx) oa->o.target = target;
+  oa->o.interface = convert_iface_build(ci);
+  oa->o.target = target;
+  oa->o.spec_version = spec;
+  oa->o.no_pipeline = !onnx; /* a Core ML / MIL model is re-saved as it is */
+  oa->o.output_path = out;
+  oa->o.inline_weights = inline_weights;
   mil_diag d;
   mil_diag_init(&d);
-  mil_model *m = NULL;
-  mil_status st = onnx ? convert_iface_run(in, &oa->o, mi, &m, &d) : mil_model_load(in, &m, &d);
-  if (st == MIL_OK && target && !onnx) st = mil_program_retarget(mil_model_program(m), target, &d);
-  if (st == MIL_OK && target && !onnx && !spec) st = mil_model_set_spec_version(m, target);
-  if (st == MIL_OK && spec) st = mil_model_set_spec_version(m, spec);
-  if (st == MIL_OK)
-    st = to_text ? mil_save_text(mil_model_program(m), out, inline_weights, &d) : mil_model_save(m, out, &d);
+  mil_status st = mil_convert(in, &oa->o, NULL, &d);
   if (st != MIL_OK) {
     cli_print_diag(&d);
     if (d.n_errors == 0) fprintf(stderr, "mil: error: convert failed: %s\n", mil_status_str(st));
@@ -205,7 +204,6 @@ int cmd_convert(int argc, char **argv) {
   }
   else if (d.n_warnings)
     cli_print_diag(&d);
-  mil_model_free(m);
   mil_diag_clear(&d);
 done:
   convert_iface_free(ci);

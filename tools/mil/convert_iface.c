@@ -1,14 +1,12 @@
 /* mil convert's model-interface options (mil/input_types.h): image inputs,
  * flexible shapes, I/O dtypes and names, a classifier from a labels file,
- * metadata; and the conversion they shape: import -> interface (prepare)
- * -> pipeline -> interface (finish). */
+ * metadata, gathered into a mil_model_interface for mil_convert. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "convert_iface.h"
-#include "mil/passes.h"
 
 #define MAX_IN 64
 #define MAX_RANK 32
@@ -21,7 +19,6 @@ typedef struct in_spec {
   int64_t *shapes;  /* n_shapes * rank */
   mil_range_dim ranges[MAX_RANK];
   bool has_ranges;
-  int64_t import_dims[MAX_RANK];
 } in_spec;
 
 struct convert_iface {
@@ -37,7 +34,6 @@ struct convert_iface {
   const char *keys[MAX_IN], *values[MAX_IN];
   int32_t n_meta;
   mil_model_interface mi;
-  mil_onnx_input_shape shapes[MAX_IN];
   bool used;
 };
 
@@ -310,8 +306,7 @@ int convert_iface_parse(convert_iface *ci, int argc, char **argv, int *i) {
   return rc == CLI_OK ? 1 : -rc;
 }
 
-const mil_model_interface *convert_iface_build(convert_iface *ci, mil_onnx_options *o) {
-  int32_t ns = 0;
+const mil_model_interface *convert_iface_build(convert_iface *ci) {
   static mil_input_type types[MAX_IN];
   for (int32_t i = 0; i < ci->n_in; i++) {
     in_spec *s = &ci->in[i];
@@ -325,13 +320,6 @@ const mil_model_interface *convert_iface_build(convert_iface *ci, mil_onnx_optio
         s->t.shape.n_enumerated = s->n_shapes;
         s->t.shape.enumerated = s->shapes;
       }
-      for (int32_t k = 0; k < s->rank; k++) {
-        int64_t d = s->shapes[k];
-        bool flex = s->has_ranges && s->ranges[k].upper_bound != 0;
-        for (int32_t e = 1; e < s->n_shapes; e++) flex |= s->shapes[(size_t)e * (size_t)s->rank + (size_t)k] != d;
-        s->import_dims[k] = flex ? -1 : d;
-      }
-      ci->shapes[ns++] = (mil_onnx_input_shape){s->name, s->rank, s->import_dims};
     }
     types[i] = s->t;
   }
@@ -342,30 +330,5 @@ const mil_model_interface *convert_iface_build(convert_iface *ci, mil_onnx_optio
   ci->mi.n_user_defined = ci->n_meta;
   ci->mi.user_keys = ci->keys;
   ci->mi.user_values = ci->values;
-  if (o && ns) {
-    o->n_input_shapes = ns;
-    o->input_shapes = ci->shapes;
-  }
   return &ci->mi;
-}
-
-mil_status convert_iface_run(const char *in, const mil_onnx_options *o, const mil_model_interface *mi, mil_model **out,
-                             mil_diag *d) {
-  mil_onnx_options io = *o;
-  io.no_pipeline = true;
-  mil_status st = mil_onnx_import(in, &io, out, d);
-  int target = o->target ? o->target : MIL_IOS15;
-  if (st == MIL_OK) st = mil_interface_prepare(*out, mi, target, !o->fp32, d);
-  if (st == MIL_OK && !o->no_pipeline) {
-    mil_pipeline *pl = NULL;
-    st = mil_pipeline_new(o->pipeline ? o->pipeline : "default", &pl, d);
-    if (st == MIL_OK && o->fp32) {
-      mil_pipeline_remove_pass(pl, "common::add_fp16_cast");
-      mil_pipeline_remove_pass(pl, "common::add_int16_cast");
-    }
-    if (st == MIL_OK) st = mil_pipeline_run(pl, mil_model_program(*out), NULL, NULL, d);
-    mil_pipeline_free(pl);
-  }
-  if (st == MIL_OK) st = mil_interface_finish(*out, mi, d);
-  return st;
 }

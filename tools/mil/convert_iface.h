@@ -5,7 +5,6 @@
 #include <stdbool.h>
 
 #include "mil/input_types.h"
-#include "mil/onnx.h"
 
 typedef struct convert_iface convert_iface;
 
@@ -16,12 +15,8 @@ void convert_iface_free(convert_iface *ci);
 int convert_iface_parse(convert_iface *ci, int argc, char **argv, int *i);
 /* Whether any interface option was given. */
 bool convert_iface_used(const convert_iface *ci);
-/* The interface the options describe; the input shapes go to o (the
- * importer makes flexible dims symbolic). Valid while ci lives. */
-const mil_model_interface *convert_iface_build(convert_iface *ci, mil_onnx_options *o);
-/* import (no pipeline) -> mil_interface_prepare -> o's pipeline ->
- * mil_interface_finish; *out NULL on failure. */
-mil_status convert_iface_run(const char *in, const mil_onnx_options *o, const mil_model_interface *mi, mil_model **out,
-                             mil_diag *d);
+/* The interface the options describe (for mil_convert_options.interface;
+ * valid while ci lives). */
+const mil_model_interface *convert_iface_build(convert_iface *ci);
 
 #endif

@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "load.h"
 #include "mil/model.h"
-#include "mil/onnx.h"
+#include "mil/convert.h"
 #include "mil/ops.h"
 #include "mil/blob.h"
 
@@ -14,7 +14,7 @@ mil_status cli_load_model(const char *path, mil_model **out, mil_diag *d) {
   size_t n = strlen(path);
   /* an ONNX model is converted as `mil convert` does (fp16 precision) */
   bool onnx = n > 5 && strcmp(path + n - 5, ".onnx") == 0;
-  return onnx ? mil_onnx_import(path, NULL, out, d) : mil_model_load(path, out, d);
+  return onnx ? mil_convert(path, NULL, out, d) : mil_model_load(path, out, d);
 }
 
 mil_status cli_load(const char *path, cli_loaded *out, mil_diag *d) {

@@ -1,11 +1,10 @@
 /* Building ops like coremltools' Builder, ranged use replacement, and the
- * small value helpers of the passes that insert op sequences. See
- * pass_build_internal.h. */
+ * small value helpers for code that inserts op sequences. The contract is
+ * in build/build.h. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/fuse_util_internal.h"
-#include "passes/pass_build_internal.h"
+#include "build/build.h"
 
 void pass_bld_free(pass_bld *c) {
   pass_names_free(c->names);
@@ -216,23 +215,4 @@ int pass_bld_try_replace(pass_bld *c, mil_op *anchor, mil_var *old, mil_var *new
   if (old->op && new_var->op && !pass_nonrep_can_replace(nr, old, new_var)) return 0;
   if (!pass_replace_uses_after(anchor, old, new_var)) return 0;
   return 1;
-}
-
-typedef struct bld_walk {
-  pass_bld c; /* first: the walk's ud is the pass_bld too */
-  pass_bld_fn fn;
-} bld_walk;
-
-static int bld_walk_at(void *ud, mil_op *op) {
-  bld_walk *w = ud;
-  return w->fn(&w->c, op);
-}
-
-mil_status pass_bld_walk(mil_program *p, mil_diag *d, const pass_walk_spec *spec, pass_bld_fn fn,
-                         mil_pass_stats *stats) {
-  bld_walk w = {{.p = p, .d = d, .pass = spec->pass}, fn};
-  mil_status st = pass_walk_run(p, d, spec, bld_walk_at, &w, &w.c.changes);
-  pass_bld_free(&w.c);
-  if (stats) stats->changes += w.c.changes;
-  return st;
 }
