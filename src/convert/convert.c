@@ -58,7 +58,7 @@ mil_status mil_convert_model(mil_model *m, const mil_convert_options *opts, bool
   const mil_convert_options *o = opts ? opts : &dflt;
   if (!m) return mil_diag_error(d, MIL_ERR_INVALID, "mil_convert_model: no model");
   mil_status st = MIL_OK;
-  if (with_interface(o)) st = mil_interface_prepare(m, o->interface, interface_target(m, o), !o->fp32, d);
+  if (with_interface(o)) st = mil_interface_prepare(m, o->interface, interface_target(m, o), !o->fp32 && !o->no_pipeline, d);
   if (st == MIL_OK && !o->no_pipeline) {
     st = run_pipeline(mil_model_program(m), o, d);
     if (st == MIL_OK) st = mil_model_sync_description(m, d);

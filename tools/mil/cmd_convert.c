@@ -188,7 +188,7 @@ int cmd_convert(int argc, char **argv) {
   bool onnx = ends_with(in, ".onnx");
   if ((onnx_opts || convert_iface_used(ci)) && !onnx)
     USAGE("--precision, --pipeline and the model-interface options apply to .onnx input only");
-  oa->o.interface = convert_iface_build(ci);
+  oa->o.interface = convert_iface_used(ci) ? convert_iface_build(ci) : NULL;
   oa->o.target = target;
   oa->o.spec_version = spec;
   oa->o.no_pipeline = !onnx; /* a Core ML / MIL model is re-saved as it is */
