@@ -13,6 +13,7 @@
 #ifndef MIL_CONVERT_H
 #define MIL_CONVERT_H
 
+#include "input_types.h"
 #include "model.h"
 #include "onnx.h"
 #include "status.h"
@@ -20,11 +21,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* The model interface of a conversion (issue 26: input and output types,
- * names and image inputs, classifier_config, flexible and enumerated
- * shapes). Not defined yet: `interface` must be NULL. */
-typedef struct mil_convert_interface mil_convert_interface;
 
 /* Zero-initialize; every zero field is ct.convert's default. */
 typedef struct mil_convert_options {
@@ -49,9 +45,16 @@ typedef struct mil_convert_options {
    * (mil_onnx_options). Refused for other sources. */
   int32_t n_input_shapes;
   const mil_onnx_input_shape *input_shapes;
-  /* Model interface (issue 26); must be NULL for now (MIL_ERR_UNSUPPORTED
-   * otherwise). The step runs between import and pipeline. */
-  const mil_convert_interface *interface;
+  /* The model interface (mil/input_types.h: ct.convert's inputs, outputs,
+   * classifier_config and metadata; NULL: none). Its input shapes are given
+   * to the importer (flexible dims symbolic; ONNX source only),
+   * mil_interface_prepare runs before the pipeline and
+   * mil_interface_finish after it. With a pipeline, use_default_fp16_io
+   * applies even without an interface (iOS16+ fp16 conversions get fp16
+   * I/O, as ct.convert gives). */
+  const mil_model_interface *interface;
+  /* ONNX source: mil_onnx_options.nms_max_boxes. */
+  int64_t nms_max_boxes;
   /* Where to save the result (NULL: not saved): the format its extension
    * names, as mil_model_save (.mlpackage, .mlmodel) or mil_save_text
    * (.mil) write it; inline_weights: .mil output with every const value
@@ -81,7 +84,7 @@ MIL_API mil_status mil_convert_onnx_buffer(const void *data, size_t len, const c
  * retarget is true), the specification version, and saving to
  * opts->output_path when it is set. opts->input_shapes is ignored here
  * (an import option). Errors: MIL_ERR_NOT_FOUND (unknown pipeline name),
- * MIL_ERR_UNSUPPORTED (interface given), those of the passes,
+ * those of mil_interface_prepare / mil_interface_finish, of the passes,
  * mil_program_retarget (MIL_ERR_TYPE, MIL_ERR_INVALID),
  * mil_model_set_spec_version (MIL_ERR_INVALID) and the writers
  * (MIL_ERR_IO, ...). On error the model may hold a partly optimized

@@ -251,6 +251,15 @@ MIL_API const char *mil_program_intern_new(mil_program *p, const char *s, size_t
 MIL_API void mil_program_intern_prefetch(const mil_program *p, const char *s, size_t len);
 /* Sets (or replaces) a program attribute. */
 MIL_API mil_status mil_program_set_attr(mil_program *p, const char *name, const mil_value *v);
+/* Sets (or replaces) attribute `name` of function f (the value is not
+ * copied: it must live in f's program). Function attributes carry what
+ * coremltools keeps in conversion-time Function fields: "output_types"
+ * (update_output_dtypes), "channel_last_image_inputs"
+ * (image_input_preprocess), "image_inputs" ... (mil_backend::
+ * insert_image_preprocessing_ops). MIL_ERR_NOMEM on allocation failure. */
+MIL_API mil_status mil_function_set_attr(mil_function *f, const char *name, const mil_value *v);
+/* Attribute `name` of f, or NULL. */
+MIL_API const mil_value *mil_function_get_attr(const mil_function *f, const char *name);
 /* Total number of ops in all functions, nested blocks included. O(1): the
  * program keeps the count as ops are placed in and detached from blocks
  * that belong to a function. */

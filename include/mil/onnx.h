@@ -44,11 +44,13 @@ extern "C" {
  * semantics of the newest version libmil handles. */
 #define MIL_ONNX_OPSET_KNOWN 23
 
-/* A fixed shape for one graph input (--input-shape NAME=1,3,224,224). */
+/* The shape of one graph input (--input-shape NAME=1,3,224,224; the shape
+ * of an input type, mil/input_types.h). */
 typedef struct mil_onnx_input_shape {
   const char *name;    /* the ONNX input name (before sanitizing) */
   int32_t rank;
-  const int64_t *dims; /* rank entries, each >= 0 */
+  const int64_t *dims; /* rank entries: >= 0 a fixed size (a known dim of the
+                          model must agree), -1 a new symbolic dim */
 } mil_onnx_input_shape;
 
 /* What the import itself needs. Precision and the pass pipeline are
@@ -59,6 +61,12 @@ typedef struct mil_onnx_options {
   int target;
   int32_t n_input_shapes;
   const mil_onnx_input_shape *input_shapes;
+  /* NonMaxSuppression with a number of boxes known only at run time becomes
+   * MIL's non_maximum_suppression, which returns a fixed number of boxes
+   * per class: this bound (> 0), or by default the node's constant
+   * max_output_boxes_per_class (when it is at most 65536), as coremltools'
+   * torch frontend bounds torchvision.ops.nms. 0: the default. */
+  int64_t nms_max_boxes;
 } mil_onnx_options;
 
 /* Imports the ONNX model at `path` (opts may be NULL for the defaults) and

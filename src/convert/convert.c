@@ -7,6 +7,7 @@
  * mil_convert: frontend, then the pass pipeline, then the backend). */
 #include <string.h>
 
+#include "convert/interface_internal.h"
 #include "mil/convert.h"
 #include "mil/ops.h"
 #include "mil/passes.h"
@@ -33,13 +34,13 @@ static mil_status run_pipeline(mil_program *p, const mil_convert_options *o, mil
   return st;
 }
 
-/* The model-interface step (issue 26: inputs, outputs, images, classifier,
- * flexible shapes): nothing to apply until that lands. */
-static mil_status apply_interface(mil_model *m, const mil_convert_options *o, mil_diag *d) {
-  (void)m;
-  if (o->interface)
-    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "mil_convert: model-interface options are not implemented yet");
-  return MIL_OK;
+/* Whether the model-interface steps run: an interface was given, or a
+ * pipeline runs (use_default_fp16_io is part of every ct.convert). */
+static bool with_interface(const mil_convert_options *o) { return o->interface || !o->no_pipeline; }
+
+/* The target the interface's rules see: the conversion's, or the model's. */
+static int interface_target(const mil_model *m, const mil_convert_options *o) {
+  return o->target ? o->target : mil_model_spec_version(m);
 }
 
 static mil_status save(mil_model *m, const mil_convert_options *o, mil_diag *d) {
@@ -56,11 +57,13 @@ mil_status mil_convert_model(mil_model *m, const mil_convert_options *opts, bool
   memset(&dflt, 0, sizeof dflt);
   const mil_convert_options *o = opts ? opts : &dflt;
   if (!m) return mil_diag_error(d, MIL_ERR_INVALID, "mil_convert_model: no model");
-  mil_status st = apply_interface(m, o, d);
+  mil_status st = MIL_OK;
+  if (with_interface(o)) st = mil_interface_prepare(m, o->interface, interface_target(m, o), !o->fp32 && !o->no_pipeline, d);
   if (st == MIL_OK && !o->no_pipeline) {
     st = run_pipeline(mil_model_program(m), o, d);
     if (st == MIL_OK) st = mil_model_sync_description(m, d);
   }
+  if (st == MIL_OK && with_interface(o)) st = mil_interface_finish(m, o->interface, d);
   if (st == MIL_OK && retarget && o->target) {
     st = mil_program_retarget(mil_model_program(m), o->target, d);
     if (st == MIL_OK && !o->spec_version) st = mil_model_set_spec_version(m, o->target);
@@ -88,13 +91,18 @@ static mil_status check_out(const mil_convert_options *o, mil_model **out, mil_d
   return MIL_OK;
 }
 
-static mil_onnx_options onnx_options(const mil_convert_options *o) {
-  mil_onnx_options io;
-  memset(&io, 0, sizeof io);
-  io.target = o->target;
-  io.n_input_shapes = o->n_input_shapes;
-  io.input_shapes = o->input_shapes;
-  return io;
+/* The importer's options; the interface's input shapes follow the explicit
+ * ones (*shapes, freed by the caller, holds the combined list). */
+static mil_status onnx_options(const mil_convert_options *o, mil_onnx_options *io, iface_shapes *shapes,
+                               mil_diag *d) {
+  memset(io, 0, sizeof *io);
+  io->target = o->target;
+  io->nms_max_boxes = o->nms_max_boxes;
+  mil_status st = iface_import_shapes(o->interface, o->n_input_shapes, o->input_shapes, shapes);
+  if (st != MIL_OK) return mil_diag_error(d, st, "out of memory");
+  io->n_input_shapes = shapes->n;
+  io->input_shapes = shapes->shapes;
+  return MIL_OK;
 }
 
 mil_status mil_convert(const char *path, const mil_convert_options *opts, mil_model **out, mil_diag *d) {
@@ -107,11 +115,15 @@ mil_status mil_convert(const char *path, const mil_convert_options *opts, mil_mo
   mil_model *m = NULL;
   bool onnx = ends_with(path, ".onnx");
   if (onnx) {
-    mil_onnx_options io = onnx_options(o);
-    st = mil_onnx_import(path, &io, &m, d);
+    mil_onnx_options io;
+    iface_shapes shapes = {0};
+    st = onnx_options(o, &io, &shapes, d);
+    if (st == MIL_OK) st = mil_onnx_import(path, &io, &m, d);
+    iface_shapes_free(&shapes);
   } else {
-    if (o->n_input_shapes)
-      return mil_diag_error(d, MIL_ERR_INVALID, "%s: input shapes apply to ONNX models only", path);
+    if (o->n_input_shapes || iface_has_shapes(o->interface))
+      return mil_diag_error(d, MIL_ERR_INVALID, "%s: input shapes apply to ONNX models only (a MIL program's input "
+                            "shapes are not changed)", path);
     st = mil_model_load(path, &m, d);
   }
   if (st != MIL_OK) return st;
@@ -126,8 +138,11 @@ mil_status mil_convert_onnx_buffer(const void *data, size_t len, const char *nam
   const mil_convert_options *o = opts ? opts : &dflt;
   mil_status st = check_out(o, out, d);
   if (st != MIL_OK) return st;
-  mil_onnx_options io = onnx_options(o);
+  mil_onnx_options io;
+  iface_shapes shapes = {0};
   mil_model *m = NULL;
-  st = mil_onnx_import_buffer(data, len, name, dir, &io, &m, d);
+  st = onnx_options(o, &io, &shapes, d);
+  if (st == MIL_OK) st = mil_onnx_import_buffer(data, len, name, dir, &io, &m, d);
+  iface_shapes_free(&shapes);
   return st == MIL_OK ? finish(m, o, false, out, d) : st;
 }

@@ -175,6 +175,16 @@ mil_status mil_program_set_attr(mil_program *p, const char *name, const mil_valu
   return set_attr(p, &p->attrs, &p->n_attrs, name, v);
 }
 
+mil_status mil_function_set_attr(mil_function *f, const char *name, const mil_value *v) {
+  return set_attr(f->program, &f->attrs, &f->n_attrs, name, v);
+}
+
+const mil_value *mil_function_get_attr(const mil_function *f, const char *name) {
+  for (int32_t i = 0; f && i < f->n_attrs; i++)
+    if (strcmp(f->attrs[i].name, name) == 0) return f->attrs[i].value;
+  return NULL;
+}
+
 void mil_op_set_attr(mil_op *op, const char *name, const mil_value *v) {
   set_attr(op->program, &op->attrs, &op->n_attrs, name, v);
 }

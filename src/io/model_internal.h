@@ -64,6 +64,9 @@ struct mil_model {
   io_desc_view *view;             /* decoded description, built on demand */
 };
 
+/* Drops the decoded description view (after any change to m->desc). */
+IO_MODEL_HIDDEN void io_model_drop_view(mil_model *m);
+
 /* ---- proto_check.c ---- */
 /* Walks a serialized message with its descriptor and reports the first
  * wire-level defect (offset, field path, expected and found); also enforces

@@ -25,12 +25,12 @@ public_room() {
   case "$1" in
   status.h | types.h | value.h | ir.h | version.h) echo core ;;
   ops.h) echo ops ;;
-  text.h | blob.h | npy.h | model.h | equiv.h) echo io ;;
+  text.h | blob.h | npy.h | model.h | equiv.h | image.h) echo io ;;
   interp.h) echo interp ;;
   compress.h) echo compress ;;
   passes.h) echo passes ;;
   onnx.h | onnx_tensor.h) echo onnx ;;
-  convert.h) echo convert ;;
+  convert.h | input_types.h) echo convert ;;
   utils.h) echo utils ;;
   mil.h) echo "core ops io" ;;
   *) echo "unknown:$1" ;;

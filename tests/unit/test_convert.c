@@ -109,10 +109,14 @@ static void test_bad_options(void **state) {
   o.input_shapes = &is;
   assert_int_equal(mil_convert(EXAMPLE, &o, &m, &d), MIL_ERR_INVALID);
   assert_null(m);
-  /* the model-interface step is not there yet */
+  /* a model interface naming an input the model does not have */
   memset(&o, 0, sizeof o);
-  o.interface = (const mil_convert_interface *)&o;
-  assert_int_equal(mil_convert(EXAMPLE, &o, &m, &d), MIL_ERR_UNSUPPORTED);
+  mil_input_type it = mil_input_type_default("no_such_input", false);
+  mil_model_interface mi = {.n_inputs = 1, .inputs = &it};
+  o.interface = &mi;
+  mil_diag_clear(&d);
+  assert_int_equal(mil_convert(EXAMPLE, &o, &m, &d), MIL_ERR_INVALID);
+  assert_non_null(strstr(mil_diag_first_error(&d), "input type 'no_such_input': the model has no input"));
   assert_null(m);
   /* an unknown pipeline */
   memset(&o, 0, sizeof o);

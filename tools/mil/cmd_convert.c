@@ -3,9 +3,11 @@
  * ct.convert runs. Both go through mil_convert (mil/convert.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cli.h"
+#include "convert_iface.h"
 #include "load.h"
 #include "mil/convert.h"
 #include "mil/model.h"
@@ -16,7 +18,7 @@
 static void help(void) {
   printf("usage: mil convert [--target iOS15..iOS18] [--spec-version N] [--inline-weights] [--quiet] IN OUT\n"
          "       mil convert MODEL.onnx OUT [--target iOS15..iOS18] [--precision fp16|fp32]\n"
-         "                   [--pipeline NAME] [--input-shape NAME=D1,D2,...]... [--inline-weights] [--quiet]\n"
+         "                   [--pipeline NAME] [--inline-weights] [--quiet] [model-interface options]\n"
          "       mil convert --list-ops\n\n"
          "Read model IN (.mlpackage, .mlmodel, .mil or .onnx) and write it to OUT, in the\n"
          "format OUT's extension names:\n"
@@ -53,10 +55,43 @@ static void help(void) {
          "pipeline runs as ct.convert runs it. Options for ONNX input:\n"
          "  --precision P     fp16 (default: the pipeline with add_fp16_cast) or fp32\n"
          "  --pipeline NAME   the pass pipeline (default: default; empty: none)\n"
+         "  --nms-max-boxes N the boxes per class a NonMaxSuppression whose number of\n"
+         "                    boxes is known only at run time returns at most (default:\n"
+         "                    its constant max_output_boxes_per_class)\n"
+         "  --list-ops        print the ONNX ops libmil converts (op x opset range)\n\n"
+         "The model's interface, as ct.convert's inputs / outputs / classifier_config\n"
+         "make it (ONNX input; names are the ONNX graph's):\n"
          "  --input-shape NAME=D1,D2,...\n"
-         "                    fix the shape of input NAME (repeatable); dims the model\n"
-         "                    leaves symbolic (dim_param) stay symbolic otherwise\n"
-         "  --list-ops        print the ONNX ops libmil converts (op x opset range)\n");
+         "                    the shape of input NAME: each dim N (fixed), L..U\n"
+         "                    (ct.RangeDim(L, U), default L) or L..U:D (default D);\n"
+         "                    given again for NAME: ct.EnumeratedShapes (the first is\n"
+         "                    the default). Dims the model leaves symbolic (dim_param)\n"
+         "                    stay symbolic otherwise\n"
+         "  --input-dtype NAME=fp16|fp32|int32\n"
+         "                    the input's dtype (fp16 needs --target iOS16+). With\n"
+         "                    --target iOS16+ and fp16 precision, fp32 inputs and\n"
+         "                    outputs not typed otherwise become fp16, as ct.convert\n"
+         "                    does (use_default_fp16_io)\n"
+         "  --image NAME[:scale=S][:bias=B|B1,B2,B3][:color_layout=RGB|BGR|G|G_FLOAT16]\n"
+         "                    input NAME is an image (ct.ImageType): shape (1, 3, H, W)\n"
+         "                    (G: (1, 1, H, W)); the model computes x * S + B first\n"
+         "                    (S may be a fraction such as 1/255)\n"
+         "  --output NAME[:DTYPE]\n"
+         "                    name (and dtype) of the next output, in order (repeatable)\n"
+         "  --class-labels FILE\n"
+         "                    a classifier (ct.ClassifierConfig): one label per line\n"
+         "                    (all integers: int64 labels); outputs classLabel and\n"
+         "                    classLabel_probs\n"
+         "  --predicted-feature-name NAME         the label output's name (classLabel)\n"
+         "  --predicted-probabilities-output VAR  the probabilities var (default: the\n"
+         "                    last op's output)\n"
+         "  --author S, --license S, --short-description S, --version S\n"
+         "                    the model's metadata (MLModel.author, ...)\n"
+         "  --metadata KEY=VALUE  a user-defined metadata entry (repeatable)\n"
+         "Example: an app-ready image classifier\n"
+         "  mil convert net.onnx Net.mlpackage --target iOS16 \\\n"
+         "      --image input:scale=1/255:bias=-0.485,-0.456,-0.406 --class-labels labels.txt\n"
+         "  mil run Net.mlpackage --input input=photo.jpg\n");
 }
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -75,34 +110,8 @@ static int list_ops(void) {
   return CLI_OK;
 }
 
-/* "NAME=1,3,224,224" -> shape entry; false on a malformed spec. */
-static bool parse_shape(const char *spec, mil_onnx_input_shape *out, int64_t *dims) {
-  const char *eq = strrchr(spec, '=');
-  if (!eq || eq == spec || !eq[1]) return false;
-  char *name = strndup(spec, (size_t)(eq - spec));
-  if (!name) return false;
-  int32_t r = 0;
-  const char *p = eq + 1;
-  while (*p && r < 32) {
-    char *end;
-    long long v = strtoll(p, &end, 10);
-    if (end == p || v < 0 || (*end && *end != ',')) {
-      free(name);
-      return false;
-    }
-    dims[r++] = v;
-    p = *end ? end + 1 : end;
-  }
-  out->name = name;
-  out->rank = r;
-  out->dims = dims;
-  return true;
-}
-
 typedef struct onnx_args {
   mil_convert_options o;
-  mil_onnx_input_shape shapes[64];
-  int64_t dims[64][32];
 } onnx_args;
 
 int cmd_convert(int argc, char **argv) {
@@ -111,7 +120,12 @@ int cmd_convert(int argc, char **argv) {
   bool inline_weights = false, quiet = false;
   double t0 = opt_now();
   onnx_args *oa = calloc(1, sizeof *oa);
-  if (!oa) return CLI_FAIL;
+  convert_iface *ci = convert_iface_new();
+  if (!oa || !ci) {
+    free(oa);
+    convert_iface_free(ci);
+    return CLI_FAIL;
+  }
   bool onnx_opts = false;
   int rc = CLI_OK;
 #define USAGE(...)                                 \
@@ -121,6 +135,7 @@ int cmd_convert(int argc, char **argv) {
   } while (0)
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
+    int k;
     if (cli_is_help(argv[i])) {
       help();
       goto done;
@@ -134,20 +149,27 @@ int cmd_convert(int argc, char **argv) {
     } else if (strcmp(s, "--target") == 0) {
       if (i + 1 >= argc) USAGE("--target needs a value");
       if ((rc = cli_parse_target("convert", argv[++i], &target)) != CLI_OK) goto done;
-    } else if (strcmp(s, "--precision") == 0 || strcmp(s, "--pipeline") == 0 || strcmp(s, "--input-shape") == 0) {
+    } else if ((k = convert_iface_parse(ci, argc, argv, &i)) != 0) {
+      if (k < 0) {
+        rc = -k;
+        goto done;
+      }
+    } else if (strcmp(s, "--nms-max-boxes") == 0) {
+      if (i + 1 >= argc) USAGE("--nms-max-boxes needs a value");
+      char *end;
+      long long v = strtoll(argv[++i], &end, 10);
+      if (*end || v <= 0 || v > INT32_MAX) USAGE("--nms-max-boxes must be a positive integer, got '%s'", argv[i]);
+      oa->o.nms_max_boxes = v;
+      onnx_opts = true;
+    } else if (strcmp(s, "--precision") == 0 || strcmp(s, "--pipeline") == 0) {
       if (i + 1 >= argc) USAGE("%s needs a value", s);
       const char *v = argv[++i];
       onnx_opts = true;
       if (s[3] == 'r') {
         if (strcmp(v, "fp16") && strcmp(v, "fp32")) USAGE("--precision must be fp16 or fp32, got '%s'", v);
         oa->o.fp32 = strcmp(v, "fp32") == 0;
-      } else if (s[3] == 'i') {
-        oa->o.pipeline = v;
       } else {
-        int32_t k = oa->o.n_input_shapes;
-        if (k >= 64 || !parse_shape(v, &oa->shapes[k], oa->dims[k]))
-          USAGE("--input-shape expects NAME=D1,D2,... with dims >= 0, got '%s'", v);
-        oa->o.n_input_shapes = k + 1;
+        oa->o.pipeline = v;
       }
     } else if (strcmp(argv[i], "--spec-version") == 0) {
       if (i + 1 >= argc) USAGE("--spec-version needs a value");
@@ -172,8 +194,9 @@ int cmd_convert(int argc, char **argv) {
   bool to_text = ends_with(out, ".mil");
   if (inline_weights && !to_text) USAGE("--inline-weights applies to .mil output only");
   bool onnx = ends_with(in, ".onnx");
-  if (onnx_opts && !onnx) USAGE("--precision, --pipeline and --input-shape apply to .onnx input only");
-  oa->o.input_shapes = oa->shapes;
+  if ((onnx_opts || convert_iface_used(ci)) && !onnx)
+    USAGE("--precision, --pipeline and the model-interface options apply to .onnx input only");
+  oa->o.interface = convert_iface_used(ci) ? convert_iface_build(ci) : NULL;
   oa->o.target = target;
   oa->o.spec_version = spec;
   oa->o.no_pipeline = !onnx; /* a Core ML / MIL model is re-saved as it is */
@@ -199,7 +222,7 @@ int cmd_convert(int argc, char **argv) {
   mil_model_free(m);
   mil_diag_clear(&d);
 done:
-  for (int32_t k = 0; k < oa->o.n_input_shapes; k++) free((char *)oa->shapes[k].name);
+  convert_iface_free(ci);
   free(oa);
   return rc;
 #undef USAGE

@@ -59,6 +59,29 @@ static const mil_feature *find_feature(const mil_feature *f, int32_t n, const ch
   return NULL;
 }
 
+static const char *color_name(mil_color_space c) {
+  switch (c) {
+  case MIL_COLOR_GRAYSCALE: return "GRAYSCALE";
+  case MIL_COLOR_RGB: return "RGB";
+  case MIL_COLOR_BGR: return "BGR";
+  case MIL_COLOR_GRAYSCALE_FLOAT16: return "GRAYSCALE_FLOAT16";
+  default: return "INVALID";
+  }
+}
+
+static cJSON *json_dims(const int64_t *d, int32_t n) {
+  cJSON *a = cJSON_CreateArray();
+  for (int32_t i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)d[i]));
+  return a;
+}
+
+static cJSON *json_range(mil_size_range r) {
+  cJSON *a = cJSON_CreateArray();
+  cJSON_AddItemToArray(a, cJSON_CreateNumber((double)r.lower));
+  cJSON_AddItemToArray(a, cJSON_CreateNumber((double)r.upper));
+  return a;
+}
+
 static void put_feature(const mil_feature *f) {
   if (!f) return;
   printf("  [%s", mil_feature_kind_name(f->kind));
@@ -74,10 +97,23 @@ static void put_feature(const mil_feature *f) {
       for (int32_t i = 0; i < f->n_ranges; i++)
         printf(" [%llu, %lld]", (unsigned long long)f->ranges[i].lower, (long long)f->ranges[i].upper);
     }
-    if (f->n_enumerated) printf(" %d enumerated shapes", f->n_enumerated);
+    for (int32_t k = 0; k < f->n_enumerated; k++) {
+      printf("%s(", k ? ", " : " enumerated shapes ");
+      for (int32_t i = 0; i < f->enumerated[k].rank; i++)
+        printf("%s%lld", i ? ", " : "", (long long)f->enumerated[k].dims[i]);
+      printf(")");
+    }
   } else if (f->kind == MIL_FEATURE_IMAGE) {
-    printf(" %lldx%lld color space %d", (long long)f->width, (long long)f->height, (int)f->color_space);
+    printf(" %lldx%lld %s", (long long)f->width, (long long)f->height, color_name(f->color_space));
+    for (int32_t k = 0; k < f->n_image_sizes; k++)
+      printf("%s%llux%llu", k ? ", " : " sizes ", (unsigned long long)f->image_sizes[2 * k],
+             (unsigned long long)f->image_sizes[2 * k + 1]);
+    if (f->has_image_range)
+      printf(" width [%llu, %lld] height [%llu, %lld]", (unsigned long long)f->width_range.lower,
+             (long long)f->width_range.upper, (unsigned long long)f->height_range.lower,
+             (long long)f->height_range.upper);
   }
+  if (f->short_description[0]) printf(" \"%s\"", cli_esc(f->short_description));
   if (f->is_optional) printf(" optional");
   printf("]");
 }
@@ -190,6 +226,9 @@ static void put_function(mil_model *m, const mil_function *f) {
     if (fd) put_feature(find_feature(fd->outputs, fd->n_outputs, v->name));
     printf("\n");
   }
+  if (fd && (fd->predicted_feature_name[0] || fd->predicted_probabilities_name[0]))
+    printf("  classifier: predicted feature %s, probabilities %s\n", cli_esc(fd->predicted_feature_name),
+           cli_esc(fd->predicted_probabilities_name));
 }
 
 /* ---- --json ---------------------------------------------------------------- */
@@ -217,9 +256,35 @@ static cJSON *json_var(const mil_var *v, const mil_feature *f) {
     cJSON_AddStringToObject(fo, "kind", mil_feature_kind_name(f->kind));
     if (f->kind == MIL_FEATURE_MULTIARRAY || f->kind == MIL_FEATURE_STATE) {
       cJSON_AddStringToObject(fo, "dtype", mil_array_dtype_name(f->array_dtype));
-      cJSON *sh = cJSON_AddArrayToObject(fo, "shape");
-      for (int32_t i = 0; i < f->shape.rank; i++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)f->shape.dims[i]));
+      cJSON_AddItemToObject(fo, "shape", json_dims(f->shape.dims, f->shape.rank));
+      if (f->n_ranges) {
+        cJSON *rs = cJSON_AddArrayToObject(fo, "shape_range");
+        for (int32_t i = 0; i < f->n_ranges; i++) cJSON_AddItemToArray(rs, json_range(f->ranges[i]));
+      }
+      if (f->n_enumerated) {
+        cJSON *es = cJSON_AddArrayToObject(fo, "enumerated_shapes");
+        for (int32_t k = 0; k < f->n_enumerated; k++)
+          cJSON_AddItemToArray(es, json_dims(f->enumerated[k].dims, f->enumerated[k].rank));
+      }
+    } else if (f->kind == MIL_FEATURE_IMAGE) {
+      cJSON_AddNumberToObject(fo, "width", (double)f->width);
+      cJSON_AddNumberToObject(fo, "height", (double)f->height);
+      cJSON_AddStringToObject(fo, "color_space", color_name(f->color_space));
+      if (f->n_image_sizes) {
+        cJSON *es = cJSON_AddArrayToObject(fo, "enumerated_sizes");
+        for (int32_t k = 0; k < f->n_image_sizes; k++) {
+          int64_t wh[2] = {(int64_t)f->image_sizes[2 * k], (int64_t)f->image_sizes[2 * k + 1]};
+          cJSON_AddItemToArray(es, json_dims(wh, 2));
+        }
+      }
+      if (f->has_image_range) {
+        cJSON_AddItemToObject(fo, "width_range", json_range(f->width_range));
+        cJSON_AddItemToObject(fo, "height_range", json_range(f->height_range));
+      }
+    } else if (f->kind == MIL_FEATURE_DICTIONARY) {
+      cJSON_AddStringToObject(fo, "key", mil_feature_kind_name(f->dict_key));
     }
+    if (f->short_description[0]) cJSON_AddStringToObject(fo, "description", f->short_description);
     if (f->is_optional) cJSON_AddTrueToObject(fo, "optional");
   }
   return o;
@@ -256,6 +321,10 @@ static int print_json(mil_model *m, const char *path) {
       const mil_var *v = b->outputs[k].var;
       cJSON_AddItemToArray(outs, json_var(v, fd ? find_feature(fd->outputs, fd->n_outputs, v->name) : NULL));
     }
+    if (fd && fd->predicted_feature_name[0])
+      cJSON_AddStringToObject(fo, "predicted_feature_name", fd->predicted_feature_name);
+    if (fd && fd->predicted_probabilities_name[0])
+      cJSON_AddStringToObject(fo, "predicted_probabilities_name", fd->predicted_probabilities_name);
   }
   cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
   if (md->short_description[0]) cJSON_AddStringToObject(meta, "shortDescription", md->short_description);

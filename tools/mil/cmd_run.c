@@ -129,9 +129,10 @@ int cmd_run(int argc, char **argv) {
       if (max_value_bytes) mil_interp_set_max_value_bytes(ip, (int64_t)max_value_bytes);
       kept = calloc((size_t)mil_interp_n_inputs(ip) + 1, sizeof *kept);
       uint64_t rs = is_pipe ? prs : seed;
+      const mil_function_desc *fd = m.model && !is_pipe ? mil_model_function_desc(m.model, function) : NULL;
       st = !kept    ? MIL_ERR_NOMEM
            : is_pipe ? cli_pipeline_feed(&pipe, ip, ins, n_ins, random_inputs ? &rs : NULL, kept, &d)
-                     : cli_set_inputs(ip, ins, n_ins, random_inputs ? &rs : NULL, kept, &d);
+                     : cli_set_inputs_described(ip, fd, ins, n_ins, random_inputs ? &rs : NULL, kept, &d);
     }
     /* the weight files still cover their mappings (a truncated one would raise SIGBUS) */
     if (st == MIL_OK && m.model) st = mil_model_check_weights(m.model, &d);

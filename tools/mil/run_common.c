@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "run_common.h"
+#include "run_image.h"
 
 int cli_add_input_arg(const char *cmd, const char *s, cli_input_arg *ins, int *n) {
   cli_input_arg *a = &ins[*n];
@@ -106,7 +107,7 @@ static void put_elem(mil_dtype dt, void *p, int64_t i, double v) {
   }
 }
 
-static mil_status alloc_tensor(mil_dtype dt, int32_t rank, const int64_t *shape, cli_tensor *out, mil_diag *d) {
+mil_status cli_tensor_alloc(mil_dtype dt, int32_t rank, const int64_t *shape, cli_tensor *out, mil_diag *d) {
   memset(out, 0, sizeof *out);
   int64_t n = 1;
   for (int32_t i = 0; i < rank; i++) {
@@ -270,7 +271,7 @@ static mil_status convert_array(const char *path, const char *input, const mil_t
     return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: rank %d is above the interpreter's limit", path, a->rank);
   mil_dtype dt = want && want->kind == MIL_TYPE_TENSOR ? want->dtype : a->dtype;
   if (mil_dtype_size(dt) == 0) dt = a->dtype;
-  st = alloc_tensor(dt, a->rank, a->shape, out, d);
+  st = cli_tensor_alloc(dt, a->rank, a->shape, out, d);
   if (st == MIL_OK) {
     if (dt == a->dtype) {
       if (a->nbytes) memcpy(out->buf, a->data, a->nbytes);
@@ -300,7 +301,7 @@ mil_status cli_tensor_random(const char *input, const mil_type *want, uint64_t *
     return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "input '%s': cannot make random values for this type", input);
   int64_t shape[MIL_INTERP_MAX_RANK];
   for (int32_t i = 0; i < want->rank; i++) shape[i] = want->dims[i].size >= 0 ? want->dims[i].size : 1;
-  mil_status st = alloc_tensor(want->dtype, want->rank, shape, out, d);
+  mil_status st = cli_tensor_alloc(want->dtype, want->rank, shape, out, d);
   if (st != MIL_OK) return st;
   bool fl = mil_dtype_is_float(want->dtype);
   for (int64_t i = 0; i < out->t.numel; i++) {
@@ -314,6 +315,11 @@ mil_status cli_tensor_random(const char *input, const mil_type *want, uint64_t *
 
 mil_status cli_set_inputs(mil_interp *ip, const cli_input_arg *args, int n_args, uint64_t *random_state,
                           cli_tensor *kept, mil_diag *d) {
+  return cli_set_inputs_described(ip, NULL, args, n_args, random_state, kept, d);
+}
+
+mil_status cli_set_inputs_described(mil_interp *ip, const mil_function_desc *fd, const cli_input_arg *args,
+                                    int n_args, uint64_t *random_state, cli_tensor *kept, mil_diag *d) {
   int32_t n = mil_interp_n_inputs(ip);
   for (int k = 0; k < n_args; k++) {
     const char *name = args[k].name;
@@ -330,7 +336,9 @@ mil_status cli_set_inputs(mil_interp *ip, const cli_input_arg *args, int n_args,
     while (i < n && strcmp(mil_interp_input_name(ip, i), name) != 0) i++;
     const mil_type *want = i < n ? mil_interp_input_type(ip, i) : NULL;
     cli_tensor t;
-    mil_status st = cli_tensor_from_npy(args[k].file, name, want, &t, d);
+    mil_status st;
+    int img = cli_image_input(fd, name, args[k].file, want, &t, &st, d);
+    if (!img) st = cli_tensor_from_npy(args[k].file, name, want, &t, d);
     if (st == MIL_OK) st = mil_interp_set_input(ip, name, &t.t, d);
     if (st != MIL_OK) {
       cli_tensor_free(&t);

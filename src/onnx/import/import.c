@@ -293,6 +293,19 @@ int onnx_declared_elem_type(onnx_ctx *c, const char *name) {
 
 /* ---------- the main graph ---------- */
 
+/* The type of an input given shape fs: dims >= 0 fixed, -1 a fresh
+ * symbolic dim (a flexible dim: RangeDim or one that differs among
+ * EnumeratedShapes). */
+static const mil_type *onnx_input_shape_type(mil_program *p, mil_dtype dt, const mil_onnx_input_shape *fs) {
+  mil_dim dims[64];
+  if (fs->rank < 0 || fs->rank > 64) return NULL;
+  for (int32_t k = 0; k < fs->rank; k++) {
+    if (fs->dims[k] >= 0) dims[k] = (mil_dim){.size = fs->dims[k]};
+    else dims[k] = mil_dim_new_symbol(p);
+  }
+  return mil_type_tensor(p, dt, fs->rank, dims);
+}
+
 static const mil_onnx_input_shape *fixed_shape(const mil_onnx_options *o, const char *name) {
   for (int32_t i = 0; o && i < o->n_input_shapes; i++)
     if (strcmp(o->input_shapes[i].name, name) == 0) return &o->input_shapes[i];
@@ -325,10 +338,11 @@ static mil_status add_inputs(onnx_ctx *c, mil_function *f, const Onnx__GraphProt
         return mil_diag_error(c->d, MIL_ERR_INVALID, "%s: --input-shape %s has rank %d, the model's input has rank %d",
                               c->path, name, (int)fs->rank, (int)t->rank);
       for (int32_t k = 0; t->rank >= 0 && k < fs->rank; k++)
-        if (t->dims[k].size >= 0 && t->dims[k].size != fs->dims[k])
+        if (fs->dims[k] >= 0 && t->dims[k].size >= 0 && t->dims[k].size != fs->dims[k])
           return mil_diag_error(c->d, MIL_ERR_INVALID, "%s: --input-shape %s: dim %d is %lld in the model, not %lld",
                                 c->path, name, (int)k, (long long)t->dims[k].size, (long long)fs->dims[k]);
-      t = mil_type_tensor_shape(c->p, t->dtype, fs->rank, fs->dims);
+      t = onnx_input_shape_type(c->p, t->dtype, fs);
+      if (!t) return mil_diag_error(c->d, MIL_ERR_NOMEM, "out of memory");
     }
     if (t->rank < 0)
       return mil_diag_error(c->d, MIL_ERR_UNSUPPORTED, "%s: graph input '%s' has no shape (give it with --input-shape)",
@@ -516,6 +530,7 @@ static mil_status import_model(Onnx__ModelProto *m, const char *name, const char
   c.bld.d = d;
   c.bld.pass = "onnx import";
   c.target = target;
+  c.nms_max_boxes = o->nms_max_boxes;
   c.path = name;
   c.dir = dir ? dir : ".";
   c.model = m;

@@ -64,6 +64,7 @@ struct onnx_ctx {
   onnx_scope *seqs;     /* ONNX name -> onnx_seq (sequences known at conversion) */
   bool views;           /* some value views the decoded message's raw_data */
   struct onnx_clip *clips; /* int64 constants clipped to int32 (arena list; shape inputs refuse them) */
+  int64_t nms_max_boxes; /* mil_onnx_options.nms_max_boxes */
 };
 
 /* An int64 (or uint64) constant some element of which did not fit the

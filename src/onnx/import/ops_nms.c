@@ -14,12 +14,26 @@
  *   output         non_zero(valid [B, C, N]) gives (b, c, t) in ONNX's
  *                  order (batch, class, selection); t -> the pick
  *
- * as ONNX Runtime's CPU kernel does (suppression iff IoU > threshold). */
+ * as ONNX Runtime's CPU kernel does (suppression iff IoU > threshold).
+ *
+ * When N is known only at run time (or above NMS_MAX), each class runs
+ * MIL's non_maximum_suppression (boxes as center-size, one score column,
+ * max_boxes M) and the selections are kept where the index is valid and
+ * the score above score_threshold; M is mil_onnx_options.nms_max_boxes or
+ * the constant max_output_boxes_per_class (at most NMS_BOUND), as
+ * coremltools' torch frontend bounds torchvision.ops.nms by a fixed
+ * max_boxes. Below the threshold a box can only be picked after every box
+ * above it, so masking afterwards selects what ONNX selects. */
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "onnx/import/import_internal.h"
 
 #define NMS_MAX 128
+#define ONNX_OP_FULL(c, type, ...) \
+  onnx_op_full((c), (type), (int32_t)(sizeof((pass_barg[]){__VA_ARGS__}) / sizeof(pass_barg)), (pass_barg[]){__VA_ARGS__})
+#define NMS_BOUND 65536
 
 /* coordinate k (0..3) of boxes [B, N, 4] as [B, N] */
 static mil_var *coord(onnx_ctx *c, mil_var *boxes, int k) {
@@ -72,16 +86,108 @@ static mil_var *scalar_in(onnx_ctx *c, onnx_node *n, int32_t i, mil_dtype dt, do
   return onnx_rank(v) > 0 ? ONNX_OP(c, "reshape", A("x", v), K("shape", onnx_i32s(c, 0, NULL))) : v;
 }
 
+/* The (b, c, box) triples of the selections P [B, C, M] where V [B, C, M]
+ * (int32 0/1) is set, in ONNX's order. */
+static mil_status triples(onnx_ctx *c, onnx_node *n, mil_var *P, mil_var *V) {
+  mil_var *nz = ONNX_OP(c, "non_zero", A("x", V)); /* [S, 3]: b, c, t */
+  mil_var *box = ONNX_OP(c, "gather_nd", A("x", P), A("indices", nz));
+  mil_var *bc = ONNX_OP(c, "gather", A("x", nz), K("indices", onnx_i32s(c, 2, (int64_t[]){0, 1})), K("axis", onnx_i32(c, 1)));
+  mil_var *parts[2] = {bc, ONNX_OP(c, "expand_dims", A("x", box), K("axes", onnx_i32s(c, 1, (int64_t[]){1})))};
+  if (!parts[0] || !parts[1]) return MIL_ERR_TYPE;
+  return onnx_set_out(c, n, 0, ONNX_OP(c, "concat", AT("values", parts, 2), K("axis", onnx_i32(c, 1))));
+}
+
+/* A constant scalar input as a double; false when absent (dflt) or not
+ * known at conversion (an error is recorded then). */
+static bool const_scalar(onnx_ctx *c, onnx_node *n, int32_t i, const char *what, double dflt, double *out) {
+  mil_var *v = onnx_in(n, i);
+  *out = dflt;
+  if (!v) return true;
+  const mil_value *val = onnx_val(v);
+  if (!val || val->kind != MIL_VAL_TENSOR || val->numel != 1) {
+    onnx_fail(c, MIL_ERR_UNSUPPORTED, "input %d (%s) must be a constant when the number of boxes is known only at "
+              "run time", (int)i, what);
+    return false;
+  }
+  *out = mil_value_get_f64(val, 0);
+  return true;
+}
+
+/* NonMaxSuppression through MIL's non_maximum_suppression, class by class. */
+static mil_status conv_nms_bounded(onnx_ctx *c, onnx_node *n, mil_var *boxes, mil_var *scores, bool center) {
+  int64_t C = scores->type->dims[1].size;
+  if (C <= 0) return ONNX_UNSUP(c, "the number of classes (dim 1 of scores) must be known at conversion");
+  double maxo, iou_t, score_t;
+  if (!const_scalar(c, n, 2, "max_output_boxes_per_class", 0, &maxo) ||
+      !const_scalar(c, n, 3, "iou_threshold", 0, &iou_t) || !const_scalar(c, n, 4, "score_threshold", -INFINITY, &score_t))
+    return MIL_ERR_UNSUPPORTED;
+  int64_t M = c->nms_max_boxes > 0 ? c->nms_max_boxes : (int64_t)maxo;
+  if (c->nms_max_boxes > 0 && maxo >= 0 && maxo < (double)M) M = (int64_t)maxo;
+  if (c->nms_max_boxes <= 0 && !(maxo >= 0 && maxo <= NMS_BOUND))
+    return ONNX_UNSUP(c, "the number of boxes is known only at run time and max_output_boxes_per_class (%.0f) gives "
+                      "no bound of at most %d boxes per class: pass one with --nms-max-boxes N (libmil.convert: "
+                      "nms_max_boxes=N)", maxo, NMS_BOUND);
+  if (M > INT32_MAX) M = INT32_MAX;
+  if (M == 0) { /* nothing is ever selected: an empty [0, 3] */
+    mil_var *z = ONNX_OP(c, "fill", K("shape", onnx_i32s(c, 2, (int64_t[]){0, 3})), K("value", onnx_i32(c, 0)));
+    return onnx_set_out(c, n, 0, z);
+  }
+  boxes = onnx_cast(c, boxes, MIL_DT_FP32);
+  scores = onnx_cast(c, scores, MIL_DT_FP32);
+  if (!center) { /* corners (y1, x1, y2, x2), either diagonal: center-size (IoU is symmetric in the axes) */
+    mil_var *lo[2], *hi[2];
+    for (int a = 0; a < 2; a++) {
+      mil_var *p = coord(c, boxes, a), *q = coord(c, boxes, a + 2);
+      lo[a] = ONNX_OP(c, "minimum", A("x", p), A("y", q));
+      hi[a] = ONNX_OP(c, "maximum", A("x", p), A("y", q));
+    }
+    mil_var *parts[4];
+    for (int a = 0; a < 2; a++) {
+      mil_var *size = ONNX_OP(c, "sub", A("x", hi[a]), A("y", lo[a]));
+      parts[a] = ONNX_OP(c, "add", A("x", lo[a]), A("y", ONNX_OP(c, "mul", A("x", size), K("y", onnx_f32(c, 0.5)))));
+      parts[a + 2] = size;
+    }
+    for (int a = 0; a < 4; a++) parts[a] = ONNX_OP(c, "expand_dims", A("x", parts[a]), K("axes", onnx_i32s(c, 1, (int64_t[]){2})));
+    boxes = ONNX_OP(c, "concat", AT("values", parts, 4), K("axis", onnx_i32(c, 2)));
+  }
+  bool ios17 = c->target >= MIL_IOS17;
+  mil_var *bx = ios17 ? ONNX_OP(c, "transpose", A("x", boxes), K("perm", onnx_i32s(c, 3, (int64_t[]){0, 2, 1}))) : boxes;
+  mil_var **picks = mil_program_alloc(c->p, 2 * (size_t)C * sizeof *picks), **valids = picks + C;
+  if (!picks) return MIL_ERR_NOMEM;
+  mil_value *ax1 = onnx_i32s(c, 1, (int64_t[]){1});
+  for (int64_t k = 0; k < C; k++) {
+    mil_var *sk = ONNX_OP(c, "gather", A("x", scores), K("indices", onnx_i32s(c, 1, (int64_t[]){k})), K("axis", onnx_i32(c, 1)));
+    if (!ios17) sk = ONNX_OP(c, "transpose", A("x", sk), K("perm", onnx_i32s(c, 3, (int64_t[]){0, 2, 1})));
+    mil_op *op = ios17 ? ONNX_OP_FULL(c, "non_maximum_suppression", A("boxes", bx), A("scores", sk),
+                                      K("iou_threshold", onnx_f32(c, iou_t)), K("max_boxes", onnx_i32(c, M)))
+                       : ONNX_OP_FULL(c, "non_maximum_suppression", A("boxes", bx), A("scores", sk),
+                                      K("iou_threshold", onnx_f32(c, iou_t)), K("score_threshold", onnx_f32(c, -3.0e38)),
+                                      K("max_boxes", onnx_i32(c, M)));
+    if (!op) return MIL_ERR_TYPE;
+    mil_var *idx = op->outputs[2], *sel = op->outputs[1]; /* [B, M]; scores [B, M, 1] / [B, 1, M] */
+    mil_var *ok = ONNX_OP(c, "greater_equal", A("x", idx), K("y", onnx_i32(c, 0)));
+    if (score_t > -INFINITY) {
+      mil_var *s = ONNX_OP(c, "squeeze", A("x", sel), K("axes", onnx_i32s(c, 1, (int64_t[]){ios17 ? 1 : 2})));
+      ok = ONNX_OP(c, "logical_and", A("x", ok), A("y", ONNX_OP(c, "greater", A("x", s), K("y", onnx_f32(c, score_t)))));
+    }
+    picks[k] = ONNX_OP(c, "expand_dims", A("x", idx), K("axes", ax1));
+    valids[k] = ONNX_OP(c, "expand_dims", A("x", onnx_cast(c, ok, MIL_DT_INT32)), K("axes", ax1));
+    if (!picks[k] || !valids[k]) return MIL_ERR_TYPE;
+  }
+  mil_var *P = C > 1 ? ONNX_OP(c, "concat", AT("values", picks, (int32_t)C), K("axis", onnx_i32(c, 1))) : picks[0];
+  mil_var *V = C > 1 ? ONNX_OP(c, "concat", AT("values", valids, (int32_t)C), K("axis", onnx_i32(c, 1))) : valids[0];
+  return triples(c, n, P, V);
+}
+
 static mil_status conv_nms(onnx_ctx *c, onnx_node *n) {
   mil_var *boxes = onnx_req(c, n, 0), *scores = onnx_req(c, n, 1);
   if (!boxes || !scores) return MIL_ERR_INVALID;
   if (onnx_rank(boxes) != 3 || onnx_rank(scores) != 3 || boxes->type->dims[2].size != 4)
     return onnx_fail(c, MIL_ERR_INVALID, "boxes must be [B, N, 4] and scores [B, C, N]");
   int64_t N = boxes->type->dims[1].size;
-  if (N < 0) return ONNX_UNSUP(c, "the number of boxes must be known at conversion");
-  if (N > NMS_MAX) return ONNX_UNSUP(c, "%lld boxes: the unrolled selection takes at most %d", (long long)N, NMS_MAX);
-  if (N == 0) return ONNX_UNSUP(c, "no boxes");
   bool center = onnx_attr_i(n, "center_point_box", 0) != 0;
+  if (N < 0 || N > NMS_MAX || c->nms_max_boxes > 0) return conv_nms_bounded(c, n, boxes, scores, center);
+  if (N == 0) return ONNX_UNSUP(c, "no boxes");
   boxes = onnx_cast(c, boxes, MIL_DT_FP32);
   scores = onnx_cast(c, scores, MIL_DT_FP32);
   mil_var *iou = iou_matrix(c, boxes, center);
@@ -114,16 +220,12 @@ static mil_status conv_nms(onnx_ctx *c, onnx_node *n) {
   }
   mil_var *P = N > 1 ? ONNX_OP(c, "concat", AT("values", picks, (int32_t)N), K("axis", onnx_i32(c, 2))) : picks[0];
   mil_var *V = N > 1 ? ONNX_OP(c, "concat", AT("values", valids, (int32_t)N), K("axis", onnx_i32(c, 2))) : valids[0];
-  mil_var *nz = ONNX_OP(c, "non_zero", A("x", V)); /* [S, 3]: b, c, t */
-  mil_var *box = ONNX_OP(c, "gather_nd", A("x", P), A("indices", nz));
-  mil_var *bc = ONNX_OP(c, "gather", A("x", nz), K("indices", onnx_i32s(c, 2, (int64_t[]){0, 1})), K("axis", onnx_i32(c, 1)));
-  mil_var *parts[2] = {bc, ONNX_OP(c, "expand_dims", A("x", box), K("axes", onnx_i32s(c, 1, (int64_t[]){1})))};
-  if (!parts[0] || !parts[1]) return MIL_ERR_TYPE;
-  return onnx_set_out(c, n, 0, ONNX_OP(c, "concat", AT("values", parts, 2), K("axis", onnx_i32(c, 1))));
+  return triples(c, n, P, V);
 }
 
 const onnx_op_entry onnx_ops_nms[] = {
     {"NonMaxSuppression", "", 10, 0, conv_nms,
-     "gather, minimum, maximum, sub, mul, real_div, greater, select, reduce_argmax, one_hot, matmul, non_zero, gather_nd, concat"},
+     "gather, minimum, maximum, sub, mul, real_div, greater, select, reduce_argmax, one_hot, matmul, non_zero, gather_nd, concat; "
+     "non_maximum_suppression when the number of boxes is known only at run time"},
     {NULL, NULL, 0, 0, NULL, NULL},
 };
