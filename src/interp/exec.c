@@ -204,8 +204,16 @@ mil_status interp_exec_block(interp_run *r, mil_block *b) {
   r->depth++;
   mil_status st = MIL_OK;
   mark_dead(b);
-  for (mil_op *op = b->first; op && st == MIL_OK; op = op->next)
-    if (op->aux != &k_dead) st = exec_op(r, op);
+  for (mil_op *op = b->first; op && st == MIL_OK; op = op->next) {
+    if (op->aux == &k_dead) continue;
+    if (!r->prof) {
+      st = exec_op(r, op);
+      continue;
+    }
+    int64_t t0 = interp_profile_now();
+    st = exec_op(r, op);
+    interp_profile_op(r->prof, op, interp_profile_now() - t0);
+  }
   r->depth--;
   if (st != MIL_OK) return st;
   for (int32_t i = 0; i < b->n_outputs; i++) {
