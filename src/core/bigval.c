@@ -68,6 +68,15 @@ static void big_free(mil_program *p, ir_bigheap *h, ir_big *b) {
   ir_raw_free(p->alloc, b, sizeof *b + b->n);
 }
 
+void ir_big_release(mil_program *p, mil_value *v) {
+  if (!p || !p->big || !v || v->kind != MIL_VAL_TENSOR || !v->big) return;
+  big_free(p, p->big, v->big);
+  v->big = NULL;
+  v->raw = NULL;
+  v->nbytes = 0;
+  v->numel = 0;
+}
+
 void ir_big_note_detached(mil_program *p, const mil_value *v) {
   if (p->big && v->kind == MIL_VAL_TENSOR && v->big) p->big->lost_bytes += v->big->n;
 }

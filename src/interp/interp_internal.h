@@ -59,6 +59,7 @@ struct mil_interp_state {
 
 typedef struct interp_cache interp_cache;
 typedef struct interp_profile interp_profile;
+typedef struct interp_plan interp_plan;
 
 /* One run: the private copy of the program and what the kernels need. */
 typedef struct interp_run {
@@ -122,6 +123,16 @@ INTERP_HIDDEN const float *interp_cache_f32(interp_cache *c, const mil_value *v)
 INTERP_HIDDEN mil_value *interp_cache_get_value(interp_cache *c, mil_program *p, const char *name);
 /* Copies v into the cache under `name` (its bytes become stable). */
 INTERP_HIDDEN void interp_cache_put_value(interp_cache *c, const char *name, const mil_value *v);
+
+/* ---- memplan.c ---- */
+/* The liveness plan of block b (the function body): which vars die after
+ * each op. NULL when out of memory (then nothing is freed early). Uses
+ * var->aux of b's vars while the run lasts. */
+INTERP_HIDDEN interp_plan *interp_plan_new(mil_block *b);
+INTERP_HIDDEN void interp_plan_free(interp_plan *p);
+/* After op number `index` of the body ran (or was skipped): records the
+ * buffers its outputs hold and frees those whose last reader it was. */
+INTERP_HIDDEN void interp_plan_after(interp_plan *p, interp_run *r, mil_op *op, int32_t index);
 
 /* ---- profile.c ---- */
 INTERP_HIDDEN interp_profile *interp_profile_new(void);
