@@ -171,8 +171,8 @@ MIL_API mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_d
 MIL_API mil_status mil_interp_set_profile(mil_interp *ip, bool on);
 /* Writes the profile to f: runs and ms per run, then one line per op type
  * (ops per run, ms per run, us per op, share of the run) slowest first,
- * then the `top` slowest ops (all when top <= 0) with their type and first
- * output type. Writes nothing when profiling is off or ip is NULL. */
+ * then the `top` slowest ops other than consts (all when top <= 0) with
+ * their type and first output type. Writes nothing when profiling is off or ip is NULL. */
 MIL_API void mil_interp_profile_report(const mil_interp *ip, FILE *f, int top);
 
 /* Output `name` (or output i) of the last successful run, or NULL when

@@ -6,7 +6,8 @@
  * The time of an op covers its type inference, its kernel (or value
  * inference) and the allocation of its outputs; consts and ops inside
  * nested blocks (cond, while_loop bodies) are counted as their own ops, and
- * the control-flow op itself includes them. */
+ * the control-flow op itself includes them. Consts appear in the per-type
+ * table only. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,7 +115,7 @@ void interp_profile_op(interp_profile *p, const mil_op *op, int64_t ns) {
     e->calls++;
     e->ns += ns;
   }
-  e = op->name ? entry(&p->ops, op->name) : NULL;
+  e = op->name && strcmp(op->type, "const") != 0 ? entry(&p->ops, op->name) : NULL; /* consts: per type only */
   if (e) {
     if (!e->type) e->type = dup_or_null(op->type);
     if (!e->shape && op->n_outputs > 0 && op->outputs[0]->type) {
