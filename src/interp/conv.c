@@ -3,8 +3,9 @@
  * to fp16).
  *
  * conv: per batch item and group, the input windows are unrolled
- * (im2col: rows C_in/groups * prod(K), columns prod(D_out)) and multiplied
- * by the group's weight rows with sgemm; 1x1 convolutions with unit
+ * (im2col: rows C_in/groups * prod(K), columns prod(D_out), a tile of
+ * output rows at a time for large 2D outputs) and multiplied by the
+ * group's weight rows with sgemm; 1x1 convolutions with unit
  * stride and no padding use the input directly, and depthwise convolutions
  * (one input channel per group) run a direct loop.
  * conv_quantized: the uint8 weights dequantized, then conv.
@@ -63,10 +64,13 @@ static mil_status read_geom(mil_infer_ctx *c, const int64_t *xs, const int64_t *
   return MIL_OK;
 }
 
-/* Unrolls channels [c0, c0+cn) of one image x (C, D, H, W) into col. */
-static void im2col(const float *x, int64_t cn, const geom *g, float *col) {
+/* Unrolls cn channels of one image x (C, D, H, W) into col, for the output
+ * rows [h0, h1) of every output depth (the whole output when h0 = 0 and
+ * h1 = out[1]): col has cn * prod(K) rows of out[0] * (h1 - h0) * out[2]
+ * columns. */
+static void im2col(const float *x, int64_t cn, const geom *g, int64_t h0, int64_t h1, float *col) {
   int64_t plane = g->in[0] * g->in[1] * g->in[2];
-  int64_t ncol = g->out[0] * g->out[1] * g->out[2];
+  int64_t nh = h1 - h0, ncol = g->out[0] * nh * g->out[2];
   int64_t row = 0;
   for (int64_t ch = 0; ch < cn; ch++)
     for (int64_t kd = 0; kd < g->k[0]; kd++)
@@ -76,9 +80,9 @@ static void im2col(const float *x, int64_t cn, const geom *g, float *col) {
           const float *src = x + ch * plane;
           for (int64_t od = 0; od < g->out[0]; od++) {
             int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
-            for (int64_t oh = 0; oh < g->out[1]; oh++) {
+            for (int64_t oh = h0; oh < h1; oh++) {
               int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
-              float *drow = dst + (od * g->out[1] + oh) * g->out[2];
+              float *drow = dst + (od * nh + oh - h0) * g->out[2];
               if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1]) {
                 memset(drow, 0, (size_t)g->out[2] * sizeof *drow);
                 continue;
@@ -90,6 +94,17 @@ static void im2col(const float *x, int64_t cn, const geom *g, float *col) {
             }
           }
         }
+}
+
+/* Output rows per im2col tile: the unrolled columns of a tile stay under
+ * about 8 MB (the whole output when it is 3D or already small), so a
+ * high-resolution convolution does not unroll its whole input at once. */
+#define CONV_TILE_BYTES ((int64_t)8 << 20)
+static int64_t tile_rows(const geom *g, int64_t krows) {
+  int64_t per_row = krows * g->out[2] * (int64_t)sizeof(float);
+  if (g->out[0] > 1 || per_row <= 0) return g->out[1];
+  int64_t rows = CONV_TILE_BYTES / per_row;
+  return rows < 1 ? 1 : rows > g->out[1] ? g->out[1] : rows;
 }
 
 /* Depthwise: out channel o reads input channel o / mult. Each output row
@@ -242,7 +257,8 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
   bool dw = cg == 1 && G > 1;
   float *tx, *tw, *tb = NULL, *col = NULL;
   const float *xf = interp_f32(r, a.x, &tx), *wf = interp_f32(r, a.w, &tw), *bf = a.b ? interp_f32(r, a.b, &tb) : NULL;
-  if (!direct && !dw && xf && wf) col = malloc((size_t)(cg * ksz * oplane > 0 ? cg * ksz * oplane : 1) * sizeof *col);
+  int64_t th = tile_rows(g, cg * ksz), tcols = g->out[0] * th * g->out[2];
+  if (!direct && !dw && xf && wf) col = malloc((size_t)(cg * ksz * tcols > 0 ? cg * ksz * tcols : 1) * sizeof *col);
   interp_fout o;
   float *out = xf && wf && (!a.b || bf) && (direct || dw || col) ? interp_fout_begin(r, c, 0, &o) : NULL;
   if (!out) {
@@ -258,12 +274,17 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
     }
     for (int64_t gi = 0; gi < G; gi++) {
       const float *src = xb + gi * cg * plane;
-      if (!direct) {
-        im2col(src, cg, g, col);
-        src = col;
+      if (direct) {
+        interp_sgemm(false, false, og, oplane, cg * ksz, 1.0f, wf + gi * og * cg * ksz, cg * ksz, src, oplane, 0.0f,
+                     ob + gi * og * oplane, oplane);
+        continue;
       }
-      interp_sgemm(false, false, og, oplane, cg * ksz, 1.0f, wf + gi * og * cg * ksz, cg * ksz, src, oplane, 0.0f,
-                   ob + gi * og * oplane, oplane);
+      for (int64_t h0 = 0; h0 < g->out[1]; h0 += th) { /* one tile of output rows at a time */
+        int64_t h1 = h0 + th < g->out[1] ? h0 + th : g->out[1], nc = g->out[0] * (h1 - h0) * g->out[2];
+        im2col(src, cg, g, h0, h1, col);
+        interp_sgemm(false, false, og, nc, cg * ksz, 1.0f, wf + gi * og * cg * ksz, cg * ksz, col, nc, 0.0f,
+                     ob + gi * og * oplane + h0 * g->out[2], oplane);
+      }
     }
   }
   if (!dw) add_bias(out, bf, n, cout, oplane);
