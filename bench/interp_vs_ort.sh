@@ -16,7 +16,9 @@
 #    and ONNX Runtime (bench/ort_run.js: one session, best of RUNS) on the
 #    same input, each in its own process, with the peak RSS of each process
 #    (GNU time);
-# 5. writes the table between the interp-vs-ort markers of bench/RESULTS.md.
+# 5. writes the table, then bench/interp_notes.md (the numbers before, the
+#    kernels used, what misses), between the interp-vs-ort markers of
+#    bench/RESULTS.md (bench/run.sh keeps that section).
 #
 # THREADS (default 0: each runtime's default) sets OMP_NUM_THREADS (the
 # oneDNN kernels of the interpreter) and ONNX Runtime's intra-op threads.
@@ -63,6 +65,7 @@ for n in $NETS; do
   [ -f "$onnx" ] || { ROWS="$ROWS| $n | (no ONNX export) |||||||||
 "; continue; }
   torch_ms=$(sed -n 's/.*"best_ms": *\([0-9.]*\).*/\1/p' "$MODELS/$n.torch.json" 2>/dev/null)
+  [ -n "$torch_ms" ] && torch_ms=$(awk -v t="$torch_ms" 'BEGIN { printf "%.1f", t }')
   ort_ms="" ort_rss=""
   if [ "$ORT" = yes ]; then
     NODE_PATH=$SCRATCH/node_modules /usr/bin/time -f "maxrss %M" -o "$SCRATCH/$n.ort.time" \
@@ -99,6 +102,7 @@ Runtime's includes node). ONNX Runtime: $ORT. PyTorch: $TORCH.
 | network | PyTorch ms | ONNX Runtime ms | libmil fp32 ms | libmil fp16 ms | fp32 / ORT | fp16 / ORT | ORT RSS MB | fp32 RSS MB | fp16 RSS MB |
 |---|---|---|---|---|---|---|---|---|---|
 $ROWS
+$(cat "$HERE/interp_notes.md" 2>/dev/null)
 <!-- interp-vs-ort:end -->
 EOF
 )
