@@ -4,7 +4,7 @@ BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKEOPT ?=
 DEPS      = cmake gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libcjson-dev \
-            libcmocka-dev libopenblas-dev clang libonnx-dev libonnx-testdata nettle-dev libyaml-dev libpng-dev libjpeg-dev \
+            libcmocka-dev libopenblas-dev libdnnl-dev clang libonnx-dev libonnx-testdata nettle-dev libyaml-dev libpng-dev libjpeg-dev \
             python3-numpy python3-pytest python3-venv python3-pip python3-setuptools graphviz libgraphviz-dev
 
 .PHONY: all deps configure build demo test test-asan test-ubsan-clang build-release fuzz bench install clean python

@@ -104,6 +104,8 @@ if [ "${MIL_BENCH_QUICK:-0}" != 1 ]; then
 fi
 
 # ---------------------------------------------------------------- RESULTS.md
+# the interpreter's section (bench/interp_vs_ort.sh) is kept as it was
+KEEP=$(awk '/<!-- interp-vs-ort:begin -->/,/<!-- interp-vs-ort:end -->/' "$RESULTS" 2>/dev/null)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -1)
 mem=$(awk '/^MemTotal/ {printf "%.1f GB", $2 / 1048576}' /proc/meminfo 2>/dev/null || true)
 rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -280,6 +282,7 @@ repo_rel() {
   awk '$2 == "result" { cur = $3; ops = $4; k = 0; printf "| %s | (driver) | | %.3f | %.0f | |\n", cur, $10 - $18, ($4 > 0 ? ($10 - $18) * 1e9 / $4 : 0) }
     $2 == "pass" && ++k <= 6 { printf "| %s | %s | %d | %.3f | %.0f | %d |\n", cur, $3, $4, $5, (ops > 0 ? $5 * 1e9 / ops : 0), $6 }' "$RAW"
 } >"$RESULTS"
+[ -n "$KEEP" ] && printf '\n%s\n' "$KEEP" >>"$RESULTS"
 echo "bench: wrote $RESULTS" >&2
 if [ -x "$BUILD/bench/gen_onnx_gpt2" ]; then
   MIL_BENCH_DIR=$WORK MIL_BENCH_RESULTS=$RESULTS sh "$HERE/onnx_convert.sh" "$BUILD" || echo "bench: onnx_convert.sh failed" >&2

@@ -60,6 +60,8 @@
 #ifndef MIL_INTERP_H
 #define MIL_INTERP_H
 
+#include <stdio.h>
+
 #include "ir.h"
 #include "status.h"
 #include "types.h"
@@ -191,6 +193,22 @@ MIL_API int64_t mil_interp_default_max_value_bytes(void);
  * the message names the output, its shape and dtype, its size in bytes and
  * the limit). */
 MIL_API mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d);
+
+/* Profiling (mil run --profile): with on, every later run records the wall
+ * time of each op it executes (type inference, kernel or value inference,
+ * output allocation), summed per op type and per op name, and the time of
+ * the whole run (program copy, inputs and outputs included); turning it on
+ * again or off discards what was recorded. Returns MIL_ERR_INVALID for a
+ * NULL ip, MIL_ERR_NOMEM when the record cannot be allocated (profiling
+ * stays off). Mirrors the per-node profile of ONNX Runtime
+ * (SessionOptions.enable_profiling); the numbers are per run, averaged over
+ * the profiled runs. */
+MIL_API mil_status mil_interp_set_profile(mil_interp *ip, bool on);
+/* Writes the profile to f: runs and ms per run, then one line per op type
+ * (ops per run, ms per run, us per op, share of the run) slowest first,
+ * then the `top` slowest ops other than consts (all when top <= 0) with
+ * their type and first output type. Writes nothing when profiling is off or ip is NULL. */
+MIL_API void mil_interp_profile_report(const mil_interp *ip, FILE *f, int top);
 
 /* Output `name` (or output i) of the last successful run, or NULL when
  * there is none of that name / no successful run. The tensor and its

@@ -204,8 +204,22 @@ mil_status interp_exec_block(interp_run *r, mil_block *b) {
   r->depth++;
   mil_status st = MIL_OK;
   mark_dead(b);
-  for (mil_op *op = b->first; op && st == MIL_OK; op = op->next)
-    if (op->aux != &k_dead) st = exec_op(r, op);
+  /* the function body frees each value after its last reader (memplan.c) */
+  interp_plan *plan = r->depth == 1 ? interp_plan_new(b) : NULL;
+  int32_t index = 0;
+  for (mil_op *op = b->first; op && st == MIL_OK; op = op->next, index++) {
+    if (op->aux != &k_dead) {
+      if (!r->prof) {
+        st = exec_op(r, op);
+      } else {
+        int64_t t0 = interp_profile_now();
+        st = exec_op(r, op);
+        interp_profile_op(r->prof, op, interp_profile_now() - t0);
+      }
+    }
+    if (st == MIL_OK) interp_plan_after(plan, r, op, index);
+  }
+  interp_plan_free(plan);
   r->depth--;
   if (st != MIL_OK) return st;
   for (int32_t i = 0; i < b->n_outputs; i++) {

@@ -50,6 +50,7 @@ struct mil_interp {
   int64_t max_iters;
   int64_t max_value_bytes;
   mil_interp_state *own_state;
+  interp_profile *prof; /* mil_interp_set_profile */
 };
 
 static char *dupstr(const char *s) {
@@ -207,6 +208,7 @@ void mil_interp_free(mil_interp *ip) {
   free(ip->fn_name);
   mil_interp_state_free(ip->own_state);
   shared_release(ip->sh);
+  interp_profile_free(ip->prof);
   free(ip);
 }
 
@@ -640,6 +642,8 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
   r.max_value_bytes = ip->max_value_bytes;
   r.opset = ip->opset;
   r.cache = ip->cache;
+  r.prof = ip->prof;
+  int64_t t0 = r.prof ? interp_profile_now() : 0;
   r.prog = mil_program_clone(ip->base);
   if (!r.prog) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory copying the program for a run");
   r.fn = mil_program_find_function(r.prog, ip->fn_name);
@@ -653,7 +657,19 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
     ip->have_outputs = true;
   }
   mil_program_free(r.prog);
+  if (r.prof && st == MIL_OK) interp_profile_run(r.prof, interp_profile_now() - t0);
   return st;
+}
+
+mil_status mil_interp_set_profile(mil_interp *ip, bool on) {
+  if (!ip) return MIL_ERR_INVALID;
+  interp_profile_free(ip->prof);
+  ip->prof = on ? interp_profile_new() : NULL;
+  return on && !ip->prof ? MIL_ERR_NOMEM : MIL_OK;
+}
+
+void mil_interp_profile_report(const mil_interp *ip, FILE *f, int top) {
+  if (ip && ip->prof) interp_profile_report(ip->prof, f, top);
 }
 
 bool mil_interp_supports_op(const char *type, int opset) {
