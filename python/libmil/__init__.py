@@ -20,11 +20,13 @@ from ._errors import (MILError, MILFormatError, MILInvalidError, MILIOError, MIL
 from ._model import Description, Feature, Model, OptimizeReport, State
 from . import models, optimize  # noqa: E402  (subpackages, as coremltools exposes them)
 from .models import MLModel, utils
+from ._input_types import ClassifierConfig, EnumeratedShapes, ImageType, RangeDim, Shape, TensorType
 
 __all__ = ["load", "convert", "from_mil_text", "verify", "diff", "passes", "pipelines", "Model", "MLModel", "State",
            "OptimizeReport", "Feature", "Description", "VerifyResult", "DiffResult", "MILError", "MILParseError",
            "MILIOError", "MILFormatError", "MILTypeError", "MILInvalidError", "MILUnsupportedError",
-           "MILNotFoundError", "library_path", "models", "optimize", "utils", "target", "precision", "colorlayout"]
+           "MILNotFoundError", "TensorType", "ImageType", "Shape", "RangeDim", "EnumeratedShapes",
+           "ClassifierConfig", "library_path", "models", "optimize", "utils", "target", "precision", "colorlayout"]
 
 library_path = _capi.library_path
 __version__ = "0.1.0"
@@ -40,22 +42,41 @@ def load(path):
     return Model(path)
 
 
-def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", pass_pipeline="default",
-            input_shapes=None):
-    """Imports an ONNX model (`mil convert model.onnx`), as ct.convert would
-    convert the same network: initializers become consts (external data
-    mapped), the DEFAULT pipeline runs (with add_fp16_cast for
-    compute_precision "fp16", without for "fp32"; pass_pipeline names
-    another pipeline, None runs none). minimum_deployment_target: "iOS15"
-    .. "iOS18" or a libmil.target member (libmil.target.iOS16, ...).
-    compute_precision: "fp16", "fp32" or libmil.precision.FLOAT16 /
-    FLOAT32. input_shapes: dict ONNX input name -> tuple of ints fixing
-    dims the model leaves symbolic. Returns a Model (save it with .save()).
-    Raises MILUnsupportedError naming the node, op_type, domain and opset of
-    an op libmil does not convert, MILIOError / MILFormatError for a file
-    that cannot be read."""
-    if _capi.onnx_import is None or _capi.convert is None:
-        raise MILUnsupportedError("this libmil was built without the ONNX importer")
+def convert(model, inputs=None, outputs=None, classifier_config=None, minimum_deployment_target=None,
+            compute_precision=None, pass_pipeline="default", input_shapes=None, nms_max_boxes=None, **kwargs):
+    """Converts a model as coremltools' ct.convert does, with the same
+    names: model is an ONNX file (path), an onnx.ModelProto (when the onnx
+    package is installed) or a libmil Model / Core ML model path (.mlpackage,
+    .mlmodel, .mil: the program is optimized and re-described).
+
+    inputs: a list of libmil.TensorType / libmil.ImageType naming the model's
+    inputs, with a shape (ints, libmil.RangeDim, libmil.Shape or
+    libmil.EnumeratedShapes; ONNX models only), a dtype (np.float16,
+    np.float32, np.int32) or, for images, scale / bias / color_layout.
+    outputs: a list of libmil.TensorType in output order (name and dtype).
+    classifier_config: a libmil.ClassifierConfig (outputs classLabel and
+    classLabel_probs). For iOS16+ fp16 conversions fp32 inputs and outputs
+    not typed otherwise become fp16 (coremltools' use_default_fp16_io).
+    minimum_deployment_target: "iOS15" .. "iOS18" or a libmil.target
+    member (default iOS15). compute_precision: "fp16" (default), "fp32" or
+    libmil.precision.FLOAT16 / FLOAT32. pass_pipeline names a pipeline
+    ("default"); None runs none. input_shapes: dict ONNX input name -> tuple
+    of ints fixing dims. nms_max_boxes: the bound of a NonMaxSuppression
+    whose number of boxes is known only at run time.
+    Returns a Model; set its metadata (author, license, short_description,
+    version) and save it with .save(). Raises MILUnsupportedError naming the
+    node, op_type, domain and opset of an op libmil does not convert,
+    MILInvalidError for an interface that does not fit the model,
+    MILIOError / MILFormatError for a file that cannot be read."""
+    from . import _convert
+    if kwargs:
+        raise TypeError("libmil.convert() got unexpected keyword arguments: %s" % ", ".join(sorted(kwargs)))
+    if _capi.convert is None:
+        raise MILUnsupportedError("this libmil was built without the converter")
+    if minimum_deployment_target is None:
+        minimum_deployment_target = "iOS15"
+    if compute_precision is None:
+        compute_precision = "fp16"
     if isinstance(minimum_deployment_target, target):
         minimum_deployment_target = "iOS%d" % (minimum_deployment_target + 9)  # spec 6 = iOS15
     if isinstance(compute_precision, precision):
@@ -72,11 +93,32 @@ def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", p
         dv = (_capi.c_int64 * max(len(dims), 1))(*dims)
         keep.append(dv)
         arr[i] = _capi.OnnxInputShape(name.encode(), len(dims), dv)
+    iface = None
+    if inputs is not None or outputs is not None or classifier_config is not None:
+        iface = _convert._Interface(inputs, outputs, classifier_config)
     opts = _capi.ConvertOptions(target=_capi.TARGETS[minimum_deployment_target], fp32=compute_precision == "fp32",
                                 pipeline=pass_pipeline.encode() if pass_pipeline else None,
-                                no_pipeline=pass_pipeline is None, n_input_shapes=len(shapes), input_shapes=arr)
-    path = os.fspath(path)
+                                no_pipeline=pass_pipeline is None, n_input_shapes=len(shapes), input_shapes=arr,
+                                interface=_capi.cast(_capi.byref(iface.c), _capi.c_void_p) if iface else None,
+                                nms_max_boxes=int(nms_max_boxes or 0))
     h = _capi.c_void_p()
+    if isinstance(model, Model):
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "source.mlpackage")
+            model.save(src)
+            return convert(src, inputs, outputs, classifier_config, minimum_deployment_target, compute_precision,
+                           pass_pipeline, input_shapes, nms_max_boxes)
+    if hasattr(model, "SerializeToString") and not isinstance(model, (str, bytes, os.PathLike)):
+        data = model.SerializeToString()  # an onnx.ModelProto
+        with Diag() as d:
+            d.raise_for(_capi.convert_onnx_buffer(data, len(data), b"<onnx.ModelProto>", None, _capi.byref(opts),
+                                                  _capi.byref(h), d.ref))
+        return Model._from_handle(h.value, None)
+    if not isinstance(model, (str, bytes, os.PathLike)):
+        raise TypeError("libmil.convert(model): model must be a path, an onnx.ModelProto or a libmil Model, got %s" %
+                        type(model).__name__)
+    path = os.fsdecode(model)
     with Diag() as d:
         d.raise_for(_capi.convert(path.encode(), _capi.byref(opts), _capi.byref(h), d.ref))
     return Model._from_handle(h.value, path)

@@ -21,6 +21,8 @@ c_size_t, c_double, c_bool, c_char_p, c_void_p = (
     ctypes.c_size_t, ctypes.c_double, ctypes.c_bool, ctypes.c_char_p, ctypes.c_void_p)
 POINTER, Structure, byref = ctypes.POINTER, ctypes.Structure, ctypes.byref
 string_at, memmove = ctypes.string_at, ctypes.memmove
+c_float = ctypes.c_float
+cast = ctypes.cast
 
 
 def _candidates():
@@ -250,13 +252,67 @@ class OnnxOptions(Structure):  # mil_onnx_options (onnx.h)
 class ConvertOptions(Structure):  # mil_convert_options (convert.h)
     _fields_ = [("target", c_int), ("spec_version", c_int), ("fp32", c_bool), ("pipeline", c_char_p),
                 ("no_pipeline", c_bool), ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape)),
-                ("interface", c_void_p), ("output_path", c_char_p), ("inline_weights", c_bool)]
+                ("interface", c_void_p), ("nms_max_boxes", c_int64), ("output_path", c_char_p),
+                ("inline_weights", c_bool)]
 
+
+# The model interface (input_types.h): ct.convert's inputs, outputs, classifier_config.
+class RangeDimC(Structure):  # mil_range_dim
+    _fields_ = [("lower_bound", c_int64), ("upper_bound", c_int64), ("default_value", c_int64)]
+
+
+class ShapeSpec(Structure):  # mil_shape_spec
+    _fields_ = [("rank", c_int32), ("dims", POINTER(c_int64)), ("ranges", POINTER(RangeDimC)),
+                ("n_enumerated", c_int32), ("enumerated", POINTER(c_int64)), ("default_shape", POINTER(c_int64))]
+
+
+class InputTypeC(Structure):  # mil_input_type
+    _fields_ = [("name", c_char_p), ("is_image", c_bool), ("has_shape", c_bool), ("shape", ShapeSpec),
+                ("dtype", c_int), ("scale", c_float), ("bias", c_float * 3), ("color_layout", c_int)]
+
+
+class OutputTypeC(Structure):  # mil_output_type
+    _fields_ = [("name", c_char_p), ("dtype", c_int)]
+
+
+class ClassifierC(Structure):  # mil_classifier_config
+    _fields_ = [("n_labels", c_int32), ("labels", POINTER(c_char_p)), ("int_labels", POINTER(c_int64)),
+                ("predicted_feature_name", c_char_p), ("predicted_probabilities_output", c_char_p)]
+
+
+class InterfaceC(Structure):  # mil_model_interface
+    _fields_ = [("n_inputs", c_int32), ("inputs", POINTER(InputTypeC)), ("n_outputs", c_int32),
+                ("outputs", POINTER(OutputTypeC)), ("classifier", POINTER(ClassifierC)),
+                ("author", c_char_p), ("license", c_char_p), ("short_description", c_char_p), ("version", c_char_p),
+                ("n_user_defined", c_int32), ("user_keys", POINTER(c_char_p)), ("user_values", POINTER(c_char_p)),
+                ("n_descriptions", c_int32), ("description_names", POINTER(c_char_p)),
+                ("description_texts", POINTER(c_char_p))]
+
+
+DT_FP16, DT_FP32, DT_INT32 = 10, 11, 23  # mil_dtype
+COLOR_LAYOUTS = {"RGB": 0, "BGR": 1, "G": 2, "G_FLOAT16": 3}  # mil_color_layout
+
+
+class InterpDict(Structure):  # mil_interp_dict (interp.h): a classifier's probabilities
+    _fields_ = [("key_dtype", c_int), ("n", c_int64), ("str_keys", POINTER(c_char_p)),
+                ("int_keys", POINTER(c_int64)), ("values", POINTER(c_double))]
+
+
+interp_output_dict = _fn("mil_interp_output_dict", POINTER(InterpDict), P, c_int32)
+interp_output_is_label = _fn("mil_interp_output_is_label", c_bool, P, c_int32)
+
+# Metadata fields and image inputs (model.h, image.h).
+model_set_info = _fn("mil_model_set_info", c_int, P, c_char_p, c_char_p, pDiag)
+model_image_channels = _fn("mil_model_image_channels", c_int, P, c_char_p, c_char_p)
+model_image_planes = _fn("mil_model_image_planes", c_int, P, c_char_p, c_char_p, c_void_p, c_int64, c_int64, c_int,
+                         c_void_p, pDiag)
 
 # The ONNX importer (None in a library built without it).
 onnx_import = _fn("mil_onnx_import", c_int, c_char_p, POINTER(OnnxOptions), POINTER(P), pDiag, optional=True)
 # Conversion (convert.h): import -> model interface -> pipeline -> save.
 convert = _fn("mil_convert", c_int, c_char_p, POINTER(ConvertOptions), POINTER(P), pDiag, optional=True)
+convert_onnx_buffer = _fn("mil_convert_onnx_buffer", c_int, c_char_p, c_size_t, c_char_p, c_char_p,
+                          POINTER(ConvertOptions), POINTER(P), pDiag, optional=True)
 # opset versions of the deployment targets (ops.h MIL_IOS15..)
 TARGETS = {"iOS15": 6, "iOS16": 7, "iOS17": 8, "iOS18": 9}
 

@@ -70,6 +70,24 @@ def _open(path):
     return h.value
 
 
+def _output_value(ip, i):
+    """Output i of a run: a numpy array; a classifier's label as str / int
+    and its probabilities as a dict label -> float, as coremltools' predict
+    returns them."""
+    dp = C.interp_output_dict(ip, i)
+    if dp:
+        dct = dp.contents
+        if dct.str_keys:
+            return {_s(dct.str_keys[k]): float(dct.values[k]) for k in range(dct.n)}
+        return {int(dct.int_keys[k]): float(dct.values[k]) for k in range(dct.n)}
+    t = C.interp_output_at(ip, i).contents
+    if C.interp_output_is_label(ip, i) and t.numel == 1:
+        if t.dtype == 2:  # MIL_DT_STRING: one char *
+            return _s(C.c_char_p.from_address(t.data).value)
+        return int(_tensor_to_numpy(t).reshape(-1)[0])
+    return _tensor_to_numpy(t)
+
+
 def _tensor_to_numpy(t):
     dt = _NP_OF_DTYPE.get(t.dtype)
     if dt is None:
@@ -321,10 +339,16 @@ class Model:
                 "author": _s(d.author), "license": _s(d.license),
                 "userDefined": {_s(d.user_keys[i]): _s(d.user_values[i]) for i in range(d.n_user_defined)}}
 
-    author = property(lambda self: self.metadata.get("author"), doc="Metadata author (str).")
-    license = property(lambda self: self.metadata.get("license"), doc="Metadata license (str).")
-    short_description = property(lambda self: self.metadata.get("shortDescription"), doc="Metadata short description.")
-    version = property(lambda self: self.metadata.get("versionString"), doc="Metadata version string.")
+    # settable as coremltools' MLModel properties (saved with the model)
+    author = property(lambda self: self.metadata.get("author"), lambda self, v: self._set_info("author", v),
+                      doc="Metadata author (str).")
+    license = property(lambda self: self.metadata.get("license"), lambda self, v: self._set_info("license", v),
+                       doc="Metadata license (str).")
+    short_description = property(lambda self: self.metadata.get("shortDescription"),
+                                 lambda self, v: self._set_info("short_description", v),
+                                 doc="Metadata short description.")
+    version = property(lambda self: self.metadata.get("versionString"), lambda self, v: self._set_info("version", v),
+                       doc="Metadata version string.")
     user_defined_metadata = property(lambda self: self.metadata.get("userDefined", {}),
                                      doc="Metadata userDefined (dict str -> str).")
 
@@ -412,6 +436,15 @@ class Model:
             d.raise_for(C.interp_state_new(ip, C.byref(h), d.ref))
         return State(self, function, h.value)
 
+    # ----------------------------------------------------------- metadata
+    def _set_info(self, field, value):
+        if value is not None and not isinstance(value, str):
+            raise TypeError("%s must be a str, got %s" % (field, type(value).__name__))
+        self._handle()
+        with Diag() as d:
+            d.raise_for(C.model_set_info(self._h, field.encode(), value.encode() if value is not None else None,
+                                         d.ref))
+
     def _pick(self, function):
         if not isinstance(function, str):
             raise TypeError("function must be a str naming one of the model's functions, got %s" %
@@ -490,7 +523,7 @@ class Model:
                     d.raise_for(C.interp_run(ip, None, d.ref))
                 out = {}
                 for i in range(C.interp_n_outputs(ip)):
-                    out[_s(C.interp_output_name(ip, i))] = _tensor_to_numpy(C.interp_output_at(ip, i).contents)
+                    out[_s(C.interp_output_name(ip, i))] = _output_value(ip, i)
                 return out
         finally:
             self._release(fn, ip)
@@ -516,8 +549,32 @@ class Model:
                 given = ", ".join("'%s'" % k for k in data) or "none"
                 raise MILInvalidError("predict: input '%s' (%s) is missing (given: %s); every call must give "
                                       "every input" % (name, _type_str(t), given))
-            out[name] = (t.dtype, _convert_input(name, t, data[name]))
+            value = data[name]
+            channels = C.model_image_channels(self._h, fn.encode() if fn else None, name.encode())
+            if channels:
+                value = self._image_planes(fn, name, value, channels)
+            out[name] = (t.dtype, _convert_input(name, t, value))
         return out
+
+    def _image_planes(self, fn, name, value, channels):
+        """An image input's value: a PIL.Image or (H, W, C) uint8 pixels
+        become the (1, C, H, W) planes the input takes (its colour order),
+        checked against the sizes its description allows, as coremltools'
+        predict takes a PIL.Image; a float array is fed as it is."""
+        if hasattr(value, "convert") and hasattr(value, "size") and not isinstance(value, np.ndarray):
+            value = np.asarray(value.convert("RGB" if channels == 3 else "L"))
+            if value.ndim == 2:
+                value = value[:, :, None]
+        arr = np.asarray(value) if isinstance(value, np.ndarray) else None
+        if arr is None or arr.dtype != np.uint8 or arr.ndim != 3:
+            return value
+        arr = np.ascontiguousarray(arr)
+        h, w, c = arr.shape
+        planes = np.empty((1, channels, h, w), np.float32)
+        with Diag() as d:
+            d.raise_for(C.model_image_planes(self._h, fn.encode() if fn else None, name.encode(), arr.ctypes.data,
+                                             h, w, c, planes.ctypes.data, d.ref))
+        return planes
 
     # ----------------------------------------------------------- optimizing
     def optimize(self, pipeline="default", passes=None, options=None, compute_precision=None):
