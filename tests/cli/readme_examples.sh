@@ -21,6 +21,7 @@ grep -q 'export PATH="$PWD:$PATH"' "$README" || fail "the README's set-up does n
 mkdir -p "$tmp/bin" "$tmp/work"
 ln -s "$(cd "$(dirname "$MIL")" && pwd)/$(basename "$MIL")" "$tmp/bin/mil"
 ln -s "$ROOT/examples" "$tmp/work/examples"
+ln -s "$ROOT/tests" "$tmp/work/tests"
 # block SECTION: the first ```sh block after the heading SECTION
 block() {
   awk -v h="$1" '$0 == h { s = 1; next } s && /^```sh/ { f = 1; next } f && /^```/ { exit } f' "$README"
@@ -29,6 +30,11 @@ block "## Importing ONNX models" >"$tmp/onnx.sh"
 [ -s "$tmp/onnx.sh" ] || fail "no example under 'Importing ONNX models'"
 (cd "$tmp/work" && PATH="$tmp/bin:$PATH" bash -e "$tmp/onnx.sh") >"$tmp/out" 2>&1 || fail "ONNX example: $(cat "$tmp/out")"
 grep -q "^PASS: tinycnn.mlpackage matches examples/tinycnn/model.onnx" "$tmp/out" || fail "ONNX example output: $(cat "$tmp/out")"
+block "## App-ready models: image inputs, classifiers, flexible shapes" >"$tmp/app.sh"
+[ -s "$tmp/app.sh" ] || fail "no example under 'App-ready models'"
+(cd "$tmp/work" && PATH="$tmp/bin:$PATH" bash -e "$tmp/app.sh") >"$tmp/out" 2>&1 || fail "app example: $(cat "$tmp/out")"
+grep -q '^classLabel: "class_283" (string label)$' "$tmp/out" || fail "app example output: $(cat "$tmp/out")"
+grep -q 'image: fp32 (1, 3, 32, 32)  \[image 32x32 RGB\]' "$tmp/out" || fail "app example info: $(cat "$tmp/out")"
 if [ -d /usr/share/libonnx-testdata/data/node/test_abs ]; then
   block "## ONNX tensors (\`.pb\`)" >"$tmp/tensors.sh"
   [ -s "$tmp/tensors.sh" ] || fail "no example under 'ONNX tensors'"
