@@ -37,6 +37,12 @@ def test_image_classifier_like_coremltools(tmp_path):
     assert isinstance(got["classLabel"], str) and got["classLabel"] == want["classLabel"]
     assert set(got["classLabel_probs"]) == {"class_%d" % i for i in range(1000)}
     assert got["classLabel_probs"] == want["classLabel_probs"]
+    # the ONNX network's own output (PyTorch's) on the same preprocessed pixels
+    torch_out = np.load(os.path.join(DATA, "rgb_classifier.torch_out.npy"))[0]
+    probs = np.array([got["classLabel_probs"]["class_%d" % i] for i in range(1000)])
+    np.testing.assert_allclose(probs, torch_out, atol=2e-5)
+    assert got["classLabel"] == "class_%d" % int(np.argmax(torch_out)) or \
+        torch_out.max() - torch_out[int(got["classLabel"][6:])] < 2e-5
     Image = pytest.importorskip("PIL.Image")
     assert ours.predict({"image": Image.open(os.path.join(DATA, "rgb_classifier.png"))})["classLabel"] == \
         got["classLabel"]

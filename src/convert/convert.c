@@ -9,6 +9,7 @@
 
 #include "convert/interface_internal.h"
 #include "mil/convert.h"
+#include "mil/version.h"
 #include "mil/ops.h"
 #include "mil/passes.h"
 #include "mil/text.h"
@@ -64,6 +65,12 @@ mil_status mil_convert_model(mil_model *m, const mil_convert_options *opts, bool
     if (st == MIL_OK) st = mil_model_sync_description(m, d);
   }
   if (st == MIL_OK && with_interface(o)) st = mil_interface_finish(m, o->interface, d);
+  /* the tool's own conversion record (coremltools writes its
+   * com.github.apple.coremltools.* keys; these are libmil's) */
+  if (st == MIL_OK && !o->no_pipeline &&
+      (mil_model_set_metadata(m, "com.libmil.version", mil_version()) != MIL_OK ||
+       mil_model_set_metadata(m, "com.libmil.compute_precision", o->fp32 ? "fp32" : "fp16") != MIL_OK))
+    st = mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
   if (st == MIL_OK && retarget && o->target) {
     st = mil_program_retarget(mil_model_program(m), o->target, d);
     if (st == MIL_OK && !o->spec_version) st = mil_model_set_spec_version(m, o->target);

@@ -17,7 +17,7 @@ fail() {
 # the description as `mil info` shows it: the function's features and the
 # metadata (coremltools' own conversion keys left out)
 describe() {
-  "$MIL" info "$1" | sed -n '/^function /,/^ops:/p' | grep -v '^ops:' | grep -v 'com.github.apple.coremltools' |
+  "$MIL" info "$1" | sed -n '/^function /,/^ops:/p' | grep -v '^ops:' | grep -v 'com.github.apple.coremltools\|com.libmil.' |
     grep -v '^  userDefined:$'
 }
 check() { # NAME OURS INPUT_NAME [reference output]
@@ -37,6 +37,8 @@ convert rgb_classifier "$tmp/rgb.mlpackage" --target iOS16 \
   --image "image:scale=1/255:bias=-0.485,-0.456,-0.406:color_layout=RGB" --class-labels "$D/rgb_classifier.labels.txt" \
   --author "libmil tests" --license BSD-3-Clause --short-description "A small RGB image classifier" --version 1.0
 check rgb_classifier "$tmp/rgb.mlpackage"
+# libmil's own metadata keys record the conversion
+"$MIL" info "$tmp/rgb.mlpackage" | grep -q 'com.libmil.version' || fail "no com.libmil.version metadata"
 "$MIL" print "$tmp/rgb.mlpackage" >"$tmp/rgb.mil" || fail "print"
 grep -q 'mul(x=%image, y=0.003921568859368563, name="image__scaled__")' "$tmp/rgb.mil" || fail "no image__scaled__ mul"
 grep -q 'add(x=%image__scaled__, y=\[\[\[\[-0.48500001430511475\]\], \[\[-0.4560000002384186\]\], \[\[-0.4059999883174896\]\]\]\], name="image__biased__")' \
