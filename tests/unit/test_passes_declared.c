@@ -137,6 +137,20 @@ static void test_image_input_preprocess_declared(void **state) {
   mil_program_free(p);
 }
 
+/* Declares n image inputs on f as the converter does (image_inputs,
+ * image_color_layouts, image_scales, image_biases). */
+static void declare_images(mil_function *f, int n, const char *const *names, const char *const *layouts,
+                           const float *scales, const float *biases) {
+  mil_program *p = f->program;
+  int64_t nn = n, b3[2] = {n, 3};
+  assert_int_equal(mil_function_set_attr(f, "image_inputs", strings(p, n, names)), MIL_OK);
+  assert_int_equal(mil_function_set_attr(f, "image_color_layouts", strings(p, n, layouts)), MIL_OK);
+  assert_int_equal(mil_function_set_attr(f, "image_scales", mil_value_new_tensor(p, MIL_DT_FP32, 1, &nn, false, scales)),
+                   MIL_OK);
+  assert_int_equal(mil_function_set_attr(f, "image_biases", mil_value_new_tensor(p, MIL_DT_FP32, 2, b3, false, biases)),
+                   MIL_OK);
+}
+
 /* The image preprocessing coremltools' backend inserts for
  * ct.ImageType(scale=1/255, bias=[-0.485, -0.456, -0.406]) (recorded in
  * tests/data/app/rgb_classifier.ct.mil): a mul named "<input>__scaled__",
@@ -152,13 +166,7 @@ static void test_insert_image_preprocessing_declared(void **state) {
   mil_function *f = mil_program_find_function(p, "main");
   const char *names[1] = {"image"}, *layouts[1] = {"RGB"};
   float scale = 1.0f / 255.0f, bias[3] = {-0.485f, -0.456f, -0.406f};
-  int64_t one = 1, b3[2] = {1, 3};
-  assert_int_equal(mil_function_set_attr(f, "image_inputs", strings(p, 1, names)), MIL_OK);
-  assert_int_equal(mil_function_set_attr(f, "image_color_layouts", strings(p, 1, layouts)), MIL_OK);
-  assert_int_equal(mil_function_set_attr(f, "image_scales", mil_value_new_tensor(p, MIL_DT_FP32, 1, &one, false, &scale)),
-                   MIL_OK);
-  assert_int_equal(mil_function_set_attr(f, "image_biases", mil_value_new_tensor(p, MIL_DT_FP32, 2, b3, false, bias)),
-                   MIL_OK);
+  declare_images(f, 1, names, layouts, &scale, bias);
   mil_diag d = {0};
   assert_int_equal(run_pass("mil_backend::insert_image_preprocessing_ops", p, NULL, &d), MIL_OK);
   mil_block *b = mil_function_body(f);
@@ -197,13 +205,7 @@ static void test_insert_image_preprocessing_gray(void **state) {
   mil_function *f = mil_program_find_function(p, "main");
   const char *names[2] = {"g", "h"}, *layouts[2] = {"G", "BGR"};
   float scale[2] = {1.0f, 1.0f}, bias[6] = {0.5f, 0, 0, 0, 0, 0};
-  int64_t two = 2, b3[2] = {2, 3};
-  assert_int_equal(mil_function_set_attr(f, "image_inputs", strings(p, 2, names)), MIL_OK);
-  assert_int_equal(mil_function_set_attr(f, "image_color_layouts", strings(p, 2, layouts)), MIL_OK);
-  assert_int_equal(mil_function_set_attr(f, "image_scales", mil_value_new_tensor(p, MIL_DT_FP32, 1, &two, false, scale)),
-                   MIL_OK);
-  assert_int_equal(mil_function_set_attr(f, "image_biases", mil_value_new_tensor(p, MIL_DT_FP32, 2, b3, false, bias)),
-                   MIL_OK);
+  declare_images(f, 2, names, layouts, scale, bias);
   mil_diag d = {0};
   assert_int_equal(run_pass("mil_backend::insert_image_preprocessing_ops", p, NULL, &d), MIL_OK);
   mil_block *b = mil_function_body(f);
