@@ -39,6 +39,8 @@ struct mil_interp {
   int64_t max_iters;
   int64_t max_value_bytes;
   mil_interp_state *own_state;
+  mil_interp_observer observer;
+  void *observer_ud;
 };
 
 static char *dupstr(const char *s) {
@@ -580,6 +582,8 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
   r.max_value_bytes = ip->max_value_bytes;
   r.opset = ip->opset;
   r.cache = ip->cache;
+  r.observer = ip->observer;
+  r.observer_ud = ip->observer_ud;
   r.prog = mil_program_clone(ip->base);
   if (!r.prog) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory copying the program for a run");
   r.fn = mil_program_find_function(r.prog, ip->fn_name);
@@ -594,6 +598,12 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
   }
   mil_program_free(r.prog);
   return st;
+}
+
+void mil_interp_set_observer(mil_interp *ip, mil_interp_observer fn, void *ud) {
+  if (!ip) return;
+  ip->observer = fn;
+  ip->observer_ud = fn ? ud : NULL;
 }
 
 bool mil_interp_supports_op(const char *type, int opset) {

@@ -72,6 +72,8 @@ typedef struct interp_run {
   int64_t max_value_bytes; /* the largest value the run materializes (mil_interp_set_max_value_bytes) */
   int depth;             /* current block nesting */
   interp_cache *cache;   /* the interpreter's caches (cache.c), may be NULL */
+  mil_interp_observer observer; /* mil_interp_set_observer, or NULL */
+  void *observer_ud;
 } interp_run;
 
 typedef mil_status (*interp_kernel_fn)(interp_run *r, mil_infer_ctx *c);
