@@ -72,7 +72,12 @@ static void note_skip(act_pass *a, const char *name, const char *why) {
   char buf[600];
   int k = snprintf(buf, sizeof buf, "%s%s (%s)", a->n_skipped ? ", " : "", name, why);
   if (k < 0) return;
-  if (strstr(a->skipped ? a->skipped : "", name)) return;
+  if (a->skipped) {
+    char key[520];
+    snprintf(key, sizeof key, "%s (", name);
+    for (const char *f = strstr(a->skipped, key); f; f = strstr(f + 1, key))
+      if (f == a->skipped || (f >= a->skipped + 2 && f[-2] == ',' && f[-1] == ' ')) return;
+  }
   if (a->skipped_len + (size_t)k + 1 > a->skipped_cap) {
     size_t cap = (a->skipped_cap + (size_t)k + 1) * 2;
     char *s = realloc(a->skipped, cap);
@@ -199,9 +204,11 @@ static int prefix_op(act_pass *a, mil_op *op) {
   if (!dx) return -(int)MIL_ERR_INVALID;
   mil_var *dy = NULL;
   if (binary && !(dy = build_pair(a, op->block, op, y, &qy, cfg->dtype, false, NULL))) return -(int)MIL_ERR_INVALID;
-  /* only op's own bindings change (the core op is rebuilt in place) */
-  pass_bld_replace_range(op->block, op->prev, op, x, dx);
-  if (binary) pass_bld_replace_range(op->block, op->prev, op, y, dy);
+  /* only op's own bindings change (coremltools rebuilds the core op with
+   * the same name and inputs x (and y) replaced) */
+  mil_input *ix = mil_op_find_input(op, "x"), *iy = binary ? mil_op_find_input(op, "y") : NULL;
+  mil_arg_set_var(op, &ix->args[0], dx);
+  if (binary) mil_arg_set_var(op, &iy->args[0], dy);
   return 1;
 }
 
