@@ -256,3 +256,33 @@ onnx_import = _fn("mil_onnx_import", c_int, c_char_p, POINTER(OnnxOptions), POIN
 convert = _fn("mil_convert", c_int, c_char_p, POINTER(ConvertOptions), POINTER(P), pDiag, optional=True)
 # opset versions of the deployment targets (ops.h MIL_IOS15..)
 TARGETS = {"iOS15": 6, "iOS16": 7, "iOS17": 8, "iOS18": 9}
+
+# Compression (compress.h): configs, activation calibration, model spec version.
+P_ = c_void_p
+compress_config_from_json = _fn("mil_compress_config_from_json", c_int, c_char_p, c_size_t, c_char_p, c_int,
+                                POINTER(P_), pDiag)
+compress_config_from_yaml = _fn("mil_compress_config_from_yaml", c_int, c_char_p, c_size_t, c_char_p, c_int,
+                                POINTER(P_), pDiag)
+compress_config_to_json = _fn("mil_compress_config_to_json", c_void_p, P_)
+compress_config_free = _fn("mil_compress_config_free", None, P_)
+import ctypes as _ct
+_libc = _ct.CDLL(None)
+libc_free = _libc.free  # the malloc'ed strings of mil_compress_config_to_json / mil_calibrator_stats_json
+libc_free.restype = None
+libc_free.argtypes = [c_void_p]
+
+
+def take_string(ptr):
+    """The text of a malloc'ed C string, which is freed."""
+    if not ptr:
+        return None
+    try:
+        return _ct.string_at(ptr).decode("utf-8")
+    finally:
+        libc_free(ptr)
+calibrator_new = _fn("mil_calibrator_new", c_int, P_, POINTER(P_), pDiag)
+calibrator_free = _fn("mil_calibrator_free", None, P_)
+calibrator_add_sample = _fn("mil_calibrator_add_sample", c_int, P_, c_int32, POINTER(c_char_p), POINTER(Tensor), pDiag)
+calibrator_stats_json = _fn("mil_calibrator_stats_json", c_void_p, P_)
+pipeline_insert = _fn("mil_pipeline_insert", c_int, P_, c_int32, c_char_p, pDiag)
+model_set_spec_version = _fn("mil_model_set_spec_version", c_int, P_, c_int, pDiag)
