@@ -41,6 +41,21 @@ else
   echo "note: numpy not found, output comparison skipped"
 fi
 
+# activations only, mode linear (zero points), against coremltools
+"$MIL" compress "$DATA/model.mlpackage" -o "$tmp/l.mlpackage" --quantize-activations int8 --activation-mode linear \
+  --calibration-data "$DATA/samples" --quiet || fail "linear compress"
+"$MIL" info "$tmp/l.mlpackage" | sed -n '/^ops:/,/^[a-z]/p' | awk 'NF == 2 && $1 !~ /:$/ {print $1, $2}' | sort >"$tmp/h"
+sed -n 's/^ *"\([a-z_]*\)": \([0-9]*\),*$/\1 \2/p' "$DATA/ct_a8_linear_histogram.json" | sort >"$tmp/ct"
+diff "$tmp/ct" "$tmp/h" || fail "linear: op histogram differs from coremltools'"
+"$MIL" run "$tmp/l.mlpackage" --input "x=$DATA/samples/0/x.npy" --output-dir "$tmp/lout" >/dev/null || fail "run"
+if $PY -c "import numpy" 2>/dev/null; then
+  $PY - "$tmp/lout/fc.npy" "$DATA/ct_a8_linear_out.npy" <<'PYEOF' || fail "linear: outputs differ from coremltools'"
+import sys, numpy as np
+a, b = np.load(sys.argv[1]).astype(np.float64), np.load(sys.argv[2]).astype(np.float64)
+sys.exit(0 if a.shape == b.shape and np.abs(a - b).max() <= 0.02 * np.abs(b).max() else 1)
+PYEOF
+fi
+
 # edge cases
 "$MIL" compress "$DATA/edge.mil" -o "$tmp/e.mil" --quantize-activations int8 --calibration-data "$DATA/edge_samples" \
   --no-pipeline 2>"$tmp/err" || { cat "$tmp/err"; fail "edge compress"; }

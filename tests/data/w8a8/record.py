@@ -12,7 +12,8 @@ outputs, so coremltools computes the statistics and the quantized program.
 Writes: model.mlpackage (the fp16 input model), samples/<k>/x.npy (4
 calibration samples), ct_w8a8.mlpackage (coremltools' result),
 ct_histogram.json (its op counts), ct_out.npy (ct_w8a8 run by `mil run`
-on sample 0)."""
+on sample 0); ct_a8_linear_histogram.json and ct_a8_linear_out.npy: the
+same for activations only in mode "linear"."""
 import ctenv  # noqa: F401
 import collections, json, os, shutil, subprocess, sys, tempfile
 
@@ -118,6 +119,16 @@ def main():
     assert len(y) == 1
     np.save(os.path.join(HERE, "ct_out.npy"), list(y.values())[0])
     print(histogram(w8a8))
+    # activations only, mode "linear" (zero points)
+    lcfg = cto.coreml.OptimizationConfig(global_config=cto.coreml.OpLinearQuantizerConfig(mode="linear"))
+    a8l = cto.coreml.linear_quantize_activations(model, lcfg, samples)
+    out = os.path.join(HERE, "ct_a8_linear.mlpackage")
+    a8l.save(out)
+    with open(os.path.join(HERE, "ct_a8_linear_histogram.json"), "w") as f:
+        json.dump(histogram(a8l), f, indent=1, sort_keys=True)
+        f.write("\n")
+    np.save(os.path.join(HERE, "ct_a8_linear_out.npy"), list(run_mil(out, samples[0]).values())[0])
+    shutil.rmtree(out)
 
 
 main()
