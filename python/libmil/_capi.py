@@ -272,6 +272,11 @@ libc_free.restype = None
 libc_free.argtypes = [c_void_p]
 
 
+def bytes_at(ptr, n):
+    """A copy of n bytes at address ptr."""
+    return _ct.string_at(ptr, n)
+
+
 def take_string(ptr):
     """The text of a malloc'ed C string, which is freed."""
     if not ptr:
@@ -286,3 +291,46 @@ calibrator_add_sample = _fn("mil_calibrator_add_sample", c_int, P_, c_int32, POI
 calibrator_stats_json = _fn("mil_calibrator_stats_json", c_void_p, P_)
 pipeline_insert = _fn("mil_pipeline_insert", c_int, P_, c_int32, c_char_p, pDiag)
 model_set_spec_version = _fn("mil_model_set_spec_version", c_int, P_, c_int, pDiag)
+
+
+# Weights metadata (compress.h mil_weights_metadata) and the few IR fields
+# get_weights_metadata reads (ir.h: mil_op, mil_input, mil_arg, mil_use,
+# mil_var; the leading fields only, in declaration order).
+class Var(Structure):
+    pass
+
+
+class Op(Structure):
+    pass
+
+
+class Use(Structure):
+    _fields_ = [("var", POINTER(Var)), ("prev_use", c_void_p), ("next_use", c_void_p), ("op", POINTER(Op)),
+                ("block", c_void_p)]
+
+
+class Arg(Structure):
+    _fields_ = [("use", Use), ("value", c_void_p)]
+
+
+class Input(Structure):
+    _fields_ = [("name", c_char_p), ("n_args", c_int32), ("args", POINTER(Arg)), ("is_tuple", c_bool)]
+
+
+Var._fields_ = [("name", c_char_p), ("type", POINTER(Type)), ("op", POINTER(Op)), ("out_index", c_int32),
+                ("input_of", c_void_p), ("func_input_of", c_void_p), ("uses", c_void_p), ("n_uses", c_int32),
+                ("val", c_void_p)]
+Op._fields_ = [("type", c_char_p), ("next", c_void_p), ("prev", c_void_p), ("block", c_void_p),
+               ("n_blocks", c_int32), ("n_outputs", c_int32), ("blocks", c_void_p), ("outputs", POINTER(POINTER(Var))),
+               ("name", c_char_p), ("n_inputs", c_int32), ("cap_inputs", c_int32), ("inputs", POINTER(Input))]
+
+
+class WeightMeta(Structure):  # mil_weight_meta (compress.h)
+    _fields_ = [("name", c_char_p), ("type", POINTER(Type)), ("size", c_int64), ("sparsity", c_double),
+                ("unique_values", c_int64), ("n_children", c_int32), ("children", POINTER(POINTER(Op)))]
+
+
+weights_metadata = _fn("mil_weights_metadata", c_int, P, c_int64, c_void_p, POINTER(POINTER(WeightMeta)),
+                       POINTER(c_int32), pDiag)
+weight_meta_free = _fn("mil_weight_meta_free", None, POINTER(WeightMeta), c_int32)
+value_data = _fn("mil_value_data", c_void_p, c_void_p)

@@ -125,3 +125,17 @@ def test_activation_edge_cases_warn_once():
     assert h.get("quantize") == 1 and h.get("dequantize") == 1
     text = q.to_mil_text(complete=False)
     assert 'add(x=%r, y=%x, name="a")' in text and 'add(x=%n, y=%m, name="k")' in text
+
+
+def test_get_weights_metadata():
+    model = MLModel(os.path.join(DATA, "model.mlpackage"))
+    md = cto.coreml.get_weights_metadata(model, weight_threshold=100)
+    # the four conv weights and the linear weight (160) hold more than 100 elements
+    assert len(md) == 5
+    name, meta = next(iter(md.items()))
+    assert meta.val.shape == (16, 3, 3, 3) and meta.val.dtype == np.float16
+    assert meta.sparsity == float(np.mean(meta.val == 0))
+    assert meta.unique_values == len(np.unique(meta.val))
+    assert [c.op_type for c in meta.child_ops] == ["conv"]
+    assert meta.child_ops[0].params_name_mapping == {"weight": name}
+    assert len(cto.coreml.get_weights_metadata(model)) == 2  # 2304-element convs: conv2, conv3

@@ -3,6 +3,7 @@ passes (include/mil/compress.h, src/passes/compression_*.c): each takes a
 model, returns a new compressed model and leaves the given one unchanged.
 As coremltools, the compression pass is followed by the default pipeline
 (without common::add_fp16_cast)."""
+import collections
 import json
 import os
 import shutil
@@ -17,7 +18,8 @@ from ..._model import Model, _NP_OF_DTYPE
 from ._config import OpLinearQuantizerConfig, OptimizationConfig
 
 __all__ = ["linear_quantize_weights", "palettize_weights", "prune_weights", "decompress_weights",
-           "get_weights_metadata", "linear_quantize_activations"]
+           "get_weights_metadata", "linear_quantize_activations", "CoreMLWeightMetaData",
+           "CoreMLOpMetaData"]
 
 _IOS17_SPEC = 8
 
@@ -166,7 +168,83 @@ def linear_quantize_activations(mlmodel, config, sample_data, calibration_op_gro
     return new
 
 
+class CoreMLOpMetaData:
+    """An op reading a weight: op_type, name, and params_name_mapping (its
+    inputs bound to const weights of more than weight_threshold elements ->
+    the weight's name), as coremltools' CoreMLOpMetaData."""
+
+    def __init__(self, op_type, name, params_name_mapping):
+        self.op_type, self.name, self.params_name_mapping = op_type, name, params_name_mapping
+
+    def __repr__(self):
+        params = ", ".join("%s=%s" % kv for kv in self.params_name_mapping.items())
+        return "%s(name=%s, %s, ...)" % (self.op_type, self.name, params)
+
+
+class CoreMLWeightMetaData:
+    """One weight: val (a numpy copy of its value; None for sub-byte
+    dtypes), sparsity, unique_values and child_ops, as coremltools'."""
+
+    def __init__(self, val, sparsity, unique_values, child_ops):
+        self.val, self.sparsity, self.unique_values, self.child_ops = val, sparsity, unique_values, child_ops
+
+    def __repr__(self):
+        v = "None" if self.val is None else "np.ndarray(shape=%s, dtype=%s)" % (self.val.shape, self.val.dtype)
+        return "[\n    val: %s\n    sparsity: %s\n    unique_values: %s\n    child_ops: %s\n]" % (
+            v, self.sparsity, self.unique_values, self.child_ops)
+
+
+def _type_numel(t):
+    n = 1
+    for i in range(t.rank):
+        n *= t.dims[i].size
+    return n
+
+
+def _var_array(var):
+    t = var.type.contents
+    np_dt = _NP_OF_DTYPE.get(t.dtype)
+    ptr = C.value_data(var.val) if var.val else None
+    if np_dt is None or not ptr:
+        return None
+    shape = tuple(t.dims[i].size for i in range(t.rank))
+    n = _type_numel(t)
+    return np.frombuffer(C.bytes_at(ptr, n * np.dtype(np_dt).itemsize), dtype=np_dt).reshape(shape).copy()
+
+
 def get_weights_metadata(mlmodel, weight_threshold=2048):
-    """Not available yet from Python: use `mil info MODEL --weights`."""
-    raise MILUnsupportedError("get_weights_metadata is not available from Python yet; "
-                              "use `mil info MODEL --weights --weight-threshold %d`" % weight_threshold)
+    """The weights (const ops) of mlmodel with more than weight_threshold
+    elements, as coremltools' get_weights_metadata: a dict weight name ->
+    CoreMLWeightMetaData (val, sparsity, unique_values, child_ops), in
+    program order (include/mil/compress.h mil_weights_metadata)."""
+    if not isinstance(mlmodel, Model):
+        raise MILInvalidError("expected a libmil model (libmil.models.MLModel), got %s" % type(mlmodel).__name__)
+    metas = C.POINTER(C.WeightMeta)()
+    n = C.c_int32()
+    out = {}
+    with Diag() as d:
+        d.raise_for(C.weights_metadata(mlmodel._program, weight_threshold, None, C.byref(metas), C.byref(n), d.ref))
+        try:
+            for i in range(n.value):
+                m = metas[i]
+                name = m.name.decode()
+                children, val = [], None
+                for k in range(m.n_children):
+                    op = m.children[k].contents
+                    mapping = collections.OrderedDict()
+                    for j in range(op.n_inputs):
+                        inp = op.inputs[j]
+                        if inp.n_args < 1 or not inp.args[0].use.var:
+                            continue
+                        v = inp.args[0].use.var.contents
+                        if not v.op or v.op.contents.type != b"const" or not v.type:
+                            continue
+                        if _type_numel(v.type.contents) > weight_threshold:
+                            mapping[inp.name.decode()] = v.op.contents.name.decode()
+                            if val is None and v.op.contents.name.decode() == name:
+                                val = _var_array(v)
+                    children.append(CoreMLOpMetaData(op.type.decode(), op.name.decode(), mapping))
+                out[name] = CoreMLWeightMetaData(val, m.sparsity, m.unique_values, children)
+        finally:
+            C.weight_meta_free(metas, n)
+    return out
