@@ -139,3 +139,30 @@ def test_get_weights_metadata():
     assert [c.op_type for c in meta.child_ops] == ["conv"]
     assert meta.child_ops[0].params_name_mapping == {"weight": name}
     assert len(cto.coreml.get_weights_metadata(model)) == 2  # 2304-element convs: conv2, conv3
+
+
+@pytest.mark.parametrize("net", ["resnet18", "regnet_x_400mf", "shufflenet_v2_x1_0"])
+def test_w8a8_cnn_matches_coremltools(net, tmp_path, mil_cli):
+    """bench/gen_cnn's networks after the default pipeline (fp16, iOS17),
+    W8A8 as record_cnn.py had coremltools do it: same op histogram, outputs
+    within 2% of coremltools' result."""
+    import subprocess
+    gen = os.path.join(os.path.dirname(mil_cli), "bench", "gen_cnn")
+    if not os.path.exists(gen):
+        pytest.skip("bench/gen_cnn not built")
+    raw, path = str(tmp_path / "raw.mlpackage"), str(tmp_path / "m.mlpackage")
+    subprocess.run([gen, "-o", raw, "--net", net, "--quiet"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([mil_cli, "opt", raw, "-o", path, "--target", "iOS17", "--quiet"], check=True)
+    rng = np.random.default_rng(28)
+    samples = [{"x": rng.standard_normal((1, 3, 224, 224)).astype(np.float32)} for _ in range(2)]
+    model = MLModel(path)
+    acfg = cto.coreml.OptimizationConfig(global_config=cto.coreml.OpLinearQuantizerConfig(mode="linear_symmetric"))
+    a8 = cto.coreml.linear_quantize_activations(model, acfg, samples)
+    w8a8 = cto.coreml.linear_quantize_weights(a8, cto.coreml.OptimizationConfig(
+        global_config=cto.coreml.OpLinearQuantizerConfig(mode="linear_symmetric")))
+    with open(os.path.join(DATA, "cnn", net + ".json")) as f:
+        assert _histogram(w8a8) == json.load(f)
+    y = list(w8a8.predict(samples[0]).values())[0].astype(np.float64)
+    ref = np.load(os.path.join(DATA, "cnn", net + ".npy")).astype(np.float64)
+    assert y.shape == ref.shape
+    assert np.abs(y - ref).max() <= 0.02 * np.abs(ref).max()

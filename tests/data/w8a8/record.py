@@ -131,4 +131,5 @@ def main():
     shutil.rmtree(out)
 
 
-main()
+if __name__ == "__main__":
+    main()
