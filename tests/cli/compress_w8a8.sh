@@ -74,5 +74,15 @@ grep -q 'val=0.06298828125, name="quantize_0_scale_0"' "$tmp/e.mil" || { grep sc
 "$MIL" compress "$DATA/edge.mil" -o "$tmp/x.mil" --quantize-activations int8 --calibration-data "$tmp/none" 2>"$tmp/err" &&
   fail "missing folder accepted"
 grep -q "cannot open folder" "$tmp/err" || { cat "$tmp/err"; fail "missing folder message"; }
+mkdir -p "$tmp/bad/0"
+cp "$DATA/edge_samples/0/x.npy" "$tmp/bad/0/"
+"$MIL" compress "$DATA/edge.mil" -o "$tmp/x.mil" --quantize-activations int8 --calibration-data "$tmp/bad" 2>"$tmp/err" &&
+  fail "a sample missing inputs accepted"
+grep -q "holds 1 of the model's 3 inputs" "$tmp/err" || { cat "$tmp/err"; fail "missing input message"; }
+cp "$DATA/edge_samples/0/"*.npy "$tmp/bad/0/"
+cp "$DATA/edge_samples/0/x.npy" "$tmp/bad/0/zz.npy"
+"$MIL" compress "$DATA/edge.mil" -o "$tmp/x.mil" --quantize-activations int8 --calibration-data "$tmp/bad" 2>"$tmp/err" &&
+  fail "an array named after no input accepted"
+grep -q "has no input named 'zz'" "$tmp/err" || { cat "$tmp/err"; fail "unknown input message"; }
 [ -e "$tmp/x.mil" ] && fail "output written after an error"
 echo "ok"
