@@ -25,6 +25,9 @@ grep -q "warning" "$tmp/err" && { cat "$tmp/err"; fail "unexpected warning"; }
 "$MIL" info "$tmp/q.mlpackage" | sed -n '/^ops:/,/^[a-z]/p' | awk 'NF == 2 && $1 !~ /:$/ {print $1, $2}' | sort >"$tmp/h"
 sed -n 's/^ *"\([a-z_]*\)": \([0-9]*\),*$/\1 \2/p' "$DATA/ct_histogram.json" | sort >"$tmp/ct"
 diff "$tmp/ct" "$tmp/h" || fail "op histogram differs from coremltools' (< coremltools, > libmil)"
+# the whole program, names, scales and const values included, is coremltools'
+"$MIL" print "$DATA/ct_w8a8.mlpackage" >"$tmp/ct.mil" && "$MIL" print "$tmp/q.mlpackage" >"$tmp/q.mil" || fail "print"
+diff "$tmp/ct.mil" "$tmp/q.mil" || fail "the program differs from coremltools' (< coremltools, > libmil)"
 grep -q "^quantize 10$" "$tmp/h" && grep -q "^dequantize 11$" "$tmp/h" && grep -q "^conv 4$" "$tmp/h" || fail "counts"
 
 "$MIL" run "$tmp/q.mlpackage" --input "x=$DATA/samples/0/x.npy" --output-dir "$tmp/out" >/dev/null || fail "run"

@@ -251,6 +251,35 @@ static int target_version(const char *t) {
 
 static int64_t const_bytes(mil_program *p);
 
+/* One stage: pass (with up to two options; a NULL key is skipped), then
+ * the default pipeline without add_fp16_cast unless --no-pipeline.
+ * *changed gets the pass's rewrites. */
+static mil_status run_stage(const cargs *a, mil_program *p, const char *pass, const char *k1, const char *v1,
+                            const char *k2, const char *v2, int64_t *changed, opt_progress *pg, mil_diag *d) {
+  mil_pipeline *pl = NULL;
+  mil_status st;
+  if (a->no_pipeline) {
+    st = mil_pipeline_new_from_list("compress", 1, &pass, &pl, d);
+  } else {
+    st = mil_pipeline_new("default", &pl, d);
+    if (st == MIL_OK) st = mil_pipeline_insert(pl, 0, pass, d);
+    if (st == MIL_OK) mil_pipeline_remove_pass(pl, "common::add_fp16_cast");
+  }
+  if (st == MIL_OK && k1) st = mil_pipeline_set_option(pl, pass, k1, v1, d);
+  if (st == MIL_OK && k2) st = mil_pipeline_set_option(pl, pass, k2, v2, d);
+  if (st == MIL_OK) {
+    opt_progress_show(pg, "%s ...", pass);
+    mil_pipeline_report rep;
+    memset(&rep, 0, sizeof rep);
+    st = mil_pipeline_run(pl, p, NULL, &rep, d);
+    opt_progress_clear(pg);
+    *changed = rep.n_records > 0 ? rep.records[0].changes : 0;
+    mil_pipeline_report_free(&rep);
+  }
+  mil_pipeline_free(pl);
+  return st;
+}
+
 int cmd_compress(int argc, char **argv) {
   double t0 = opt_now();
 #ifdef __GLIBC__
@@ -269,7 +298,6 @@ int cmd_compress(int argc, char **argv) {
   mil_diag_init(&d);
   mil_compress_config *cfg = NULL;
   char *json = NULL;
-  mil_pipeline *pl = NULL;
   cli_loaded m;
   memset(&m, 0, sizeof m);
   opt_progress pg;
@@ -323,33 +351,19 @@ int cmd_compress(int argc, char **argv) {
       goto out;
   }
   int64_t bytes_before = const_bytes(m.program);
-  /* the pass, then DEFAULT without add_fp16_cast */
-  const char *list[2];
-  int32_t n_list = 0;
-  if (a.qact) list[n_list++] = kact;
-  if (pass) list[n_list++] = pass;
-  if (a.no_pipeline) {
-    if (mil_pipeline_new_from_list("compress", n_list, list, &pl, &d) != MIL_OK) goto out;
-  } else {
-    if (mil_pipeline_new("default", &pl, &d) != MIL_OK) goto out;
-    for (int32_t i = 0; i < n_list; i++)
-      if (mil_pipeline_insert(pl, i, list[i], &d) != MIL_OK) goto out;
-    mil_pipeline_remove_pass(pl, "common::add_fp16_cast");
+  /* each compression stage as coremltools' _apply_graph_pass: the pass,
+   * then DEFAULT without add_fp16_cast; W8A8 is two stages (activations,
+   * then weights), with the builder's name counts starting again from 0
+   * for the second as for a model saved and loaded in between */
+  int64_t changed = 0, wchanged = 0;
+  mil_status st = MIL_OK;
+  if (a.qact) {
+    st = run_stage(&a, m.program, kact, "config", act_json, "calibration_data", a.calib, &changed, &pg, &d);
+    if (st == MIL_OK && pass) mil_program_name_counts_reset(m.program);
   }
-  if (a.qact && (mil_pipeline_set_option(pl, kact, "config", act_json, &d) != MIL_OK ||
-                 mil_pipeline_set_option(pl, kact, "calibration_data", a.calib, &d) != MIL_OK))
-    goto out;
-  if (json && (mil_pipeline_set_option(pl, pass, "config", json, &d) != MIL_OK ||
-               mil_pipeline_set_option(pl, pass, "joint_compression", a.joint ? "true" : "false", &d) != MIL_OK))
-    goto out;
-  opt_progress_show(&pg, "%s ...", pass ? pass : kact);
-  mil_pipeline_report rep;
-  memset(&rep, 0, sizeof rep);
-  mil_status st = mil_pipeline_run(pl, m.program, NULL, &rep, &d);
-  opt_progress_clear(&pg);
-  int64_t changed = rep.n_records > 0 ? rep.records[0].changes : 0, wchanged = 0;
-  if (a.qact && pass && rep.n_records > 1) wchanged = rep.records[1].changes;
-  mil_pipeline_report_free(&rep);
+  if (st == MIL_OK && pass)
+    st = run_stage(&a, m.program, pass, json ? "config" : NULL, json, json ? "joint_compression" : NULL,
+                   a.joint ? "true" : "false", a.qact ? &wchanged : &changed, &pg, &d);
   if (st != MIL_OK) goto out;
   int64_t bytes_after = const_bytes(m.program);
   if (strcmp(a.out, "-") != 0) opt_progress_show(&pg, "writing %s ...", a.out);
@@ -371,7 +385,6 @@ out:
     for (size_t i = 0; i < d.count; i++)
       if (d.msgs[i].severity == MIL_SEV_WARNING && !strncmp(d.msgs[i].text, "compression::", 13))
         fprintf(stderr, "mil: warning: %s\n", d.msgs[i].text);
-  mil_pipeline_free(pl);
   cli_unload(&m);
   mil_compress_config_free(cfg);
   free(json);
