@@ -94,6 +94,9 @@ def test_w8a8_matches_coremltools():
     with open(os.path.join(DATA, "ct_histogram.json")) as f:
         expected = json.load(f)
     assert _histogram(w8a8) == expected
+    # the whole program (names, scales, consts) is coremltools'
+    ct = MLModel(os.path.join(DATA, "ct_w8a8.mlpackage"))
+    assert w8a8.to_mil_text(complete=False) == ct.to_mil_text(complete=False)
     y = w8a8.predict(_samples()[0])["fc"].astype(np.float64)
     ref = np.load(os.path.join(DATA, "ct_out.npy")).astype(np.float64)
     assert np.abs(y - ref).max() <= 0.02 * np.abs(ref).max()
