@@ -165,6 +165,19 @@ def test_w8a8_cnn_matches_coremltools(net, tmp_path, mil_cli):
         global_config=cto.coreml.OpLinearQuantizerConfig(mode="linear_symmetric")))
     with open(os.path.join(DATA, "cnn", net + ".json")) as f:
         assert _histogram(w8a8) == json.load(f)
+    with open(os.path.join(DATA, "cnn", net + ".mil.txt")) as f:
+        expected_text = f.read()
+    # the weight stage's zero_point consts: libmil's pipeline has the
+    # constexpr ops share equal all-zero zero points where coremltools'
+    # keeps one per weight (same values); references are compared by kind
+    zp = re.compile(r"zero_point=%[A-Za-z0-9_]+")
+    text = zp.sub("zero_point=%ZP", w8a8.to_mil_text(complete=False))
+    expected_text = zp.sub("zero_point=%ZP", expected_text)
+    if text != expected_text:
+        import difflib
+        diff = list(difflib.unified_diff(expected_text.splitlines(), text.splitlines(), "coremltools", "libmil",
+                                         lineterm="", n=0))
+        pytest.fail("program differs from coremltools':\n" + "\n".join(diff[:40]))
     y = list(w8a8.predict(samples[0]).values())[0].astype(np.float64)
     ref = np.load(os.path.join(DATA, "cnn", net + ".npy")).astype(np.float64)
     assert y.shape == ref.shape
