@@ -249,6 +249,21 @@ MIL_API const mil_tensor *mil_interp_state_get(const mil_interp_state *s, const 
  * MIL_ERR_INVALID. */
 MIL_API mil_status mil_interp_state_set(mil_interp_state *s, const char *name, const mil_tensor *t, mil_diag *d);
 
+/* Observer of intermediate values: called once for each tensor output of
+ * each op the run executes in the function's body block (nested blocks of
+ * control flow are not observed; const ops and ops whose outputs nothing
+ * needs are not run, so not observed), right after the op computed it, in
+ * program order. `op_name`, `op_type` and `var_name` and the tensor t (its
+ * shape and data) are valid only during the call; an observer keeps
+ * statistics, not the tensor, so a run never holds more than its own live
+ * values. It must not call back into the interpreter. */
+typedef void (*mil_interp_observer)(void *ud, const char *op_name, const char *op_type, const char *var_name,
+                                    const mil_tensor *t);
+/* Sets (fn NULL: clears) the observer of the next runs. Used by activation
+ * calibration (compress.h mil_calibrator), which mirrors coremltools'
+ * ModelDebugger.predict_intermediate_outputs without adding outputs. */
+MIL_API void mil_interp_set_observer(mil_interp *ip, mil_interp_observer fn, void *ud);
+
 /* Whether the interpreter can execute ops of `type` for opset version
  * `opset` (ops.h MIL_IOS*): it has a kernel, or the op's value inference
  * computes it; true for every op of the registry in the opsets where it

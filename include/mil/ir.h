@@ -207,6 +207,12 @@ MIL_API void *mil_program_alloc(mil_program *p, size_t n);
  * string naming the prefix; equal keys share a count). Returns -1 when out
  * of memory (the count is then unchanged). */
 MIL_API int64_t mil_program_name_count_next(mil_program *p, const char *key);
+/* Sets every count back to 0, as for a program just read from a model
+ * file: what a program saved and loaded again between two coremltools
+ * compression calls starts from (`mil compress` with W8A8 runs
+ * linear_quantize_activations' and linear_quantize_weights' stages in one
+ * process). The names p holds are kept. NULL is allowed. */
+MIL_API void mil_program_name_counts_reset(mil_program *p);
 /* Sets the counts as if p had been built by coremltools' builder in the
  * running process (PyMIL's mb.program, whose print is the MIL text form):
  * for every op, var, block input and function input name "<prefix>_<k>"

@@ -332,7 +332,6 @@ utils_set_feature_description = _fn("mil_utils_set_feature_description", c_int, 
                                     pDiag)
 utils_set_model_metadata = _fn("mil_utils_set_model_metadata", c_int, P, c_char_p, c_char_p, pDiag)
 utils_materialize = _fn("mil_utils_materialize", c_int, P, c_char_p, c_char_p, c_char_p, pDiag)
-DT_FP16, DT_FP32 = 10, 11  # mil_dtype (types.h)
 
 
 def str_array(items):
@@ -354,3 +353,80 @@ utils_is_pipeline = _fn("mil_utils_is_pipeline", c_bool, c_char_p)
 utils_pipeline_load = _fn("mil_utils_pipeline_load", c_int, c_char_p, POINTER(POINTER(P)), POINTER(c_int32), pDiag)
 utils_pipeline_free = _fn("mil_utils_pipeline_free", None, POINTER(P), c_int32)
 utils_randomize_weights = _fn("mil_utils_randomize_weights", c_int, P, c_uint64, POINTER(c_int64), pDiag)
+# Compression (compress.h): configs, activation calibration, model spec version.
+P_ = c_void_p
+compress_config_from_json = _fn("mil_compress_config_from_json", c_int, c_char_p, c_size_t, c_char_p, c_int,
+                                POINTER(P_), pDiag)
+compress_config_from_yaml = _fn("mil_compress_config_from_yaml", c_int, c_char_p, c_size_t, c_char_p, c_int,
+                                POINTER(P_), pDiag)
+compress_config_to_json = _fn("mil_compress_config_to_json", c_void_p, P_)
+compress_config_free = _fn("mil_compress_config_free", None, P_)
+import ctypes as _ct
+_libc = _ct.CDLL(None)
+libc_free = _libc.free  # the malloc'ed strings of mil_compress_config_to_json / mil_calibrator_stats_json
+libc_free.restype = None
+libc_free.argtypes = [c_void_p]
+
+
+def bytes_at(ptr, n):
+    """A copy of n bytes at address ptr."""
+    return _ct.string_at(ptr, n)
+
+
+def take_string(ptr):
+    """The text of a malloc'ed C string, which is freed."""
+    if not ptr:
+        return None
+    try:
+        return _ct.string_at(ptr).decode("utf-8")
+    finally:
+        libc_free(ptr)
+calibrator_new = _fn("mil_calibrator_new", c_int, P_, POINTER(P_), pDiag)
+calibrator_free = _fn("mil_calibrator_free", None, P_)
+calibrator_add_sample = _fn("mil_calibrator_add_sample", c_int, P_, c_int32, POINTER(c_char_p), POINTER(Tensor), pDiag)
+calibrator_stats_json = _fn("mil_calibrator_stats_json", c_void_p, P_)
+pipeline_insert = _fn("mil_pipeline_insert", c_int, P_, c_int32, c_char_p, pDiag)
+model_set_spec_version = _fn("mil_model_set_spec_version", c_int, P_, c_int, pDiag)
+
+
+# Weights metadata (compress.h mil_weights_metadata) and the few IR fields
+# get_weights_metadata reads (ir.h: mil_op, mil_input, mil_arg, mil_use,
+# mil_var; the leading fields only, in declaration order).
+class Var(Structure):
+    pass
+
+
+class Op(Structure):
+    pass
+
+
+class Use(Structure):
+    _fields_ = [("var", POINTER(Var)), ("prev_use", c_void_p), ("next_use", c_void_p), ("op", POINTER(Op)),
+                ("block", c_void_p)]
+
+
+class Arg(Structure):
+    _fields_ = [("use", Use), ("value", c_void_p)]
+
+
+class Input(Structure):
+    _fields_ = [("name", c_char_p), ("n_args", c_int32), ("args", POINTER(Arg)), ("is_tuple", c_bool)]
+
+
+Var._fields_ = [("name", c_char_p), ("type", POINTER(Type)), ("op", POINTER(Op)), ("out_index", c_int32),
+                ("input_of", c_void_p), ("func_input_of", c_void_p), ("uses", c_void_p), ("n_uses", c_int32),
+                ("val", c_void_p)]
+Op._fields_ = [("type", c_char_p), ("next", c_void_p), ("prev", c_void_p), ("block", c_void_p),
+               ("n_blocks", c_int32), ("n_outputs", c_int32), ("blocks", c_void_p), ("outputs", POINTER(POINTER(Var))),
+               ("name", c_char_p), ("n_inputs", c_int32), ("cap_inputs", c_int32), ("inputs", POINTER(Input))]
+
+
+class WeightMeta(Structure):  # mil_weight_meta (compress.h)
+    _fields_ = [("name", c_char_p), ("type", POINTER(Type)), ("size", c_int64), ("sparsity", c_double),
+                ("unique_values", c_int64), ("n_children", c_int32), ("children", POINTER(POINTER(Op)))]
+
+
+weights_metadata = _fn("mil_weights_metadata", c_int, P, c_int64, c_void_p, POINTER(POINTER(WeightMeta)),
+                       POINTER(c_int32), pDiag)
+weight_meta_free = _fn("mil_weight_meta_free", None, POINTER(WeightMeta), c_int32)
+value_data = _fn("mil_value_data", c_void_p, c_void_p)

@@ -72,6 +72,12 @@ int64_t mil_program_name_count_next(mil_program *p, const char *key) {
   return k;
 }
 
+void mil_program_name_counts_reset(mil_program *p) {
+  if (!p || !p->builder_names) return;
+  ir_ptrmap_free(&p->builder_names->counts);
+  ir_ptrmap_init(&p->builder_names->counts);
+}
+
 /* count[prefix] = max(count[prefix], k + 1) for name "<prefix>_<k>". */
 static bool seed_name(mil_program *p, ir_builder_names *n, const char *name) {
   if (!name) return true;

@@ -51,6 +51,8 @@ struct mil_interp {
   int64_t max_value_bytes;
   mil_interp_state *own_state;
   interp_profile *prof; /* mil_interp_set_profile */
+  mil_interp_observer observer;
+  void *observer_ud;
 };
 
 static char *dupstr(const char *s) {
@@ -644,6 +646,8 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
   r.cache = ip->cache;
   r.prof = ip->prof;
   int64_t t0 = r.prof ? interp_profile_now() : 0;
+  r.observer = ip->observer;
+  r.observer_ud = ip->observer_ud;
   r.prog = mil_program_clone(ip->base);
   if (!r.prog) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory copying the program for a run");
   r.fn = mil_program_find_function(r.prog, ip->fn_name);
@@ -670,6 +674,12 @@ mil_status mil_interp_set_profile(mil_interp *ip, bool on) {
 
 void mil_interp_profile_report(const mil_interp *ip, FILE *f, int top) {
   if (ip && ip->prof) interp_profile_report(ip->prof, f, top);
+}
+
+void mil_interp_set_observer(mil_interp *ip, mil_interp_observer fn, void *ud) {
+  if (!ip) return;
+  ip->observer = fn;
+  ip->observer_ud = fn ? ud : NULL;
 }
 
 bool mil_interp_supports_op(const char *type, int opset) {

@@ -77,6 +77,8 @@ typedef struct interp_run {
   int depth;             /* current block nesting */
   interp_cache *cache;   /* the interpreter's caches (cache.c), may be NULL */
   interp_profile *prof;  /* per-op times (profile.c) when profiling, else NULL */
+  mil_interp_observer observer; /* mil_interp_set_observer, or NULL */
+  void *observer_ud;
 } interp_run;
 
 typedef mil_status (*interp_kernel_fn)(interp_run *r, mil_infer_ctx *c);

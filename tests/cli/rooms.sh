@@ -31,6 +31,7 @@ public_room() {
   passes.h) echo passes ;;
   onnx.h | onnx_tensor.h) echo onnx ;;
   convert.h | input_types.h) echo convert ;;
+  calibrate.h) echo utils ;;
   utils.h) echo utils ;;
   mil.h) echo "core ops io" ;;
   *) echo "unknown:$1" ;;
