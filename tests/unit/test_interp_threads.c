@@ -235,6 +235,7 @@ static void test_fork_and_clear_need_inputs(void **state) {
   if (!strstr(mil_diag_first_error(&d), "input 'x' (4, 64, fp32) was not set")) fail_msg("%s", mil_diag_first_error(&d));
   assert_null(mil_interp_output_at(ip, 0));
   mil_interp_clear_inputs(NULL);
+  mil_interp_free(fk);
   assert_int_equal(mil_interp_fork(NULL, &fk, &d), MIL_ERR_INVALID);
   assert_null(fk);
   mil_interp_free(ip);
