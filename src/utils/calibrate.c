@@ -261,6 +261,43 @@ static bool has_suffix(const char *s, const char *suf) {
   return a > b && strcmp(s + a - b, suf) == 0;
 }
 
+/* A float array of another float dtype (fp16, fp32, fp64) is converted in
+ * place to the input's dtype, as `mil run` and predict convert their inputs;
+ * a finite value that would not be finite there is refused. Other
+ * mismatches are left to the interpreter's check. */
+static mil_status convert_npy(mil_npy *a, mil_dtype to, const char *path, const char *input, mil_diag *d) {
+  bool from_f = a->dtype == MIL_DT_FP16 || a->dtype == MIL_DT_FP32 || a->dtype == MIL_DT_FP64;
+  bool to_f = to == MIL_DT_FP16 || to == MIL_DT_FP32;
+  if (!from_f || !to_f) return MIL_OK;
+  size_t es = mil_dtype_size(to);
+  void *buf = malloc((size_t)(a->numel ? a->numel : 1) * es);
+  if (!buf) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
+  for (int64_t i = 0; i < a->numel; i++) {
+    double v = a->dtype == MIL_DT_FP64   ? ((const double *)a->data)[i]
+               : a->dtype == MIL_DT_FP32 ? ((const float *)a->data)[i]
+                                         : mil_fp16_to_fp32(((const uint16_t *)a->data)[i]);
+    float f = (float)v;
+    if (to == MIL_DT_FP16) {
+      uint16_t h = mil_fp32_to_fp16(f);
+      ((uint16_t *)buf)[i] = h;
+      f = mil_fp16_to_fp32(h);
+    } else {
+      ((float *)buf)[i] = f;
+    }
+    if (isfinite(v) && !isfinite(f)) {
+      free(buf);
+      return mil_diag_error(d, MIL_ERR_INVALID, "calibration data: %s: input '%s' element %lld (%g) does not fit %s",
+                            path, input, (long long)i, v, mil_dtype_name(to));
+    }
+  }
+  /* the array owns its data (mil_npy_free frees it) */
+  free(a->data);
+  a->data = buf;
+  a->dtype = to;
+  a->nbytes = (size_t)a->numel * es;
+  return MIL_OK;
+}
+
 /* Reads the .npy files of one sample folder and runs it. */
 static mil_status add_folder(mil_calibrator *c, const char *dir, mil_diag *d) {
   DIR *dh = opendir(dir);
@@ -291,8 +328,15 @@ static mil_status add_folder(mil_calibrator *c, const char *dir, mil_diag *d) {
     mil_npy *a = NULL;
     if ((st = mil_npy_read(path, &a, d)) != MIL_OK) break;
     names[n] = mil_interp_input_name(c->ip, k);
+    arr[n] = a;
+    const mil_type *want = mil_interp_input_type(c->ip, k);
+    if (want && want->kind == MIL_TYPE_TENSOR && want->dtype != a->dtype &&
+        (st = convert_npy(a, want->dtype, path, input, d)) != MIL_OK) {
+      n++;
+      break;
+    }
     ts[n] = (mil_tensor){a->dtype, a->rank, a->shape, a->data, a->nbytes, a->numel};
-    arr[n++] = a;
+    n++;
   }
   closedir(dh);
   if (st == MIL_OK && n < n_in)

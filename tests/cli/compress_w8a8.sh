@@ -88,4 +88,8 @@ cp "$DATA/edge_samples/0/x.npy" "$tmp/bad/0/zz.npy"
   fail "an array named after no input accepted"
 grep -q "has no input named 'zz'" "$tmp/err" || { cat "$tmp/err"; fail "unknown input message"; }
 [ -e "$tmp/x.mil" ] && fail "output written after an error"
+# fp32 samples for an fp16 input are converted, as `mil run` converts inputs
+"$MIL" edit "$DATA/model.mlpackage" -o "$tmp/h.mlpackage" --io-type fp16 --input x >/dev/null || fail "fp16 input model"
+"$MIL" compress "$tmp/h.mlpackage" -o "$tmp/h8.mlpackage" --quantize-activations int8 --calibration-data "$DATA/samples" \
+  --quiet 2>"$tmp/err" || { cat "$tmp/err"; fail "fp32 samples for an fp16 input"; }
 echo "ok"
