@@ -27,7 +27,7 @@ extern "C" {
  * (free()); *h and *w get the size. Errors (naming the file):
  *   MIL_ERR_IO           the file cannot be read;
  *   MIL_ERR_FORMAT       neither PNG nor JPEG, or a corrupt image;
- *   MIL_ERR_UNSUPPORTED  an image larger than 65536 x 65536 or 1 GiB of pixels;
+ *   MIL_ERR_UNSUPPORTED  an image larger than 16384 x 16384 or 256 MiB of pixels;
  *   MIL_ERR_INVALID      channels not 1 or 3;
  *   MIL_ERR_NOMEM. */
 MIL_API mil_status mil_image_read(const char *path, int channels, uint8_t **pixels, int64_t *h, int64_t *w,

@@ -12,13 +12,13 @@
 #include "io/fsafe.h"
 #include "mil/image.h"
 
-#define MAX_SIDE 65536
-#define MAX_BYTES ((uint64_t)1 << 30)
+#define MAX_SIDE 16384
+#define MAX_BYTES ((uint64_t)1 << 28)
 
 static mil_status size_ok(const char *path, uint64_t w, uint64_t h, int c, mil_diag *d) {
   if (w == 0 || h == 0 || w > MAX_SIDE || h > MAX_SIDE || w * h * (uint64_t)c > MAX_BYTES)
     return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: an image of %llu x %llu pixels is outside what libmil reads "
-                          "(1 to %d pixels a side, 1 GiB in all)", path, (unsigned long long)w,
+                          "(1 to %d pixels a side, 256 MiB in all)", path, (unsigned long long)w,
                           (unsigned long long)h, MAX_SIDE);
   return MIL_OK;
 }
