@@ -93,21 +93,7 @@ static mil_var *add_cast(mil_program *p, mil_block *b, mil_op *before, mil_var *
   char cname[512], opname[64];
   snprintf(opname, sizeof opname, "cast_%lld", (long long)mil_program_name_count_next(p, "cast"));
   snprintf(cname, sizeof cname, "%s_dtype_0", opname);
-  mil_value *sv = mil_value_new_string(p, dt == MIL_DT_FP16 ? "fp16" : "fp32");
-  mil_op *k = sv ? mil_const_new(p, cname, sv) : NULL;
-  mil_op *c = mil_op_new(p, "cast", opname);
-  if (!k || !c || !mil_op_add_input(c, "x", x) || !mil_op_add_input(c, "dtype", k->outputs[0])) return NULL;
-  const mil_type *t = mil_type_tensor(p, dt, x->type->rank, x->type->dims);
-  mil_var *out = t ? mil_op_add_output(c, name ? name : opname, t) : NULL;
-  if (!out) return NULL;
-  if (before) {
-    mil_block_insert_before(before, k);
-    mil_block_insert_before(before, c);
-  } else {
-    mil_block_append(b, k);
-    mil_block_append(b, c);
-  }
-  return out;
+  return utils_cast(p, b, before, x, dt, opname, cname, name ? name : opname);
 }
 
 static mil_status make_chunk1(mil_program *p, const bnd *bs, int32_t nb, mil_diag *d) {

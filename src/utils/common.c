@@ -49,3 +49,22 @@ mil_status utils_adopt_weights(mil_model *m, const mil_model *src, mil_diag *d) 
   for (int32_t i = 0; i < src->n_weights; i++) m->weights[m->n_weights++] = mil_blob_file_retain(src->weights[i]);
   return MIL_OK;
 }
+
+mil_var *utils_cast(mil_program *p, mil_block *b, mil_op *before, mil_var *x, mil_dtype dt, const char *op_name,
+                    const char *const_name, const char *var_name) {
+  mil_value *sv = mil_value_new_string(p, dt == MIL_DT_FP16 ? "fp16" : "fp32");
+  mil_op *k = sv ? mil_const_new(p, const_name, sv) : NULL;
+  mil_op *c = mil_op_new(p, "cast", op_name);
+  if (!k || !c || !mil_op_add_input(c, "x", x) || !mil_op_add_input(c, "dtype", k->outputs[0])) return NULL;
+  const mil_type *t = x->type->is_scalar ? mil_type_scalar(p, dt) : mil_type_tensor(p, dt, x->type->rank, x->type->dims);
+  mil_var *out = t ? mil_op_add_output(c, var_name, t) : NULL;
+  if (!out) return NULL;
+  if (before) {
+    mil_block_insert_before(before, k);
+    mil_block_insert_before(before, c);
+  } else {
+    mil_block_append(b, k);
+    mil_block_append(b, c);
+  }
+  return out;
+}

@@ -50,23 +50,7 @@ static mil_var *make_cast(mil_program *p, mil_block *b, mil_op *before, mil_var 
   char cname[512], opname[64];
   snprintf(cname, sizeof cname, "%s_dtype_0", var_name);
   snprintf(opname, sizeof opname, "cast_%lld", (long long)mil_program_name_count_next(p, "cast"));
-  mil_value *sv = mil_value_new_string(p, dt_str(dt));
-  mil_op *k = sv ? mil_const_new(p, cname, sv) : NULL;
-  mil_op *c = mil_op_new(p, "cast", opname);
-  if (!k || !c) return NULL;
-  if (!mil_op_add_input(c, "x", x) || !mil_op_add_input(c, "dtype", k->outputs[0])) return NULL;
-  const mil_type *t = mil_type_tensor(p, dt, x->type->rank, x->type->dims);
-  if (x->type->is_scalar) t = mil_type_scalar(p, dt);
-  mil_var *out = t ? mil_op_add_output(c, var_name, t) : NULL;
-  if (!out) return NULL;
-  if (before) {
-    mil_block_insert_before(before, k);
-    mil_block_insert_before(before, c);
-  } else {
-    mil_block_append(b, k);
-    mil_block_append(b, c);
-  }
-  return out;
+  return utils_cast(p, b, before, x, dt, opname, cname, var_name);
 }
 
 static mil_var *function_input(mil_function *f, const char *name) {

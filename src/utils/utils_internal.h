@@ -11,6 +11,13 @@
 #define UTILS_HIDDEN __attribute__((visibility("hidden")))
 #else
 #define UTILS_HIDDEN
+/* %<var_name> = cast(x=x, dtype="fp16"/"fp32") as op `op_name` with its dtype
+ * const `const_name`, placed before `before` (NULL: at the end of b); the
+ * type is x's shape (a scalar stays a scalar) in dtype dt. NULL on out of
+ * memory. The callers choose coremltools' names for their own cases. */
+UTILS_HIDDEN mil_var *utils_cast(mil_program *p, mil_block *b, mil_op *before, mil_var *x, mil_dtype dt,
+                                 const char *op_name, const char *const_name, const char *var_name);
+
 #endif
 
 /* Drops m's decoded description view after the protobuf changed. */
@@ -26,5 +33,12 @@ UTILS_HIDDEN void utils_set_opsets(mil_program *p, int spec);
 /* Gives m (retained) references to the weight files of src, so that values
  * copied from src's program stay valid after src is freed. */
 UTILS_HIDDEN mil_status utils_adopt_weights(mil_model *m, const mil_model *src, mil_diag *d);
+
+/* %<var_name> = cast(x=x, dtype="fp16"/"fp32") as op `op_name` with its dtype
+ * const `const_name`, placed before `before` (NULL: at the end of b); the
+ * type is x's shape (a scalar stays a scalar) in dtype dt. NULL on out of
+ * memory. The callers choose coremltools' names for their own cases. */
+UTILS_HIDDEN mil_var *utils_cast(mil_program *p, mil_block *b, mil_op *before, mil_var *x, mil_dtype dt,
+                                 const char *op_name, const char *const_name, const char *var_name);
 
 #endif
