@@ -134,6 +134,12 @@ mil_op *onnx_op_full(onnx_ctx *c, const char *type, int32_t n, const pass_barg *
 #define ONNX_OP(c, type, ...) \
   onnx_op((c), (type), (int32_t)(sizeof((pass_barg[]){__VA_ARGS__}) / sizeof(pass_barg)), (pass_barg[]){__VA_ARGS__})
 
+/* Attention's core shared by ONNX Attention and the contrib attention ops
+ * (ops_transformer.c): softmax(q k^T * scale + bias) v on BNSH operands,
+ * scale < 0 the default 1 / sqrt(H); scaled_dot_product_attention from iOS18
+ * with the default scale and no softcap. */
+mil_var *onnx_attend(onnx_ctx *c, mil_var *q, mil_var *k, mil_var *v, mil_var *bias, double scale, double softcap);
+
 /* Literal values (program arena). */
 mil_value *onnx_i32(onnx_ctx *c, int64_t x);
 mil_value *onnx_i32s(onnx_ctx *c, int32_t n, const int64_t *xs);

@@ -151,25 +151,6 @@ static mil_var *mask_bias(onnx_ctx *c, mil_var *m, const char *what, int64_t B, 
   return NULL;
 }
 
-/* softmax(q k^T * scale + bias) v on BNSH q / k / v (k / v heads already
- * repeated); scale < 0: 1 / sqrt(head_size). */
-static mil_var *attend(onnx_ctx *c, mil_var *q, mil_var *k, mil_var *v, mil_var *bias, double scale, double softcap) {
-  if (!q || !k || !v) return NULL;
-  mil_dtype dt = onnx_dtype(q);
-  if (c->target >= MIL_IOS18 && scale < 0 && softcap <= 0)
-    return bias ? ONNX_OP(c, "scaled_dot_product_attention", A("query", q), A("key", k), A("value", v), A("attn_mask", bias))
-                : ONNX_OP(c, "scaled_dot_product_attention", A("query", q), A("key", k), A("value", v));
-  if (scale < 0) scale = 1.0 / sqrt((double)dim(q, 3));
-  mil_var *s = ONNX_OP(c, "matmul", A("x", q), A("y", k), K("transpose_y", onnx_bool(c, true)));
-  s = ONNX_OP(c, "mul", A("x", s), K("y", onnx_fscalar(c, dt, scale)));
-  if (softcap > 0)
-    s = ONNX_OP(c, "mul", A("x", ONNX_OP(c, "tanh", A("x", ONNX_OP(c, "real_div", A("x", s), K("y", onnx_fscalar(c, dt, softcap)))))),
-                K("y", onnx_fscalar(c, dt, softcap)));
-  if (bias) s = ONNX_OP(c, "add", A("x", s), A("y", bias));
-  s = ONNX_OP(c, "softmax", A("x", s), K("axis", onnx_i32(c, -1)));
-  return ONNX_OP(c, "matmul", A("x", s), A("y", v));
-}
-
 static double attr_scale(const onnx_node *n) {
   const Onnx__AttributeProto *a = onnx_attr(n, "scale");
   return a && a->f != 0 ? a->f : -1;
@@ -242,6 +223,25 @@ static mil_var *past_part(onnx_ctx *c, mil_var *past, int64_t i) {
   return ONNX_OP(c, "squeeze", A("x", p), K("axes", onnx_i32s(c, 1, (int64_t[]){0})));
 }
 
+/* Attention and MultiHeadAttention's common end: the additive bias of the
+ * mask (`what` names its input in messages), of `unidirectional` and of the
+ * attention_bias input ab, then attention over q (B, N, S, H), k, v
+ * (B, N, T, H) and the heads merged into output 0. */
+static mil_status mask_and_attend(onnx_ctx *c, onnx_node *n, mil_var *q, mil_var *k, mil_var *v, mil_var *mask,
+                                  const char *what, mil_var *ab, mil_dtype dt, int64_t B, int64_t S) {
+  double fill = onnx_attr_f(n, "mask_filter_value", -10000.0f);
+  int64_t T = dim(k, 2);
+  mil_var *bias = NULL;
+  if (mask && !(bias = mask_bias(c, mask, what, B, S, T, dt, fill))) return MIL_ERR_UNSUPPORTED;
+  if (onnx_attr_i(n, "unidirectional", 0)) {
+    mil_var *cb = causal_bias(c, dt, S, T, -1, fill);
+    if (!cb) return MIL_ERR_NOMEM;
+    bias = add_bias(c, bias, cb);
+  }
+  bias = add_bias(c, bias, ab);
+  return onnx_set_out(c, n, 0, merge_heads(c, onnx_attend(c, q, k, v, bias, attr_scale(n), 0)));
+}
+
 static mil_status conv_attention(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0), *w = onnx_req(c, n, 1), *b = onnx_in(n, 2), *mask = onnx_in(n, 3), *past = onnx_in(n, 4),
           *ab = onnx_in(n, 5);
@@ -273,18 +273,7 @@ static mil_status conv_attention(onnx_ctx *c, onnx_node *n) {
     mil_status st = onnx_set_out(c, n, 1, ONNX_OP(c, "stack", AT("values", ((mil_var *[]){k, v}), 2), K("axis", onnx_i32(c, 0))));
     if (st != MIL_OK) return st;
   }
-  mil_dtype dt = onnx_dtype(x);
-  double fill = onnx_attr_f(n, "mask_filter_value", -10000.0f);
-  int64_t B = dim(x, 0), S = dim(x, 1), T = dim(k, 2);
-  mil_var *bias = NULL;
-  if (mask && !(bias = mask_bias(c, mask, "input 3 (mask_index)", B, S, T, dt, fill))) return MIL_ERR_UNSUPPORTED;
-  if (onnx_attr_i(n, "unidirectional", 0)) {
-    mil_var *cb = causal_bias(c, dt, S, T, -1, fill);
-    if (!cb) return MIL_ERR_NOMEM;
-    bias = add_bias(c, bias, cb);
-  }
-  bias = add_bias(c, bias, ab);
-  return onnx_set_out(c, n, 0, merge_heads(c, attend(c, q, k, v, bias, attr_scale(n), 0)));
+  return mask_and_attend(c, n, q, k, v, mask, "input 3 (mask_index)", ab, onnx_dtype(x), dim(x, 0), dim(x, 1));
 }
 
 static mil_status conv_mha(onnx_ctx *c, onnx_node *n) {
@@ -339,18 +328,7 @@ static mil_status conv_mha(onnx_ctx *c, onnx_node *n) {
   if (onnx_out_used(n, 1)) st = onnx_set_out(c, n, 1, k);
   if (st == MIL_OK && onnx_out_used(n, 2)) st = onnx_set_out(c, n, 2, v);
   if (st != MIL_OK) return st;
-  mil_dtype dt = onnx_dtype(q);
-  double fill = onnx_attr_f(n, "mask_filter_value", -10000.0f);
-  int64_t B = dim(q, 0), S = dim(q, 2), T = dim(k, 2);
-  mil_var *bias = NULL;
-  if (mask && !(bias = mask_bias(c, mask, "input 4 (key_padding_mask)", B, S, T, dt, fill))) return MIL_ERR_UNSUPPORTED;
-  if (onnx_attr_i(n, "unidirectional", 0)) {
-    mil_var *cb = causal_bias(c, dt, S, T, -1, fill);
-    if (!cb) return MIL_ERR_NOMEM;
-    bias = add_bias(c, bias, cb);
-  }
-  bias = add_bias(c, bias, ab);
-  return onnx_set_out(c, n, 0, merge_heads(c, attend(c, q, k, v, bias, attr_scale(n), 0)));
+  return mask_and_attend(c, n, q, k, v, mask, "input 4 (key_padding_mask)", ab, onnx_dtype(q), dim(q, 0), dim(q, 2));
 }
 
 static mil_status conv_gqa(onnx_ctx *c, onnx_node *n) {
@@ -441,7 +419,7 @@ static mil_status conv_gqa(onnx_ctx *c, onnx_node *n) {
   bias = add_bias(c, bias, ab);
   k = repeat_heads(c, k, N / KV);
   v = repeat_heads(c, v, N / KV);
-  return onnx_set_out(c, n, 0, merge_heads(c, attend(c, q, k, v, bias, attr_scale(n), onnx_attr_f(n, "softcap", 0))));
+  return onnx_set_out(c, n, 0, merge_heads(c, onnx_attend(c, q, k, v, bias, attr_scale(n), onnx_attr_f(n, "softcap", 0))));
 }
 
 #define MS "com.microsoft"

@@ -37,6 +37,29 @@ static mil_var *repeat_heads(onnx_ctx *c, mil_var *x, int64_t g) {
   return ONNX_OP(c, "reshape", A("x", r), K("shape", onnx_i32s(c, 4, (int64_t[]){B, N * g, S, H})));
 }
 
+/* softmax(q k^T * scale + bias) v on (B, N, S, H) q and (B, N, T, H) k, v
+ * (k / v heads already repeated); scale < 0: 1 / sqrt(H). From iOS18, with
+ * the default scale and no softcap, scaled_dot_product_attention (as
+ * coremltools maps F.scaled_dot_product_attention); otherwise matmul, mul,
+ * (tanh softcap,) add, softmax, matmul. NULL when an operand is NULL or a
+ * build fails (recorded). */
+mil_var *onnx_attend(onnx_ctx *c, mil_var *q, mil_var *k, mil_var *v, mil_var *bias, double scale, double softcap) {
+  if (!q || !k || !v) return NULL;
+  mil_dtype dt = onnx_dtype(q);
+  if (c->target >= MIL_IOS18 && scale < 0 && softcap <= 0)
+    return bias ? ONNX_OP(c, "scaled_dot_product_attention", A("query", q), A("key", k), A("value", v), A("attn_mask", bias))
+                : ONNX_OP(c, "scaled_dot_product_attention", A("query", q), A("key", k), A("value", v));
+  if (scale < 0) scale = 1.0 / sqrt((double)q->type->dims[3].size);
+  mil_var *s = ONNX_OP(c, "matmul", A("x", q), A("y", k), K("transpose_y", onnx_bool(c, true)));
+  s = ONNX_OP(c, "mul", A("x", s), K("y", onnx_fscalar(c, dt, scale)));
+  if (softcap > 0)
+    s = ONNX_OP(c, "mul", A("x", ONNX_OP(c, "tanh", A("x", ONNX_OP(c, "real_div", A("x", s), K("y", onnx_fscalar(c, dt, softcap)))))),
+                K("y", onnx_fscalar(c, dt, softcap)));
+  if (bias) s = ONNX_OP(c, "add", A("x", s), A("y", bias));
+  s = ONNX_OP(c, "softmax", A("x", s), K("axis", onnx_i32(c, -1)));
+  return ONNX_OP(c, "matmul", A("x", s), A("y", v));
+}
+
 static mil_status conv_attention(onnx_ctx *c, onnx_node *n) {
   mil_var *q = onnx_req(c, n, 0), *k = onnx_req(c, n, 1), *v = onnx_req(c, n, 2), *mask = onnx_in(n, 3);
   mil_var *pk = onnx_in(n, 4), *pv = onnx_in(n, 5);
@@ -83,20 +106,7 @@ static mil_status conv_attention(onnx_ctx *c, onnx_node *n) {
     mil_var *cv = onnx_const(c, cm);
     bias = bias ? ONNX_OP(c, "add", A("x", bias), A("y", cv)) : cv;
   }
-  mil_var *y;
-  if (c->target >= MIL_IOS18 && !sa && softcap == 0) {
-    y = bias ? ONNX_OP(c, "scaled_dot_product_attention", A("query", q), A("key", k), A("value", v), A("attn_mask", bias))
-             : ONNX_OP(c, "scaled_dot_product_attention", A("query", q), A("key", k), A("value", v));
-  } else {
-    mil_var *s = ONNX_OP(c, "matmul", A("x", q), A("y", k), K("transpose_y", onnx_bool(c, true)));
-    s = ONNX_OP(c, "mul", A("x", s), K("y", onnx_fscalar(c, dt, scale)));
-    if (softcap > 0)
-      s = ONNX_OP(c, "mul", A("x", ONNX_OP(c, "tanh", A("x", ONNX_OP(c, "real_div", A("x", s), K("y", onnx_fscalar(c, dt, softcap)))))),
-                  K("y", onnx_fscalar(c, dt, softcap)));
-    if (bias) s = ONNX_OP(c, "add", A("x", s), A("y", bias));
-    s = ONNX_OP(c, "softmax", A("x", s), K("axis", onnx_i32(c, -1)));
-    y = ONNX_OP(c, "matmul", A("x", s), A("y", v));
-  }
+  mil_var *y = onnx_attend(c, q, k, v, bias, sa ? scale : -1, softcap);
   if (y && three_d) {
     const mil_type *t = y->type;
     y = ONNX_OP(c, "transpose", A("x", y), K("perm", onnx_i32s(c, 4, (int64_t[]){0, 2, 1, 3})));
