@@ -42,12 +42,6 @@
 
 #define PASS "insert_image_preprocessing_ops"
 
-static const mil_value *fn_attr(const mil_function *f, const char *name) {
-  for (int32_t i = 0; i < f->n_attrs; i++)
-    if (strcmp(f->attrs[i].name, name) == 0) return f->attrs[i].value;
-  return NULL;
-}
-
 static bool tensor_of(const mil_value *v, mil_dtype dt, int64_t numel) {
   return v && v->kind == MIL_VAL_TENSOR && v->type && v->type->dtype == dt && v->numel == numel;
 }
@@ -109,12 +103,12 @@ static mil_status preprocess(pass_bld *c, mil_function *f, mil_var *in, float sc
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   (void)o;
   mil_function *f = mil_program_find_function(p, "main");
-  const mil_value *names = f ? fn_attr(f, "image_inputs") : NULL;
+  const mil_value *names = f ? mil_function_get_attr(f, "image_inputs") : NULL;
   mil_block *b = f ? mil_function_body(f) : NULL;
   if (!names || !b || !b->first) return MIL_OK;
   int64_t n = names->kind == MIL_VAL_TENSOR && names->type ? names->numel : -1;
-  const mil_value *scales = fn_attr(f, "image_scales"), *biases = fn_attr(f, "image_biases");
-  const mil_value *layouts = fn_attr(f, "image_color_layouts");
+  const mil_value *scales = mil_function_get_attr(f, "image_scales"), *biases = mil_function_get_attr(f, "image_biases");
+  const mil_value *layouts = mil_function_get_attr(f, "image_color_layouts");
   if (!tensor_of(names, MIL_DT_STRING, n) || !tensor_of(scales, MIL_DT_FP32, n) ||
       !tensor_of(biases, MIL_DT_FP32, 3 * n) || !tensor_of(layouts, MIL_DT_STRING, n))
     return mil_diag_error(d, MIL_ERR_INVALID, PASS ": function 'main': the attributes image_inputs, image_scales "

@@ -33,15 +33,6 @@ static const mil_value *strings(mil_program *p, int n, const char *const *s) {
   return v;
 }
 
-static void set_function_attr(mil_function *f, const char *name, const mil_value *v) {
-  mil_attr *a = mil_program_alloc(f->program, sizeof *a);
-  assert_non_null(a);
-  a->name = mil_program_intern(f->program, name, (size_t)-1);
-  a->value = v;
-  f->attrs = a;
-  f->n_attrs = 1;
-}
-
 static mil_status run_pass(const char *name, mil_program *p, mil_pass_options *o, mil_diag *d) {
   const mil_pass_def *def = mil_pass_find(name);
   assert_non_null(def);
@@ -66,7 +57,7 @@ static void test_update_output_dtypes_declared(void **state) {
   mil_program *p = parse(k_square);
   mil_function *f = mil_program_find_function(p, "main");
   const char *decl[2] = {"fp16", ""};
-  set_function_attr(f, "output_types", strings(p, 2, decl));
+  assert_int_equal(mil_function_set_attr(f, "output_types", strings(p, 2, decl)), MIL_OK);
   mil_diag d = {0};
   assert_int_equal(run_pass("update_output_dtypes", p, NULL, &d), MIL_OK);
   mil_block *b = mil_function_body(f);
@@ -93,7 +84,7 @@ static void test_update_output_dtypes_length_mismatch(void **state) {
   mil_program *p = parse(k_square);
   mil_function *f = mil_program_find_function(p, "main");
   const char *decl[1] = {"fp16"};
-  set_function_attr(f, "output_types", strings(p, 1, decl));
+  assert_int_equal(mil_function_set_attr(f, "output_types", strings(p, 1, decl)), MIL_OK);
   mil_diag d = {0};
   assert_int_equal(run_pass("update_output_dtypes", p, NULL, &d), MIL_ERR_INVALID);
   assert_non_null(strstr(mil_diag_first_error(&d), "declares 1 output types but has 2 outputs"));
@@ -110,7 +101,7 @@ static void test_image_input_preprocess_declared(void **state) {
                          "}\n");
   mil_function *f = mil_program_find_function(p, "main");
   const char *decl[1] = {"img"};
-  set_function_attr(f, "channel_last_image_inputs", strings(p, 1, decl));
+  assert_int_equal(mil_function_set_attr(f, "channel_last_image_inputs", strings(p, 1, decl)), MIL_OK);
   mil_diag d = {0};
   assert_int_equal(run_pass("image_input_preprocess", p, NULL, &d), MIL_OK);
   /* the input is now channel-first */
