@@ -90,7 +90,7 @@ static mil_status run_default(mil_program *p, mil_diag *d) {
 }
 
 static mil_var *add_cast(mil_program *p, mil_block *b, mil_op *before, mil_var *x, mil_dtype dt, const char *name) {
-  char cname[512], opname[64];
+  char cname[640], opname[64]; /* room for a 512-byte name and the suffix */
   snprintf(opname, sizeof opname, "cast_%lld", (long long)mil_program_name_count_next(p, "cast"));
   snprintf(cname, sizeof cname, "%s_dtype_0", opname);
   return utils_cast(p, b, before, x, dt, opname, cname, name ? name : opname);

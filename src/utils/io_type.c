@@ -47,7 +47,7 @@ static void raise_opset(mil_program *p, mil_function *f) {
  * `before` (NULL: at the end of b). */
 static mil_var *make_cast(mil_program *p, mil_block *b, mil_op *before, mil_var *x, mil_dtype dt,
                           const char *var_name) {
-  char cname[512], opname[64];
+  char cname[640], opname[64]; /* room for a 512-byte name and the suffix */
   snprintf(cname, sizeof cname, "%s_dtype_0", var_name);
   snprintf(opname, sizeof opname, "cast_%lld", (long long)mil_program_name_count_next(p, "cast"));
   return utils_cast(p, b, before, x, dt, opname, cname, var_name);
