@@ -266,8 +266,8 @@ MIL_API mil_status mil_model_serialize(mil_model *m, mil_blob_writer *weights, v
  * output with a symbolic shape with an empty shape, states as stateType
  * (fp16, fixed shape). A program with several functions gets the
  * multi-function form (defaultFunctionName "main" when present, else the
- * first function). Errors: MIL_ERR_INVALID (bad version, no function),
- * MIL_ERR_UNSUPPORTED (an I/O dtype or type the description cannot express),
+ * first function). Errors: MIL_ERR_INVALID (bad version, no function, a
+ * function with no outputs: Core ML needs one), MIL_ERR_UNSUPPORTED (an I/O dtype or type the description cannot express),
  * MIL_ERR_NOMEM. */
 MIL_API mil_status mil_model_from_program(mil_program *prog, int spec_version, mil_model **out, mil_diag *d);
 

@@ -528,6 +528,10 @@ static bool synth_function(synth *s, const mil_function *fn, Coreml__FeatureDesc
       goto fail;
     }
   }
+  if (ff->n_out == 0) { /* Core ML refuses such a model: never write one (found by fuzz_proto) */
+    sfail(s, MIL_ERR_INVALID, "function '%s' has no outputs; a Core ML model needs at least one", fn->name);
+    goto fail;
+  }
   return true;
 fail:
   fn_features_free(ff);

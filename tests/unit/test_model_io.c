@@ -807,6 +807,38 @@ static void test_int8_input_raises_spec(void **state) {
   mil_diag_clear(&d);
 }
 
+/* A function with no outputs (a protobuf model may carry one when it has no
+ * description) is never written: Core ML requires an output, and the written
+ * model could not be read back (found by fuzz_proto). */
+static void test_no_outputs_not_written(void **state) {
+  (void)state;
+  const char *t = "program(1.0)\n[buildInfo = dict<string, string>({})]\n{\n"
+                  "  func main<ios16>(tensor<fp32, [2]> x) {\n"
+                  "      tensor<fp32, [2]> y = relu(x = x)[name = string(\"y\")];\n"
+                  "  } -> ();\n}\n";
+  mil_program *p = NULL;
+  mil_diag d = {0};
+  if (mil_parse_program(t, strlen(t), NULL, &p, &d) != MIL_OK) {
+    /* the complete form: fall back to the coremltools form */
+    mil_diag_clear(&d);
+    const char *u = "main[CoreML6](%x: (2, fp32)(Tensor)) {\n  block0() {\n"
+                    "    %y: (2, fp32)(Tensor) = relu(x=%x, name=\"y\")\n  } -> ()\n}\n";
+    assert_int_equal(mil_parse_program(u, strlen(u), NULL, &p, &d), MIL_OK);
+  }
+  mil_model *m = NULL;
+  mil_status st = mil_model_from_program(p, 0, &m, &d);
+  if (st == MIL_OK) {
+    void *out = NULL;
+    size_t len = 0;
+    st = mil_model_serialize(m, NULL, &out, &len, &d);
+    free(out);
+    mil_model_free(m);
+  }
+  assert_int_not_equal(st, MIL_OK);
+  assert_non_null(strstr(mil_diag_first_error(&d), "has no outputs"));
+  mil_diag_clear(&d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_versions),
@@ -819,6 +851,7 @@ int main(void) {
       cmocka_unit_test(test_atomic_save),
       cmocka_unit_test(test_reader_accepts_variants),
       cmocka_unit_test(test_int8_input_raises_spec),
+      cmocka_unit_test(test_no_outputs_not_written),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
