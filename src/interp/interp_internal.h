@@ -7,6 +7,7 @@
  *   cache.c           caches kept across runs (fp32 copies of fp16 consts,
  *                     decompressed constexpr weights)
  *   kernels.c         the kernel table (interp_kernel_find, families.def)
+ *   vmath.c           vectorized exp / sigmoid / silu (vmath.h)
  *   <family>.c        kernels, one file per op family: linear.c, conv.c,
  *                     pool.c, normalization.c, activation.c, elementwise.c
  *                     (+ elementwise_internal.h), tensor.c, gather.c,
