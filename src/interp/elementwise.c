@@ -16,6 +16,23 @@
 
 /* ---------------- unary maps (shared with activation.c) ---------------- */
 
+/* A unary map is split across the run's threads above this many elements
+ * per thread (each element is computed alone: the same results on any
+ * number of threads). */
+#define MAP_MIN_PER_THREAD (1 << 16)
+
+typedef struct map_job {
+  interp_unary_fn fn;
+  const float *x;
+  float *y;
+  const float *p;
+} map_job;
+
+static void map_part(void *ctx, int64_t lo, int64_t hi) {
+  map_job *j = ctx;
+  j->fn(j->x + lo, j->y + lo, hi - lo, j->p);
+}
+
 mil_status interp_map(interp_run *r, mil_infer_ctx *c, interp_unary_fn fn, const float *p) {
   const mil_value *x = interp_fin(c, "x");
   if (!x || !c->out[0] || c->out[0]->kind != MIL_TYPE_TENSOR || !mil_dtype_is_float(c->out[0]->dtype))
@@ -29,7 +46,8 @@ mil_status interp_map(interp_run *r, mil_infer_ctx *c, interp_unary_fn fn, const
     free(tx);
     return out ? INTERP_DECLINE : interp_nomem(c);
   }
-  fn(xf, out, x->numel, p);
+  map_job job = {fn, xf, out, p};
+  interp_parallel(x->numel, MAP_MIN_PER_THREAD, 16, map_part, &job);
   free(tx);
   c->val[0] = interp_fout_end(&o);
   return MIL_OK;
