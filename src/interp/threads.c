@@ -4,6 +4,7 @@
  * the interpreter's own kernels through interp_threads(). */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@ static int g_default = 1;
 static void (*g_omp_set)(int);
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static _Thread_local int t_threads;
+static atomic_int g_blas; /* the count last given to OpenBLAS; 0: none */
 
 /* "1".."1024" as a count; 0 for anything else */
 static int parse_count(const char *s) {
@@ -45,8 +47,12 @@ int interp_threads(void) { return t_threads > 0 ? t_threads : interp_default_thr
 void interp_threads_begin(int n) {
   pthread_once(&g_once, init);
   t_threads = n > 0 ? n : g_default;
-  if (g_omp_set) g_omp_set(t_threads);
-  openblas_set_num_threads(t_threads);
+  if (g_omp_set) g_omp_set(t_threads); /* the calling thread's own setting */
+  /* OpenBLAS's count is process-wide and setting it may start its thread
+   * pool: only when it changes (concurrent runs of one count never touch it) */
+  int prev = atomic_load(&g_blas);
+  if (prev != t_threads && atomic_compare_exchange_strong(&g_blas, &prev, t_threads))
+    openblas_set_num_threads(t_threads);
 }
 
 typedef struct part {
