@@ -161,6 +161,11 @@ int cmd_run(int argc, char **argv) {
   /* a Pipeline model: every stage but the last runs here, the last below */
   cli_pipe pipe;
   memset(&pipe, 0, sizeof pipe);
+  if (threads) { /* also the default of the interpreters a pipeline's earlier stages run on */
+    char tb[24];
+    snprintf(tb, sizeof tb, "%llu", (unsigned long long)threads);
+    setenv("MIL_NUM_THREADS", tb, 1);
+  }
   bool is_pipe = mil_utils_is_pipeline(model);
   uint64_t prs = seed;
   mil_status st = is_pipe ? cli_pipeline_run_prefix(model, ins, n_ins, random_inputs ? &prs : NULL, seed,
