@@ -194,6 +194,27 @@ MIL_API int64_t mil_interp_default_max_value_bytes(void);
  * the limit). */
 MIL_API mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d);
 
+/* Largest intra-op thread count mil_interp_set_threads accepts. */
+#define MIL_INTERP_MAX_THREADS 1024
+
+/* Intra-op threads (`mil run --threads N`; the counterpart of ONNX
+ * Runtime's SessionOptions.intra_op_num_threads): the number of threads
+ * each later run of ip may use inside one op: oneDNN's matrix products
+ * (its OpenMP runtime, set for the thread calling mil_interp_run),
+ * OpenBLAS (a process-wide setting, set again at the start of every run)
+ * and the interpreter's large elementwise kernels. n = 0 restores the
+ * default: the environment variable MIL_NUM_THREADS (read once per
+ * process; a count from 1 to MIL_INTERP_MAX_THREADS, anything else is
+ * ignored) when set, else the number of online CPUs. Forks made afterwards
+ * (mil_interp_fork) inherit the setting. Elementwise results do not depend
+ * on n; sums of matrix products may differ in their last bits, since the
+ * libraries split the sums among threads. Returns MIL_ERR_INVALID for a
+ * NULL ip or n outside 0..MIL_INTERP_MAX_THREADS (the setting is kept). */
+MIL_API mil_status mil_interp_set_threads(mil_interp *ip, int32_t n);
+/* The thread count the next run of ip uses (the default resolved when
+ * none was set); 0 for a NULL ip. */
+MIL_API int32_t mil_interp_threads(const mil_interp *ip);
+
 /* Profiling (mil run --profile): with on, every later run records the wall
  * time of each op it executes (type inference, kernel or value inference,
  * output allocation), summed per op type and per op name, and the time of

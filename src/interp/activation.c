@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "interp/elementwise_internal.h"
+#include "interp/vmath.h"
 
 #define UNARY(name, expr)                                                     \
   static void a_##name(const float *x, float *y, int64_t n, const float *p) { \
@@ -23,16 +24,18 @@
   }
 UNARY(relu, v < 0 ? 0.0f : v)
 UNARY(relu6, v < 0 ? 0.0f : v > 6.0f ? 6.0f : v)
-UNARY(sigmoid, 1.0f / (1.0f + expf(-v)))
-UNARY(silu, v / (1.0f + expf(-v)))
 UNARY(gelu_exact, 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)))
 UNARY(gelu_tanh, 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v))))
-UNARY(gelu_sigmoid, v / (1.0f + expf(-1.702f * v)))
 UNARY(leaky_relu, v < 0 ? v * p[0] : v)
 UNARY(elu, v < 0 ? p[0] * (expf(v) - 1.0f) : v)
 UNARY(softplus, log1pf(expf(-fabsf(v))) + (v > 0 ? v : 0.0f))
 UNARY(softsign, v / (1.0f + fabsf(v)))
 #undef UNARY
+
+/* exp-based activations: vectorized (vmath.h gives their error bounds) */
+static void a_sigmoid(const float *x, float *y, int64_t n, const float *p) { (void)p, interp_vsigmoid(x, y, n); }
+static void a_silu(const float *x, float *y, int64_t n, const float *p) { (void)p, interp_vsilu(x, y, n); }
+static void a_gelu_sigmoid(const float *x, float *y, int64_t n, const float *p) { (void)p, interp_vgelu_sigm(x, y, n); }
 
 #define KA(name) \
   static mil_status k_##name(interp_run *r, mil_infer_ctx *c) { return interp_map(r, c, a_##name, NULL); }
@@ -137,6 +140,14 @@ static mil_status k_softmax(interp_run *r, mil_infer_ctx *c) {
       float mx = -INFINITY;
       for (int64_t j = 0; j < n; j++) mx = s[j * inner] > mx ? s[j * inner] : mx;
       double sum = 0;
+      if (inner == 1) { /* contiguous: the vectorized exp */
+        for (int64_t j = 0; j < n; j++) d[j] = s[j] - mx;
+        interp_vexp(d, d, n);
+        for (int64_t j = 0; j < n; j++) sum += d[j];
+        float inv = (float)(1.0 / sum);
+        for (int64_t j = 0; j < n; j++) d[j] *= inv;
+        continue;
+      }
       for (int64_t j = 0; j < n; j++) {
         float e = expf(s[j * inner] - mx);
         d[j * inner] = e;

@@ -12,8 +12,26 @@
 #include <string.h>
 
 #include "interp/elementwise_internal.h"
+#include "interp/vmath.h"
 
 /* ---------------- unary maps (shared with activation.c) ---------------- */
+
+/* A unary map is split across the run's threads above this many elements
+ * per thread (each element is computed alone: the same results on any
+ * number of threads). */
+#define MAP_MIN_PER_THREAD (1 << 16)
+
+typedef struct map_job {
+  interp_unary_fn fn;
+  const float *x;
+  float *y;
+  const float *p;
+} map_job;
+
+static void map_part(void *ctx, int64_t lo, int64_t hi) {
+  map_job *j = ctx;
+  j->fn(j->x + lo, j->y + lo, hi - lo, j->p);
+}
 
 mil_status interp_map(interp_run *r, mil_infer_ctx *c, interp_unary_fn fn, const float *p) {
   const mil_value *x = interp_fin(c, "x");
@@ -28,7 +46,8 @@ mil_status interp_map(interp_run *r, mil_infer_ctx *c, interp_unary_fn fn, const
     free(tx);
     return out ? INTERP_DECLINE : interp_nomem(c);
   }
-  fn(xf, out, x->numel, p);
+  map_job job = {fn, xf, out, p};
+  interp_parallel(x->numel, MAP_MIN_PER_THREAD, 16, map_part, &job);
   free(tx);
   c->val[0] = interp_fout_end(&o);
   return MIL_OK;
@@ -54,7 +73,6 @@ bool interp_fparam(const mil_infer_ctx *c, const char *name, float dflt, float *
     }                                                                         \
   }
 UNARY(abs, fabsf(v))
-UNARY(exp, expf(v))
 UNARY(exp2, exp2f(v))
 UNARY(sqrt, sqrtf(v))
 UNARY(rsqrt, 1.0f / sqrtf(v + p[0]))
@@ -71,6 +89,7 @@ UNARY(sign, v > 0 ? 1.0f : v < 0 ? -1.0f : v)
 UNARY(clip, (v < p[0] ? p[0] : v) > p[1] ? p[1] : (v < p[0] ? p[0] : v))
 UNARY(threshold, v < p[0] ? p[0] : v)
 #undef UNARY
+static void u_exp(const float *x, float *y, int64_t n, const float *p) { (void)p, interp_vexp(x, y, n); }
 
 static mil_status unary_eps(interp_run *r, mil_infer_ctx *c, interp_unary_fn fn, float dflt) {
   float eps;
@@ -146,6 +165,29 @@ static void bin_run(bop k, const float *a, int64_t sa, const float *b, int64_t s
     switch (k) {
     case B_ADD: for (int64_t i = 0; i < n; i++) y[i] = a[i] + bv; return;
     case B_MUL: for (int64_t i = 0; i < n; i++) y[i] = a[i] * bv; return;
+    case B_SUB: for (int64_t i = 0; i < n; i++) y[i] = a[i] - bv; return;
+    case B_DIV: for (int64_t i = 0; i < n; i++) y[i] = a[i] / bv; return;
+    case B_POW:
+      /* x^2 and x^1 exactly as the correctly rounded power (value
+       * inference: pow in double, rounded once) */
+      if (bv == 2.0f) {
+        for (int64_t i = 0; i < n; i++) y[i] = a[i] * a[i];
+        return;
+      }
+      if (bv == 1.0f) {
+        for (int64_t i = 0; i < n; i++) y[i] = a[i];
+        return;
+      }
+      break;
+    default: break;
+    }
+  } else if (sa == 0 && sb == 1) {
+    float av = a[0];
+    switch (k) {
+    case B_ADD: for (int64_t i = 0; i < n; i++) y[i] = av + b[i]; return;
+    case B_MUL: for (int64_t i = 0; i < n; i++) y[i] = av * b[i]; return;
+    case B_SUB: for (int64_t i = 0; i < n; i++) y[i] = av - b[i]; return;
+    case B_DIV: for (int64_t i = 0; i < n; i++) y[i] = av / b[i]; return;
     default: break;
     }
   }
@@ -173,16 +215,33 @@ static bool bin_broadcast(bop k, const float *a, const mil_value *va, const floa
     if (total) y[0] = fbin(k, a[0], b[0]);
     return true;
   }
-  int64_t inner = shape[r - 1], idx[MIL_INTERP_MAX_RANK] = {0}, oa = 0, ob = 0;
+  /* Coalesce: drop size-1 dimensions and merge neighbours that both
+   * operands step through as one ([N,C,H,W] x [N,C,1,1] becomes
+   * [N*C, H*W] with b constant along each run of H*W outputs). */
+  int64_t cs[MIL_INTERP_MAX_RANK], ca[MIL_INTERP_MAX_RANK], cb[MIL_INTERP_MAX_RANK];
+  int32_t m = 0;
+  for (int32_t i = 0; i < r; i++) {
+    if (shape[i] == 1) continue;
+    if (m > 0 && ca[m - 1] == sa[i] * shape[i] && cb[m - 1] == sb[i] * shape[i]) {
+      cs[m - 1] *= shape[i];
+      ca[m - 1] = sa[i];
+      cb[m - 1] = sb[i];
+      continue;
+    }
+    cs[m] = shape[i], ca[m] = sa[i], cb[m] = sb[i];
+    m++;
+  }
+  if (m == 0) cs[0] = 1, ca[0] = cb[0] = 0, m = 1;
+  int64_t inner = cs[m - 1], idx[MIL_INTERP_MAX_RANK] = {0}, oa = 0, ob = 0;
   for (int64_t o = 0; o < total; o += inner) {
-    bin_run(k, a + oa, sa[r - 1], b + ob, sb[r - 1], y + o, inner);
-    for (int32_t i = r - 2; i >= 0; i--) {
+    bin_run(k, a + oa, ca[m - 1], b + ob, cb[m - 1], y + o, inner);
+    for (int32_t i = m - 2; i >= 0; i--) {
       idx[i]++;
-      oa += sa[i];
-      ob += sb[i];
-      if (idx[i] < shape[i]) break;
-      oa -= sa[i] * shape[i];
-      ob -= sb[i] * shape[i];
+      oa += ca[i];
+      ob += cb[i];
+      if (idx[i] < cs[i]) break;
+      oa -= ca[i] * cs[i];
+      ob -= cb[i] * cs[i];
       idx[i] = 0;
     }
   }

@@ -51,6 +51,7 @@ struct mil_interp {
   int64_t max_value_bytes;
   mil_interp_state *own_state;
   interp_profile *prof; /* mil_interp_set_profile */
+  int32_t threads;      /* mil_interp_set_threads; 0: the default */
   mil_interp_observer observer;
   void *observer_ud;
 };
@@ -227,6 +228,7 @@ mil_status mil_interp_fork(const mil_interp *ip, mil_interp **out, mil_diag *d) 
   n->base = ip->base;
   n->cache = ip->cache;
   n->seed = ip->seed;
+  n->threads = ip->threads;
   n->max_iters = ip->max_iters;
   n->max_value_bytes = ip->max_value_bytes;
   if (!init_slots(n, f, body)) {
@@ -645,6 +647,7 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
   r.opset = ip->opset;
   r.cache = ip->cache;
   r.prof = ip->prof;
+  interp_threads_begin(ip->threads);
   int64_t t0 = r.prof ? interp_profile_now() : 0;
   r.observer = ip->observer;
   r.observer_ud = ip->observer_ud;
@@ -663,6 +666,17 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
   mil_program_free(r.prog);
   if (r.prof && st == MIL_OK) interp_profile_run(r.prof, interp_profile_now() - t0);
   return st;
+}
+
+mil_status mil_interp_set_threads(mil_interp *ip, int32_t n) {
+  if (!ip || n < 0 || n > MIL_INTERP_MAX_THREADS) return MIL_ERR_INVALID;
+  ip->threads = n;
+  return MIL_OK;
+}
+
+int32_t mil_interp_threads(const mil_interp *ip) {
+  if (!ip) return 0;
+  return ip->threads > 0 ? ip->threads : interp_default_threads();
 }
 
 mil_status mil_interp_set_profile(mil_interp *ip, bool on) {

@@ -7,6 +7,8 @@
  *   cache.c           caches kept across runs (fp32 copies of fp16 consts,
  *                     decompressed constexpr weights)
  *   kernels.c         the kernel table (interp_kernel_find, families.def)
+ *   vmath.c           vectorized exp / sigmoid / silu (vmath.h)
+ *   threads.c         intra-op thread count (interp_threads), interp_parallel
  *   <family>.c        kernels, one file per op family: linear.c, conv.c,
  *                     pool.c, normalization.c, activation.c, elementwise.c
  *                     (+ elementwise_internal.h), tensor.c, gather.c,
@@ -136,6 +138,21 @@ INTERP_HIDDEN void interp_plan_free(interp_plan *p);
 /* After op number `index` of the body ran (or was skipped): records the
  * buffers its outputs hold and frees those whose last reader it was. */
 INTERP_HIDDEN void interp_plan_after(interp_plan *p, interp_run *r, mil_op *op, int32_t index);
+
+/* ---- threads.c ---- */
+/* Threads the current run may use inside one op (mil_interp_set_threads;
+ * outside a run: the default). Kernels read it to split large loops. */
+INTERP_HIDDEN int interp_threads(void);
+/* The default count: MIL_NUM_THREADS, else the online CPUs. */
+INTERP_HIDDEN int interp_default_threads(void);
+/* Sets the calling thread's count for a run (n <= 0: the default) and hands
+ * it to oneDNN's OpenMP runtime and to OpenBLAS. */
+INTERP_HIDDEN void interp_threads_begin(int n);
+/* Runs fn(ctx, lo, hi) over [0, n) split into chunks (multiples of `align`)
+ * on up to interp_threads() threads, the caller's among them; one call
+ * when n < min_per_thread * 2 or a thread cannot be started. */
+typedef void (*interp_range_fn)(void *ctx, int64_t lo, int64_t hi);
+INTERP_HIDDEN void interp_parallel(int64_t n, int64_t min_per_thread, int64_t align, interp_range_fn fn, void *ctx);
 
 /* ---- profile.c ---- */
 INTERP_HIDDEN interp_profile *interp_profile_new(void);

@@ -18,7 +18,8 @@
 static void help(void) {
   printf("usage: mil run MODEL [--input NAME=FILE.npy|FILE.pb]... [--function NAME]\n"
          "               [--output-dir DIR] [--output-format npy|pb] [--seed S] [--random-inputs]\n"
-         "               [--max-value-bytes N] [--no-write] [--runs N] [--profile]\n\n"
+         "               [--max-value-bytes N] [--no-write] [--runs N] [--profile]\n"
+         "               [--threads N]\n\n"
          "Run MODEL (.mlpackage, .mlmodel or .mil) on the CPU reference interpreter.\n"
          "Each output is written to DIR/<output name>.npy (or .pb; DIR defaults to the\n"
          "current directory; '/' in names becomes '_', control characters and invalid\n"
@@ -45,7 +46,11 @@ static void help(void) {
          "                         the first and the best run time to stderr\n"
          "  --profile              print to stderr the time per op type and the 20\n"
          "                         slowest ops (per run; the runs after the first when\n"
-         "                         --runs is above 1)\n");
+         "                         --runs is above 1)\n"
+         "  --threads N            threads one op may use (1 to 1024; default: the\n"
+         "                         environment variable MIL_NUM_THREADS, else the\n"
+         "                         number of CPUs): oneDNN, OpenBLAS and the large\n"
+         "                         elementwise kernels\n");
 }
 
 /* DIR/NAME.EXT with '/' in NAME replaced by '_' and control bytes or
@@ -90,7 +95,7 @@ static char *out_path(const char *dir, const char *name, const char *ext) {
 int cmd_run(int argc, char **argv) {
   const char *model = NULL, *function = NULL, *outdir = ".", *format = "npy";
   bool write = true, random_inputs = false, profile = false;
-  uint64_t seed = 0, max_value_bytes = 0, runs = 1;
+  uint64_t seed = 0, max_value_bytes = 0, runs = 1, threads = 0;
   cli_input_arg *ins = calloc((size_t)argc + 1, sizeof *ins);
   int n_ins = 0;
   if (!ins) return CLI_FAIL;
@@ -119,6 +124,12 @@ int cmd_run(int argc, char **argv) {
       if ((rc = cli_parse_u64("run", a, argv[++i], &runs)) != CLI_OK) goto done;
       if (runs == 0 || runs > 1000000) {
         rc = cli_usage_error("run", "--runs is %s; expected 1 to 1000000", argv[i]);
+        goto done;
+      }
+    } else if (!strcmp(a, "--threads") && more) {
+      if ((rc = cli_parse_u64("run", a, argv[++i], &threads)) != CLI_OK) goto done;
+      if (threads == 0 || threads > MIL_INTERP_MAX_THREADS) {
+        rc = cli_usage_error("run", "--threads is %s; expected 1 to %d", argv[i], MIL_INTERP_MAX_THREADS);
         goto done;
       }
     } else if (!strcmp(a, "--profile")) profile = true;
@@ -150,6 +161,11 @@ int cmd_run(int argc, char **argv) {
   /* a Pipeline model: every stage but the last runs here, the last below */
   cli_pipe pipe;
   memset(&pipe, 0, sizeof pipe);
+  if (threads) { /* also the default of the interpreters a pipeline's earlier stages run on */
+    char tb[24];
+    snprintf(tb, sizeof tb, "%llu", (unsigned long long)threads);
+    setenv("MIL_NUM_THREADS", tb, 1);
+  }
   bool is_pipe = mil_utils_is_pipeline(model);
   uint64_t prs = seed;
   mil_status st = is_pipe ? cli_pipeline_run_prefix(model, ins, n_ins, random_inputs ? &prs : NULL, seed,
@@ -165,6 +181,7 @@ int cmd_run(int argc, char **argv) {
     st = mil_interp_new(m.program, function, &ip, &d);
     if (st == MIL_OK) {
       mil_interp_set_seed(ip, seed);
+      if (threads) mil_interp_set_threads(ip, (int32_t)threads);
       if (max_value_bytes) mil_interp_set_max_value_bytes(ip, (int64_t)max_value_bytes);
       kept = calloc((size_t)mil_interp_n_inputs(ip) + 1, sizeof *kept);
       uint64_t rs = is_pipe ? prs : seed;

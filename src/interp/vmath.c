@@ -1,0 +1,169 @@
+/* Vectorized fp32 exp, sigmoid, silu and the sigmoid form of gelu
+ * (interface, algorithm and error bounds: vmath.h). */
+#include "interp/vmath.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define VM_X86 1
+#endif
+
+/* ln 2 = LN2_HI + LN2_LO; LN2_HI has 9 trailing zero bits, so n * LN2_HI is
+ * exact for |n| <= 2^9. */
+#define LN2_HI 0.693145751953125f
+#define LN2_LO 1.42860682030941723212e-6f
+#define LOG2E 1.44269504088896341f
+#define X_MAX 89.0f   /* exp(89) overflows to +inf */
+#define X_MIN -104.0f /* exp(-104) rounds to 0 */
+/* Taylor coefficients 1/k!, k = 2..7 */
+#define C2 0.5f
+#define C3 0.166666666666666667f
+#define C4 0.0416666666666666667f
+#define C5 0.00833333333333333333f
+#define C6 0.00138888888888888889f
+#define C7 0.000198412698412698413f
+
+static inline float pow2i(int32_t e) { /* 2^e for -126 <= e <= 127 */
+  uint32_t b = (uint32_t)(e + 127) << 23;
+  float f;
+  memcpy(&f, &b, sizeof f);
+  return f;
+}
+
+/* ---------------- portable bodies ---------------- */
+
+static inline float exp1(float x) {
+  if (x != x) return x;
+  x = x < X_MIN ? X_MIN : x > X_MAX ? X_MAX : x;
+  float n = rintf(x * LOG2E);
+  float r = x - n * LN2_HI;
+  r = r - n * LN2_LO;
+  float p = C7;
+  p = p * r + C6;
+  p = p * r + C5;
+  p = p * r + C4;
+  p = p * r + C3;
+  p = p * r + C2;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  int32_t ni = (int32_t)n, h = ni / 2, l = ni - h;
+  return p * pow2i(h) * pow2i(l);
+}
+
+static void exp_c(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = exp1(x[i]);
+}
+static void sigmoid_c(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = 1.0f / (1.0f + exp1(-x[i]));
+}
+static void silu_c(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + exp1(-x[i]));
+}
+static void gelu_sigm_c(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + exp1(-1.702f * x[i]));
+}
+
+/* ---------------- AVX2 / FMA bodies ---------------- */
+
+#ifdef VM_X86
+#define VM_AVX2 __attribute__((target("avx2,fma")))
+
+VM_AVX2 static inline __m256 exp8(__m256 x) {
+  /* max(lo, x) and min(hi, .) return their second operand when it is NaN:
+   * a NaN input stays NaN through the whole computation */
+  x = _mm256_min_ps(_mm256_set1_ps(X_MAX), _mm256_max_ps(_mm256_set1_ps(X_MIN), x));
+  __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HI), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LO), r);
+  __m256 p = _mm256_set1_ps(C7);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C5));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C4));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C3));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(C2));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  __m256i ni = _mm256_cvtps_epi32(n);
+  __m256i h = _mm256_srai_epi32(ni, 1), l = _mm256_sub_epi32(ni, h);
+  __m256i bias = _mm256_set1_epi32(127);
+  __m256 sh = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h, bias), 23));
+  __m256 sl = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(l, bias), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, sh), sl);
+}
+
+/* `body` computes __m256 v from __m256 a (8 inputs); the tail goes through
+ * a zero-padded block. */
+#define VM_LOOP(name, body)                                            \
+  VM_AVX2 static void name(const float *x, float *y, int64_t n) {     \
+    int64_t i = 0;                                                     \
+    for (; i + 8 <= n; i += 8) {                                       \
+      __m256 a = _mm256_loadu_ps(x + i), v;                            \
+      body;                                                            \
+      _mm256_storeu_ps(y + i, v);                                      \
+    }                                                                  \
+    if (i < n) {                                                       \
+      float t[8] = {0};                                                \
+      memcpy(t, x + i, (size_t)(n - i) * sizeof *t);                   \
+      __m256 a = _mm256_loadu_ps(t), v;                                \
+      body;                                                            \
+      _mm256_storeu_ps(t, v);                                          \
+      memcpy(y + i, t, (size_t)(n - i) * sizeof *t);                   \
+    }                                                                  \
+  }
+
+#define ONE _mm256_set1_ps(1.0f)
+#define NEG(a) _mm256_xor_ps(a, _mm256_set1_ps(-0.0f))
+VM_LOOP(exp_avx2, v = exp8(a))
+VM_LOOP(sigmoid_avx2, v = _mm256_div_ps(ONE, _mm256_add_ps(ONE, exp8(NEG(a)))))
+VM_LOOP(silu_avx2, v = _mm256_div_ps(a, _mm256_add_ps(ONE, exp8(NEG(a)))))
+VM_LOOP(gelu_sigm_avx2,
+        v = _mm256_div_ps(a, _mm256_add_ps(ONE, exp8(_mm256_mul_ps(_mm256_set1_ps(-1.702f), a)))))
+#undef ONE
+#undef NEG
+#endif
+
+/* ---------------- dispatch ---------------- */
+
+typedef void (*vm_fn)(const float *, float *, int64_t);
+typedef struct vm_table {
+  vm_fn exp, sigmoid, silu, gelu_sigm;
+} vm_table;
+
+static const vm_table k_portable = {exp_c, sigmoid_c, silu_c, gelu_sigm_c};
+#ifdef VM_X86
+static const vm_table k_avx2 = {exp_avx2, sigmoid_avx2, silu_avx2, gelu_sigm_avx2};
+#endif
+static const vm_table *g_vm = &k_portable;
+static bool g_forced;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void pick(void) {
+#ifdef VM_X86
+  __builtin_cpu_init();
+  if (!g_forced && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) g_vm = &k_avx2;
+#endif
+}
+
+static const vm_table *vm(void) {
+  pthread_once(&g_once, pick);
+  return g_vm;
+}
+
+void interp_vmath_force_portable(bool on) {
+  pthread_once(&g_once, pick);
+  g_forced = on;
+  g_vm = &k_portable;
+#ifdef VM_X86
+  if (!on && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) g_vm = &k_avx2;
+#endif
+}
+
+bool interp_vmath_simd(void) { return vm() != &k_portable; }
+
+void interp_vexp(const float *x, float *y, int64_t n) { vm()->exp(x, y, n); }
+void interp_vsigmoid(const float *x, float *y, int64_t n) { vm()->sigmoid(x, y, n); }
+void interp_vsilu(const float *x, float *y, int64_t n) { vm()->silu(x, y, n); }
+void interp_vgelu_sigm(const float *x, float *y, int64_t n) { vm()->gelu_sigm(x, y, n); }

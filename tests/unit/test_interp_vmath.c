@@ -1,0 +1,138 @@
+/* The interpreter's vectorized math (src/interp/vmath.h) against libm in
+ * double: exp within 2 ulp (subnormal results within 2 * 2^-149),
+ * sigmoid / silu / the sigmoid form of gelu within 4 ulp (results below
+ * 2^-100 in magnitude: within 2^-100), special values
+ * (NaN, +-inf, overflow, underflow), for the portable bodies and, on a CPU
+ * with AVX2/FMA, the vector bodies. Lengths that are not multiples of 8 check
+ * the vector tails; results computed in place must equal out-of-place ones. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "interp/vmath.h"
+
+#define N 200003
+
+/* distance in ulp of fp32 `got` from the double `want` (rounded to fp32's
+ * spacing at want's magnitude; the spacing of the smallest normal below) */
+static double ulps(float got, double want) {
+  if (isnan(want)) return isnan(got) ? 0 : 1e30;
+  if (isinf((float)want) || isinf(got)) return got == (float)want ? 0 : 1e30; /* overflow as fp32 rounds it */
+  double a = fabs(want);
+  int e;
+  frexp(a > 1.1754943508222875e-38 ? a : 1.1754943508222875e-38, &e);
+  double spacing = ldexp(1.0, e - 24);
+  return fabs((double)got - want) / spacing;
+}
+
+static float *inputs(size_t *n) {
+  float *x = malloc(N * sizeof *x);
+  assert_non_null(x);
+  size_t k = 0;
+  for (int i = 0; i < 150000; i++) x[k++] = -110.0f + 205.0f * (float)i / 150000.0f; /* the whole range */
+  for (int i = 0; i < 40000; i++) x[k++] = -1.0f + 2.0f * (float)i / 40000.0f;       /* near 0 */
+  uint32_t s = 12345;
+  while (k < N - 12) { /* random bit patterns of moderate magnitude */
+    s = s * 1664525u + 1013904223u;
+    uint32_t b = (s & 0x807fffffu) | ((uint32_t)(100 + (s >> 24) % 34) << 23);
+    memcpy(&x[k++], &b, sizeof b);
+  }
+  const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 88.72f, 88.73f, -87.3f, -103.9f, -104.5f, 1e-30f, -1e-30f};
+  for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) x[k++] = sp[i];
+  *n = k;
+  return x;
+}
+
+typedef void (*vfn)(const float *, float *, int64_t);
+typedef double (*rfn)(double);
+
+static double r_exp(double x) { return exp(x); }
+static double r_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double r_silu(double x) { return x / (1.0 + exp(-x)); }
+/* the kernel's fp32 product -1.702f * x, then the rest in double */
+static double r_gelu_sigm(double x) { return x / (1.0 + exp((double)(-1.702f * (float)x))); }
+
+static void check(vfn f, rfn ref, double bound, const char *name) {
+  size_t n;
+  float *x = inputs(&n), *y = malloc(n * sizeof *y), *z = malloc(n * sizeof *z);
+  assert_non_null(y);
+  assert_non_null(z);
+  f(x, y, (int64_t)n);
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    double want = ref((double)x[i]);
+    double u;
+    if (f == interp_vexp && fabs(want) < 1.1754943508222875e-38)
+      u = fabs((double)y[i] - want) / ldexp(1.0, -149); /* subnormal: absolute, in units of 2^-149 */
+    else if (f != interp_vexp && fabs(want) < ldexp(1.0, -100))
+      u = fabs((double)y[i] - want) <= ldexp(1.0, -100) ? 0 : 1e30; /* tiny results: absolute */
+    else
+      u = ulps(y[i], want);
+    if (u > worst) worst = u, at = i;
+  }
+  printf("%s (%s body): worst %.3f ulp at x = %.9g (got %.9g)\n", name, interp_vmath_simd() ? "AVX2" : "portable", worst,
+         (double)x[at], (double)y[at]);
+  assert_true(worst <= bound);
+  /* odd lengths (vector tails) and in place give the same values */
+  for (int64_t m = 1; m < 20; m++) {
+    memcpy(z, x + 1000, (size_t)m * sizeof *z);
+    f(z, z, m);
+    assert_memory_equal(z, y + 1000, (size_t)m * sizeof *z);
+  }
+  free(x), free(y), free(z);
+}
+
+static void all(void) {
+  check(interp_vexp, r_exp, 2.0, "exp");
+  check(interp_vsigmoid, r_sigmoid, 4.0, "sigmoid");
+  check(interp_vsilu, r_silu, 4.0, "silu");
+  check(interp_vgelu_sigm, r_gelu_sigm, 4.0, "gelu_sigmoid");
+}
+
+static void specials(void) {
+  const float x[] = {NAN, INFINITY, -INFINITY, 89.0f, -200.0f, 0.0f};
+  float y[6];
+  interp_vexp(x, y, 6);
+  assert_true(isnan(y[0]));
+  assert_true(isinf(y[1]) && y[1] > 0);
+  assert_true(y[2] == 0.0f);
+  assert_true(isinf(y[3]));
+  assert_true(y[4] == 0.0f);
+  assert_true(y[5] == 1.0f);
+  interp_vsigmoid(x, y, 6);
+  assert_true(isnan(y[0]));
+  assert_true(y[1] == 1.0f && y[2] == 0.0f && y[3] == 1.0f && y[4] == 0.0f && y[5] == 0.5f);
+}
+
+static void test_portable(void **st) {
+  (void)st;
+  interp_vmath_force_portable(true);
+  assert_false(interp_vmath_simd());
+  all();
+  specials();
+  interp_vmath_force_portable(false);
+}
+
+static void test_simd(void **st) {
+  (void)st;
+  interp_vmath_force_portable(false);
+  if (!interp_vmath_simd()) skip();
+  all();
+  specials();
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_portable),
+      cmocka_unit_test(test_simd),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
