@@ -80,7 +80,12 @@ static conv_prim *prim_make(const conv_key *k, const float *w) {
   dnnl_dims_t sd = {k->n, k->cin, k->in[0], k->in[1]}, dd = {k->n, k->cout, k->out[0], k->out[1]};
   dnnl_dims_t wd = {k->groups, k->cout / k->groups, k->cin / k->groups, k->k[0], k->k[1]}, bd = {k->cout};
   dnnl_dims_t strides = {k->s[0], k->s[1]}, dil = {k->d[0] - 1, k->d[1] - 1}, pl = {k->pb[0], k->pb[1]}, pr;
-  for (int i = 0; i < 2; i++) pr[i] = (k->out[i] - 1) * k->s[i] + (k->k[i] - 1) * k->d[i] + 1 - k->in[i] - k->pb[i];
+  /* the pad after that the output size needs (0 when a stride leaves
+   * input columns unread; oneDNN checks the sizes agree) */
+  for (int i = 0; i < 2; i++) {
+    pr[i] = (k->out[i] - 1) * k->s[i] + (k->k[i] - 1) * k->d[i] + 1 - k->in[i] - k->pb[i];
+    if (pr[i] < 0 && pr[i] > -k->s[i]) pr[i] = 0;
+  }
   dnnl_memory_desc_t wplain, wany;
   dnnl_convolution_desc_t cd;
   dnnl_primitive_attr_t attr = NULL;
