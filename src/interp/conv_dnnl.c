@@ -36,6 +36,8 @@ typedef struct conv_key {
 typedef struct conv_prim {
   dnnl_primitive_t prim;
   dnnl_memory_desc_t src_md, dst_md, bias_md, w_md, scratch_md;
+  dnnl_memory_desc_t src_plain, dst_plain; /* NCHW at the op's boundary */
+  dnnl_primitive_t to_src, from_dst;       /* reorders when the primitive's layouts are blocked, else NULL */
   void *w;          /* weight in w_md's layout */
   size_t scratch_bytes;
 } conv_prim;
@@ -44,6 +46,8 @@ static void prim_free(void *p) {
   conv_prim *cp = p;
   if (!cp) return;
   if (cp->prim) dnnl_primitive_destroy(cp->prim);
+  if (cp->to_src) dnnl_primitive_destroy(cp->to_src);
+  if (cp->from_dst) dnnl_primitive_destroy(cp->from_dst);
   free(cp->w);
   free(cp);
 }
@@ -74,6 +78,22 @@ done:
   return ok;
 }
 
+/* A reorder from a to b, or NULL (*r) when the layouts are the same. */
+static bool make_reorder(dnnl_primitive_t *r, const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b) {
+  *r = NULL;
+  if (dnnl_memory_desc_equal(a, b)) return true;
+  dnnl_primitive_desc_t rpd = NULL;
+  bool ok = dnnl_reorder_primitive_desc_create(&rpd, a, g_engine, b, g_engine, NULL) == dnnl_success &&
+            dnnl_primitive_create(r, rpd) == dnnl_success;
+  if (rpd) dnnl_primitive_desc_destroy(rpd);
+  return ok;
+}
+
+static bool reorder_run(dnnl_primitive_t r, dnnl_stream_t st, dnnl_memory_t from, dnnl_memory_t to) {
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+  return dnnl_primitive_execute(r, st, 2, args) == dnnl_success;
+}
+
 static conv_prim *prim_make(const conv_key *k, const float *w) {
   conv_prim *cp = calloc(1, sizeof *cp);
   if (!cp) return NULL;
@@ -86,27 +106,35 @@ static conv_prim *prim_make(const conv_key *k, const float *w) {
     pr[i] = (k->out[i] - 1) * k->s[i] + (k->k[i] - 1) * k->d[i] + 1 - k->in[i] - k->pb[i];
     if (pr[i] < 0 && pr[i] > -k->s[i]) pr[i] = 0;
   }
-  dnnl_memory_desc_t wplain, wany;
+  dnnl_memory_desc_t wplain, wany, sany, dany;
+  /* blocked activations (reordered at the op boundary) pay off for spatial
+   * kernels; 1x1 convs stay plain (a GEMM on NCHW, no reorders) */
+  bool blocked = k->k[0] * k->k[1] > 1 && !getenv("MIL_INTERP_DNNL_CONV_PLAIN");
   dnnl_convolution_desc_t cd;
   dnnl_primitive_attr_t attr = NULL;
   dnnl_primitive_desc_t pd = NULL;
   bool ok = pr[0] >= 0 && pr[1] >= 0 &&
-            dnnl_memory_desc_init_by_tag(&cp->src_md, 4, sd, dnnl_f32, dnnl_nchw) == dnnl_success &&
-            dnnl_memory_desc_init_by_tag(&cp->dst_md, 4, dd, dnnl_f32, dnnl_nchw) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&cp->src_plain, 4, sd, dnnl_f32, dnnl_nchw) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&cp->dst_plain, 4, dd, dnnl_f32, dnnl_nchw) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&sany, 4, sd, dnnl_f32, blocked ? dnnl_format_tag_any : dnnl_nchw) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&dany, 4, dd, dnnl_f32, blocked ? dnnl_format_tag_any : dnnl_nchw) == dnnl_success &&
             dnnl_memory_desc_init_by_tag(&cp->bias_md, 1, bd, dnnl_f32, dnnl_a) == dnnl_success &&
             dnnl_memory_desc_init_by_tag(&wplain, 5, wd, dnnl_f32, dnnl_goihw) == dnnl_success &&
             dnnl_memory_desc_init_by_tag(&wany, 5, wd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
             dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
-                                                       &cp->src_md, &wany, k->bias ? &cp->bias_md : NULL,
-                                                       &cp->dst_md, strides, dil, pl, pr) == dnnl_success &&
+                                                       &sany, &wany, k->bias ? &cp->bias_md : NULL, &dany,
+                                                       strides, dil, pl, pr) == dnnl_success &&
             dnnl_primitive_attr_create(&attr) == dnnl_success &&
             dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
             dnnl_primitive_desc_create(&pd, &cd, attr, g_engine, NULL) == dnnl_success;
   if (ok) {
     cp->w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    cp->src_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    cp->dst_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    ok = make_reorder(&cp->to_src, &cp->src_plain, &cp->src_md) && make_reorder(&cp->from_dst, &cp->dst_md, &cp->dst_plain);
     cp->scratch_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     cp->scratch_bytes = dnnl_memory_desc_get_size(&cp->scratch_md);
-    ok = dnnl_primitive_create(&cp->prim, pd) == dnnl_success && reorder_weight(cp, &wplain, w);
+    ok = ok && dnnl_primitive_create(&cp->prim, pd) == dnnl_success && reorder_weight(cp, &wplain, w);
   }
   if (pd) dnnl_primitive_desc_destroy(pd);
   if (attr) dnnl_primitive_attr_destroy(attr);
@@ -118,29 +146,36 @@ static conv_prim *prim_make(const conv_key *k, const float *w) {
 }
 
 static bool prim_run(const conv_prim *cp, const float *x, const float *bias, float *out) {
-  dnnl_memory_t m[5] = {NULL};
+  dnnl_memory_t m[7] = {NULL}; /* src, weights, dst, scratchpad, bias, plain src, plain dst */
   dnnl_stream_t st = NULL;
   void *scratch = cp->scratch_bytes ? malloc(cp->scratch_bytes) : NULL;
-  bool ok = (!cp->scratch_bytes || scratch) &&
-            dnnl_memory_create(&m[0], &cp->src_md, g_engine, (void *)x) == dnnl_success &&
+  size_t sb = cp->to_src ? dnnl_memory_desc_get_size(&cp->src_md) : 0;
+  size_t db = cp->from_dst ? dnnl_memory_desc_get_size(&cp->dst_md) : 0;
+  void *sbuf = sb ? malloc(sb) : NULL, *dbuf = db ? malloc(db) : NULL;
+  bool ok = (!cp->scratch_bytes || scratch) && (!sb || sbuf) && (!db || dbuf) &&
+            dnnl_memory_create(&m[0], &cp->src_md, g_engine, sb ? sbuf : (void *)x) == dnnl_success &&
             dnnl_memory_create(&m[1], &cp->w_md, g_engine, cp->w) == dnnl_success &&
-            dnnl_memory_create(&m[2], &cp->dst_md, g_engine, out) == dnnl_success &&
+            dnnl_memory_create(&m[2], &cp->dst_md, g_engine, db ? dbuf : out) == dnnl_success &&
             dnnl_memory_create(&m[3], &cp->scratch_md, g_engine, scratch) == dnnl_success &&
             (!bias || dnnl_memory_create(&m[4], &cp->bias_md, g_engine, (void *)bias) == dnnl_success) &&
+            (!sb || dnnl_memory_create(&m[5], &cp->src_plain, g_engine, (void *)x) == dnnl_success) &&
+            (!db || dnnl_memory_create(&m[6], &cp->dst_plain, g_engine, out) == dnnl_success) &&
             dnnl_stream_create(&st, g_engine, dnnl_stream_default_flags) == dnnl_success;
+  if (ok && sb) ok = reorder_run(cp->to_src, st, m[5], m[0]);
   if (ok) {
     dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, m[0]},
                                {DNNL_ARG_WEIGHTS, m[1]},
                                {DNNL_ARG_DST, m[2]},
                                {DNNL_ARG_SCRATCHPAD, m[3]},
                                {DNNL_ARG_BIAS, m[4]}};
-    ok = dnnl_primitive_execute(cp->prim, st, bias ? 5 : 4, args) == dnnl_success &&
-         dnnl_stream_wait(st) == dnnl_success;
+    ok = dnnl_primitive_execute(cp->prim, st, bias ? 5 : 4, args) == dnnl_success;
   }
+  if (ok && db) ok = reorder_run(cp->from_dst, st, m[2], m[6]);
+  if (ok) ok = dnnl_stream_wait(st) == dnnl_success;
   if (st) dnnl_stream_destroy(st);
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < 7; i++)
     if (m[i]) dnnl_memory_destroy(m[i]);
-  free(scratch);
+  free(scratch), free(sbuf), free(dbuf);
   return ok;
 }
 
