@@ -1,5 +1,5 @@
 /* conv through oneDNN's convolution primitive (fp32, 1D and 2D, any
- * groups, strides, dilations and pads, bias), used by conv.c when the
+ * groups incl. depthwise, strides, dilations and pads, bias), used by conv.c when the
  * build found libdnnl (MIL_HAVE_DNNL) and the weight is a stable buffer of
  * the interpreter (a const, or the cached fp32 copy of an fp16 const).
  *
