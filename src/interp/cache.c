@@ -38,6 +38,13 @@ typedef struct mat_entry {
   int64_t numel;
 } mat_entry;
 
+typedef struct obj_entry {
+  void *key;
+  size_t keylen;
+  void *obj;
+  void (*free_fn)(void *);
+} obj_entry;
+
 struct interp_cache {
   pthread_mutex_t lock;
   f32_entry *tab;
@@ -45,6 +52,8 @@ struct interp_cache {
   mat_entry *mats;
   size_t n_mats, cap_mats;
   size_t f32_bytes;
+  obj_entry *objs;
+  size_t n_objs, cap_objs;
 };
 
 interp_cache *interp_cache_new(void) {
@@ -65,6 +74,11 @@ void interp_cache_free(interp_cache *c) {
     free(c->mats[i].buf);
   }
   free(c->mats);
+  for (size_t i = 0; i < c->n_objs; i++) {
+    c->objs[i].free_fn(c->objs[i].obj);
+    free(c->objs[i].key);
+  }
+  free(c->objs);
   pthread_mutex_destroy(&c->lock);
   free(c);
 }
@@ -195,4 +209,51 @@ static void put_locked(interp_cache *c, const char *name, const mil_value *v) {
   m->numel = v->numel;
   c->n_mats++;
   mark_stable_locked(c, m->buf);
+}
+
+bool interp_cache_is_stable(interp_cache *c, const void *ptr) {
+  if (!c || !ptr) return false;
+  pthread_mutex_lock(&c->lock);
+  const f32_entry *e = slot(c, ptr);
+  bool stable = e && e->ptr == ptr;
+  pthread_mutex_unlock(&c->lock);
+  return stable;
+}
+
+static void *find_obj_locked(const interp_cache *c, const void *key, size_t keylen) {
+  for (size_t i = 0; i < c->n_objs; i++)
+    if (c->objs[i].keylen == keylen && memcmp(c->objs[i].key, key, keylen) == 0) return c->objs[i].obj;
+  return NULL;
+}
+
+void *interp_cache_get_obj(interp_cache *c, const void *key, size_t keylen) {
+  if (!c) return NULL;
+  pthread_mutex_lock(&c->lock);
+  void *o = find_obj_locked(c, key, keylen);
+  pthread_mutex_unlock(&c->lock);
+  return o;
+}
+
+void *interp_cache_put_obj(interp_cache *c, const void *key, size_t keylen, void *obj, void (*free_fn)(void *)) {
+  if (!c) return NULL;
+  pthread_mutex_lock(&c->lock);
+  void *old = find_obj_locked(c, key, keylen), *kept = old;
+  if (!old) {
+    kept = obj;
+    if (c->n_objs == c->cap_objs) {
+      size_t n = c->cap_objs ? c->cap_objs * 2 : 32;
+      obj_entry *m = realloc(c->objs, n * sizeof *m);
+      if (m) c->objs = m, c->cap_objs = n;
+    }
+    void *k = c->n_objs < c->cap_objs ? malloc(keylen) : NULL;
+    if (k) {
+      memcpy(k, key, keylen);
+      c->objs[c->n_objs++] = (obj_entry){k, keylen, obj, free_fn};
+    } else {
+      kept = NULL; /* not kept: the caller frees obj */
+    }
+  }
+  pthread_mutex_unlock(&c->lock);
+  if (old) free_fn(obj); /* another thread put one first */
+  return kept;
 }

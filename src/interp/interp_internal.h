@@ -128,6 +128,29 @@ INTERP_HIDDEN const float *interp_cache_f32(interp_cache *c, const mil_value *v)
 INTERP_HIDDEN mil_value *interp_cache_get_value(interp_cache *c, mil_program *p, const char *name);
 /* Copies v into the cache under `name` (its bytes become stable). */
 INTERP_HIDDEN void interp_cache_put_value(interp_cache *c, const char *name, const mil_value *v);
+/* True when ptr is the start of a stable buffer (unchanged while the
+ * interpreter family lives). */
+INTERP_HIDDEN bool interp_cache_is_stable(interp_cache *c, const void *ptr);
+/* A kernel's cached object (a compiled primitive) under the key bytes, or
+ * NULL. Objects are shared by the family's threads: read-only after put. */
+INTERP_HIDDEN void *interp_cache_get_obj(interp_cache *c, const void *key, size_t keylen);
+/* Stores obj (freed with free_fn when the cache is) under key and returns
+ * the object now cached for it: obj, or the one another thread put first
+ * (obj then freed), or NULL when obj could not be stored (the caller still
+ * owns it; so also with c NULL). */
+INTERP_HIDDEN void *interp_cache_put_obj(interp_cache *c, const void *key, size_t keylen, void *obj,
+                                         void (*free_fn)(void *));
+/* ---- conv_dnnl.c ---- */
+/* 1D/2D conv through a cached oneDNN convolution primitive: out (N, Cout,
+ * OH, OW) from x (N, Cin, H, W) fp32 and weight w (fp32 that stays unchanged
+ * while the interpreter family lives: it keys the cache), layout (Cout, Cin/groups, KH, KW)); bias fp32 or NULL. g is conv.c's
+ * geometry (axes D, H, W; D unused). Returns false when the primitive is
+ * not available (no oneDNN, not cacheable, unsupported): the caller then
+ * runs its own loops. */
+INTERP_HIDDEN bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float *bias, float *out,
+                                    int64_t n, int64_t cin, int64_t cout, int64_t groups, const int64_t in[3],
+                                    const int64_t outsz[3], const int64_t k[3], const int64_t s[3],
+                                    const int64_t d[3], const int64_t pb[3]);
 
 /* ---- memplan.c ---- */
 /* The liveness plan of block b (the function body): which vars die after

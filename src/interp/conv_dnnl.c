@@ -1,0 +1,221 @@
+/* conv through oneDNN's convolution primitive (fp32, 1D and 2D, any
+ * groups incl. depthwise, strides, dilations and pads, bias), used by conv.c when the
+ * build found libdnnl (MIL_HAVE_DNNL) and the weight is a stable buffer of
+ * the interpreter (a const, or the cached fp32 copy of an fp16 const).
+ *
+ * The primitive and the weight reordered into the layout oneDNN picks
+ * (format_tag any) are made once per interpreter family, kept in its cache
+ * keyed by the weight's address and the geometry. Activations stay in plain
+ * NCHW. The family's threads execute a cached primitive at once: each call
+ * has its own stream, memory objects and scratchpad (user scratchpad mode),
+ * which oneDNN documents as safe for concurrent execution.
+ *
+ * oneDNN sums the products in its own order (fp32 accumulation, as the
+ * im2col + sgemm path does). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/interp_internal.h"
+
+#ifdef MIL_HAVE_DNNL
+#include <dnnl.h>
+#include <pthread.h>
+
+static dnnl_engine_t g_engine;
+static pthread_once_t g_engine_once = PTHREAD_ONCE_INIT;
+
+static void engine_init(void) {
+  if (dnnl_engine_create(&g_engine, dnnl_cpu, 0) != dnnl_success) g_engine = NULL;
+}
+
+typedef struct conv_key {
+  const void *w;
+  int64_t n, cin, cout, groups, bias, in[2], out[2], k[2], s[2], d[2], pb[2];
+} conv_key;
+
+typedef struct conv_prim {
+  dnnl_primitive_t prim;
+  dnnl_memory_desc_t src_md, dst_md, bias_md, w_md, scratch_md;
+  dnnl_memory_desc_t src_plain, dst_plain; /* NCHW at the op's boundary */
+  dnnl_primitive_t to_src, from_dst;       /* reorders when the primitive's layouts are blocked, else NULL */
+  void *w;          /* weight in w_md's layout */
+  size_t scratch_bytes;
+} conv_prim;
+
+static void prim_free(void *p) {
+  conv_prim *cp = p;
+  if (!cp) return;
+  if (cp->prim) dnnl_primitive_destroy(cp->prim);
+  if (cp->to_src) dnnl_primitive_destroy(cp->to_src);
+  if (cp->from_dst) dnnl_primitive_destroy(cp->from_dst);
+  free(cp->w);
+  free(cp);
+}
+
+/* Reorders the plain weight into cp->w (layout cp->w_md). */
+static bool reorder_weight(conv_prim *cp, const dnnl_memory_desc_t *plain, const float *w) {
+  dnnl_primitive_desc_t rpd = NULL;
+  dnnl_primitive_t rp = NULL;
+  dnnl_memory_t m_in = NULL, m_out = NULL;
+  dnnl_stream_t st = NULL;
+  bool ok = false;
+  size_t sz = dnnl_memory_desc_get_size(&cp->w_md);
+  cp->w = malloc(sz ? sz : 1);
+  if (!cp->w) return false;
+  if (dnnl_reorder_primitive_desc_create(&rpd, plain, g_engine, &cp->w_md, g_engine, NULL) != dnnl_success) goto done;
+  if (dnnl_primitive_create(&rp, rpd) != dnnl_success) goto done;
+  if (dnnl_memory_create(&m_in, plain, g_engine, (void *)w) != dnnl_success) goto done;
+  if (dnnl_memory_create(&m_out, &cp->w_md, g_engine, cp->w) != dnnl_success) goto done;
+  if (dnnl_stream_create(&st, g_engine, dnnl_stream_default_flags) != dnnl_success) goto done;
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m_in}, {DNNL_ARG_TO, m_out}};
+  ok = dnnl_primitive_execute(rp, st, 2, args) == dnnl_success && dnnl_stream_wait(st) == dnnl_success;
+done:
+  if (st) dnnl_stream_destroy(st);
+  if (m_in) dnnl_memory_destroy(m_in);
+  if (m_out) dnnl_memory_destroy(m_out);
+  if (rp) dnnl_primitive_destroy(rp);
+  if (rpd) dnnl_primitive_desc_destroy(rpd);
+  return ok;
+}
+
+/* A reorder from a to b, or NULL (*r) when the layouts are the same. */
+static bool make_reorder(dnnl_primitive_t *r, const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b) {
+  *r = NULL;
+  if (dnnl_memory_desc_equal(a, b)) return true;
+  dnnl_primitive_desc_t rpd = NULL;
+  bool ok = dnnl_reorder_primitive_desc_create(&rpd, a, g_engine, b, g_engine, NULL) == dnnl_success &&
+            dnnl_primitive_create(r, rpd) == dnnl_success;
+  if (rpd) dnnl_primitive_desc_destroy(rpd);
+  return ok;
+}
+
+static bool reorder_run(dnnl_primitive_t r, dnnl_stream_t st, dnnl_memory_t from, dnnl_memory_t to) {
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+  return dnnl_primitive_execute(r, st, 2, args) == dnnl_success;
+}
+
+static conv_prim *prim_make(const conv_key *k, const float *w) {
+  conv_prim *cp = calloc(1, sizeof *cp);
+  if (!cp) return NULL;
+  dnnl_dims_t sd = {k->n, k->cin, k->in[0], k->in[1]}, dd = {k->n, k->cout, k->out[0], k->out[1]};
+  dnnl_dims_t wd = {k->groups, k->cout / k->groups, k->cin / k->groups, k->k[0], k->k[1]}, bd = {k->cout};
+  dnnl_dims_t strides = {k->s[0], k->s[1]}, dil = {k->d[0] - 1, k->d[1] - 1}, pl = {k->pb[0], k->pb[1]}, pr;
+  /* the pad after that the output size needs (0 when a stride leaves
+   * input columns unread; oneDNN checks the sizes agree) */
+  for (int i = 0; i < 2; i++) {
+    pr[i] = (k->out[i] - 1) * k->s[i] + (k->k[i] - 1) * k->d[i] + 1 - k->in[i] - k->pb[i];
+    if (pr[i] < 0 && pr[i] > -k->s[i]) pr[i] = 0;
+  }
+  dnnl_memory_desc_t wplain, wany, sany, dany;
+  /* blocked activations (reordered at the op boundary) pay off for spatial
+   * kernels; 1x1 convs stay plain (a GEMM on NCHW, no reorders) */
+  bool blocked = k->k[0] * k->k[1] > 1 && !getenv("MIL_INTERP_DNNL_CONV_PLAIN");
+  dnnl_convolution_desc_t cd;
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  bool ok = pr[0] >= 0 && pr[1] >= 0 &&
+            dnnl_memory_desc_init_by_tag(&cp->src_plain, 4, sd, dnnl_f32, dnnl_nchw) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&cp->dst_plain, 4, dd, dnnl_f32, dnnl_nchw) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&sany, 4, sd, dnnl_f32, blocked ? dnnl_format_tag_any : dnnl_nchw) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&dany, 4, dd, dnnl_f32, blocked ? dnnl_format_tag_any : dnnl_nchw) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&cp->bias_md, 1, bd, dnnl_f32, dnnl_a) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&wplain, 5, wd, dnnl_f32, dnnl_goihw) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&wany, 5, wd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+            dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
+                                                       &sany, &wany, k->bias ? &cp->bias_md : NULL, &dany,
+                                                       strides, dil, pl, pr) == dnnl_success &&
+            dnnl_primitive_attr_create(&attr) == dnnl_success &&
+            dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
+            dnnl_primitive_desc_create(&pd, &cd, attr, g_engine, NULL) == dnnl_success;
+  if (ok) {
+    cp->w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    cp->src_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    cp->dst_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    ok = make_reorder(&cp->to_src, &cp->src_plain, &cp->src_md) && make_reorder(&cp->from_dst, &cp->dst_md, &cp->dst_plain);
+    cp->scratch_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    cp->scratch_bytes = dnnl_memory_desc_get_size(&cp->scratch_md);
+    ok = ok && dnnl_primitive_create(&cp->prim, pd) == dnnl_success && reorder_weight(cp, &wplain, w);
+  }
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  if (!ok) {
+    prim_free(cp);
+    return NULL;
+  }
+  return cp;
+}
+
+static bool prim_run(const conv_prim *cp, const float *x, const float *bias, float *out) {
+  dnnl_memory_t m[7] = {NULL}; /* src, weights, dst, scratchpad, bias, plain src, plain dst */
+  dnnl_stream_t st = NULL;
+  void *scratch = cp->scratch_bytes ? malloc(cp->scratch_bytes) : NULL;
+  size_t sb = cp->to_src ? dnnl_memory_desc_get_size(&cp->src_md) : 0;
+  size_t db = cp->from_dst ? dnnl_memory_desc_get_size(&cp->dst_md) : 0;
+  void *sbuf = sb ? malloc(sb) : NULL, *dbuf = db ? malloc(db) : NULL;
+  bool ok = (!cp->scratch_bytes || scratch) && (!sb || sbuf) && (!db || dbuf) &&
+            dnnl_memory_create(&m[0], &cp->src_md, g_engine, sb ? sbuf : (void *)x) == dnnl_success &&
+            dnnl_memory_create(&m[1], &cp->w_md, g_engine, cp->w) == dnnl_success &&
+            dnnl_memory_create(&m[2], &cp->dst_md, g_engine, db ? dbuf : out) == dnnl_success &&
+            dnnl_memory_create(&m[3], &cp->scratch_md, g_engine, scratch) == dnnl_success &&
+            (!bias || dnnl_memory_create(&m[4], &cp->bias_md, g_engine, (void *)bias) == dnnl_success) &&
+            (!sb || dnnl_memory_create(&m[5], &cp->src_plain, g_engine, (void *)x) == dnnl_success) &&
+            (!db || dnnl_memory_create(&m[6], &cp->dst_plain, g_engine, out) == dnnl_success) &&
+            dnnl_stream_create(&st, g_engine, dnnl_stream_default_flags) == dnnl_success;
+  if (ok && sb) ok = reorder_run(cp->to_src, st, m[5], m[0]);
+  if (ok) {
+    dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, m[0]},
+                               {DNNL_ARG_WEIGHTS, m[1]},
+                               {DNNL_ARG_DST, m[2]},
+                               {DNNL_ARG_SCRATCHPAD, m[3]},
+                               {DNNL_ARG_BIAS, m[4]}};
+    ok = dnnl_primitive_execute(cp->prim, st, bias ? 5 : 4, args) == dnnl_success;
+  }
+  if (ok && db) ok = reorder_run(cp->from_dst, st, m[2], m[6]);
+  if (ok) ok = dnnl_stream_wait(st) == dnnl_success;
+  if (st) dnnl_stream_destroy(st);
+  for (int i = 0; i < 7; i++)
+    if (m[i]) dnnl_memory_destroy(m[i]);
+  free(scratch), free(sbuf), free(dbuf);
+  return ok;
+}
+
+bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float *bias, float *out, int64_t n,
+                      int64_t cin, int64_t cout, int64_t groups, const int64_t in[3], const int64_t outsz[3],
+                      const int64_t k[3], const int64_t s[3], const int64_t d[3], const int64_t pb[3]) {
+  if (!r->cache || in[0] != 1 || outsz[0] != 1 || k[0] != 1) return false;
+  if (getenv("MIL_INTERP_NO_DNNL_CONV")) return false;
+  pthread_once(&g_engine_once, engine_init);
+  if (!g_engine) return false;
+  conv_key key;
+  memset(&key, 0, sizeof key); /* padding bytes too: the key is compared bytewise */
+  key.w = w;
+  key.n = n, key.cin = cin, key.cout = cout, key.groups = groups, key.bias = bias != NULL;
+  for (int i = 0; i < 2; i++) {
+    key.in[i] = in[1 + i], key.out[i] = outsz[1 + i], key.k[i] = k[1 + i];
+    key.s[i] = s[1 + i], key.d[i] = d[1 + i], key.pb[i] = pb[1 + i];
+  }
+  conv_prim *cp = interp_cache_get_obj(r->cache, &key, sizeof key);
+  if (!cp) {
+    conv_prim *made = prim_make(&key, w);
+    if (!made) return false;
+    cp = interp_cache_put_obj(r->cache, &key, sizeof key, made, prim_free);
+    if (!cp) {
+      bool ok = prim_run(made, x, bias, out);
+      prim_free(made);
+      return ok;
+    }
+  }
+  return prim_run(cp, x, bias, out);
+}
+
+#else
+
+bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float *bias, float *out, int64_t n,
+                      int64_t cin, int64_t cout, int64_t groups, const int64_t in[3], const int64_t outsz[3],
+                      const int64_t k[3], const int64_t s[3], const int64_t d[3], const int64_t pb[3]) {
+  (void)r, (void)x, (void)w, (void)bias, (void)out, (void)n, (void)cin, (void)cout, (void)groups;
+  (void)in, (void)outsz, (void)k, (void)s, (void)d, (void)pb;
+  return false;
+}
+
+#endif
