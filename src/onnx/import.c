@@ -260,11 +260,11 @@ mil_status onnx_convert_nodes(onnx_ctx *c, const Onnx__GraphProto *g) {
     (void)pass_ptrset_add(&c->named, op->outputs[0]);
     if ((st = onnx_bind_new(c, t->name ? t->name : "", op->outputs[0])) != MIL_OK) return st;
   }
-  for (size_t i = 0; i < g->n_node; i++) {
-    mil_status st = convert_node(c, g->node[i]);
-    if (st != MIL_OK) return st;
-  }
-  return MIL_OK;
+  size_t *order;
+  mil_status st = onnx_graph_order(c, g, &order);
+  for (size_t i = 0; st == MIL_OK && i < g->n_node; i++) st = convert_node(c, g->node[order[i]]);
+  free(order);
+  return st;
 }
 
 /* The ONNX element type of value `name` as the main graph declares it (an

@@ -181,6 +181,12 @@ mil_status onnx_seq_bind(onnx_ctx *c, const char *name, onnx_seq *s);
  * scope whose parent is the current one (outer values visible). Graph
  * inputs must already be bound by the caller (onnx_bind). */
 mil_status onnx_convert_nodes(onnx_ctx *c, const Onnx__GraphProto *g);
+/* The order to convert g's nodes in (import_order.c): *order (malloc'd,
+ * g->n_node indices) is the file's order with each node's producers moved
+ * before it where the file lists them later (a subgraph's references to
+ * g's values count as inputs of its node). MIL_ERR_INVALID naming a node
+ * on a cycle; MIL_ERR_NOMEM. Both recorded in c->d. */
+mil_status onnx_graph_order(onnx_ctx *c, const Onnx__GraphProto *g, size_t **order);
 /* Binds ONNX name to var in the current scope. */
 mil_status onnx_bind(onnx_ctx *c, const char *name, mil_var *v);
 /* The same for a name the graph defines (an input, an initializer, a node
