@@ -43,6 +43,10 @@ extern "C" {
  * semantics of the newest version libmil handles. */
 #define MIL_ONNX_OPSET_KNOWN 23
 
+/* The userDefined metadata key of an imported model's renamed inputs and
+ * outputs (libmil's own key; see mil_onnx_import). */
+#define MIL_ONNX_NAMES_KEY "com.libmil.onnx_names"
+
 /* A fixed shape for one graph input (--input-shape NAME=1,3,224,224). */
 typedef struct mil_onnx_input_shape {
   const char *name;    /* the ONNX input name (before sanitizing) */
@@ -84,7 +88,26 @@ typedef struct mil_onnx_options {
  *   MIL_ERR_INVALID      bad options (unknown input in input_shapes, target
  *                        out of range), a node input never defined;
  *   MIL_ERR_NOT_FOUND    an unknown pipeline name;
- *   MIL_ERR_NOMEM. */
+ *   MIL_ERR_NOMEM.
+ * Names: ONNX input / output names that are not MIL identifiers are
+ * renamed as coremltools' NameSanitizer renames them ("onnx::Flatten_0" ->
+ * "onnx__Flatten_0", "x.1" -> "x_1", a leading digit gets "var_"); when
+ * any is, the model's userDefined metadata key MIL_ONNX_NAMES_KEY holds
+ * the JSON object {"inputs": {MIL name: ONNX name, ...}, "outputs": {...}}
+ * (mil_onnx_original_name reads it). The graph's nodes are converted in
+ * topological order (the file's where valid); a cycle is MIL_ERR_INVALID. */
+/* Each input (is_output false) / output an ONNX import renamed. */
+typedef void (*mil_onnx_rename_fn)(void *ud, bool is_output, const char *mil_name, const char *onnx_name);
+/* Calls fn (may be NULL) for each rename recorded in m's metadata under
+ * MIL_ONNX_NAMES_KEY, inputs first, in the model's order; returns how many
+ * (0 when m or the key is absent, -1 when the value is not the JSON
+ * mil_onnx_import writes). */
+MIL_API int32_t mil_onnx_renames(mil_model *m, mil_onnx_rename_fn fn, void *ud);
+/* The model's name of the input (output true: output) the ONNX graph
+ * called onnx_name, as a malloc'd string the caller frees; NULL when that
+ * name was not renamed (or on NULL arguments / no memory). */
+MIL_API char *mil_onnx_model_name(mil_model *m, bool output, const char *onnx_name);
+
 MIL_API mil_status mil_onnx_import(const char *path, const mil_onnx_options *opts, mil_model **out, mil_diag *d);
 
 /* Same from a serialized ModelProto in memory (`name` for messages,

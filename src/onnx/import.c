@@ -452,6 +452,73 @@ mil_status onnx_block_outputs(onnx_ctx *c, mil_block *b, const Onnx__ValueInfoPr
   return st;
 }
 
+/* ---------- renamed inputs and outputs ---------- */
+
+/* Appends s to the growing buffer as a JSON string. */
+static bool json_put(char **buf, size_t *len, size_t *cap, const char *s, bool quote) {
+  size_t need = *len + strlen(s) * 6 + 4;
+  if (need > *cap) {
+    size_t nc = *cap ? *cap : 256;
+    while (nc < need) nc *= 2;
+    char *nb = realloc(*buf, nc);
+    if (!nb) return false;
+    *buf = nb;
+    *cap = nc;
+  }
+  char *o = *buf + *len;
+  if (quote) *o++ = '"';
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (!quote) *o++ = (char)*p;
+    else if (*p == '"' || *p == '\\') {
+      *o++ = '\\';
+      *o++ = (char)*p;
+    } else if (*p < 0x20)
+      o += sprintf(o, "\\u%04x", *p);
+    else
+      *o++ = (char)*p;
+  }
+  if (quote) *o++ = '"';
+  *o = 0;
+  *len = (size_t)(o - *buf);
+  return true;
+}
+
+/* The main function's inputs and outputs whose MIL name is not the ONNX
+ * name (coremltools' NameSanitizer: onnx::Flatten_0 -> onnx__Flatten_0),
+ * as the JSON object {"inputs": {MIL: ONNX, ...}, "outputs": {...}} kept
+ * for the model's metadata under MIL_ONNX_NAMES_KEY (none when no name
+ * changed). */
+static mil_status names_metadata(onnx_ctx *c, mil_function *f, const Onnx__GraphProto *g) {
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  bool ok = json_put(&buf, &len, &cap, "{\"inputs\": {", false), any = false;
+  int32_t k = 0, n = 0;
+  for (size_t i = 0; ok && i < g->n_input && k < f->n_inputs; i++) {
+    const char *name = g->input[i]->name ? g->input[i]->name : "";
+    if (is_initializer(g, name)) continue;
+    const char *mil = f->inputs[k++]->name;
+    if (!strcmp(mil, name)) continue;
+    ok = json_put(&buf, &len, &cap, n++ ? ", " : "", false) && json_put(&buf, &len, &cap, mil, true) &&
+         json_put(&buf, &len, &cap, ": ", false) && json_put(&buf, &len, &cap, name, true);
+  }
+  any = n > 0;
+  n = 0;
+  ok = ok && json_put(&buf, &len, &cap, "}, \"outputs\": {", false);
+  const mil_block *b = mil_function_body(f);
+  for (size_t i = 0; ok && i < g->n_output && (int32_t)i < b->n_outputs; i++) {
+    const char *name = g->output[i]->name ? g->output[i]->name : "";
+    const char *mil = b->outputs[i].var->name;
+    if (!strcmp(mil, name)) continue;
+    ok = json_put(&buf, &len, &cap, n++ ? ", " : "", false) && json_put(&buf, &len, &cap, mil, true) &&
+         json_put(&buf, &len, &cap, ": ", false) && json_put(&buf, &len, &cap, name, true);
+  }
+  any |= n > 0;
+  ok = ok && json_put(&buf, &len, &cap, "}}", false);
+  if (ok && any) c->names_json = mil_program_intern(c->p, buf, len);
+  free(buf);
+  return ok && (!any || c->names_json) ? MIL_OK : MIL_ERR_NOMEM;
+}
+
 static mil_status convert_model(onnx_ctx *c, const mil_onnx_options *o) {
   const Onnx__ModelProto *m = c->model;
   const Onnx__GraphProto *g = m->graph;
@@ -476,7 +543,8 @@ static mil_status convert_model(onnx_ctx *c, const mil_onnx_options *o) {
   if ((st = add_inputs(c, f, g, o)) != MIL_OK) return st;
   if ((st = onnx_convert_nodes(c, g)) != MIL_OK) return st;
   const Onnx__ValueInfoProto *const *outs = (const Onnx__ValueInfoProto *const *)g->output;
-  return onnx_block_outputs(c, c->blk, outs, g->n_output, true);
+  if ((st = onnx_block_outputs(c, c->blk, outs, g->n_output, true)) != MIL_OK) return st;
+  return names_metadata(c, f, g);
 }
 
 static void drop_model(void *ud) { onnx__model_proto__free_unpacked(ud, NULL); }
@@ -556,7 +624,13 @@ static mil_status import_model(Onnx__ModelProto *m, const char *name, const char
     mil_program_free(p);
     return st;
   }
-  return mil_model_from_program(p, target, out, d);
+  const char *names = c.names_json;
+  st = mil_model_from_program(p, target, out, d);
+  if (st == MIL_OK && names && (st = mil_model_set_metadata(*out, MIL_ONNX_NAMES_KEY, names)) != MIL_OK) {
+    mil_model_free(*out);
+    *out = NULL;
+  }
+  return st;
 }
 
 mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name, const char *dir,

@@ -63,6 +63,7 @@ struct onnx_ctx {
   onnx_scope *san;      /* ONNX name -> sanitized MIL name */
   onnx_scope *seqs;     /* ONNX name -> onnx_seq (sequences known at conversion) */
   bool views;           /* some value views the decoded message's raw_data */
+  const char *names_json; /* renamed inputs / outputs (MIL_ONNX_NAMES_KEY), interned; NULL: none */
 };
 
 /* ---------- errors ---------- */

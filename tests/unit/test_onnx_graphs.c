@@ -5,7 +5,10 @@
  *   topo_cast_after  the input Cast listed after its users (keep_io_types)
  *   topo_cycle       a real cycle: refused, naming a node on it
  *   if_lstm          an LSTM in both branches of an If on a run-time flag,
- *                    symbolic sequence and batch, outer-scope weights */
+ *                    symbolic sequence and batch, outer-scope weights
+ *   names            ONNX names that are not identifiers: renamed as
+ *                    coremltools renames them, recorded in the metadata,
+ *                    and the inputs fed by their ONNX names */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -121,12 +124,79 @@ static void test_if_lstm_else(void **state) {
   run_case("if_lstm.onnx", "if_lstm_else", 4, 2, 1e-5);
 }
 
+typedef struct renames {
+  int n_in, n_out;
+  char seen[512];
+} renames;
+
+static void collect(void *ud, bool is_output, const char *mil_name, const char *onnx_name) {
+  renames *r = ud;
+  if (is_output) r->n_out++;
+  else r->n_in++;
+  size_t l = strlen(r->seen);
+  snprintf(r->seen + l, sizeof r->seen - l, "%s=%s;", mil_name, onnx_name);
+}
+
+static void test_names_renamed_and_recorded(void **state) {
+  (void)state;
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_model *m = NULL;
+  if (import("names.onnx", &m, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
+  /* coremltools' NameSanitizer: every non-word character becomes '_' */
+  const char *label_mil = "__0____cat____1____dog__", *label_onnx = "{\"0\": \"cat\", \"1\": \"dog\"}";
+  renames r = {0};
+  assert_int_equal(mil_onnx_renames(m, collect, &r), 3);
+  assert_int_equal(r.n_in, 2);
+  assert_int_equal(r.n_out, 1);
+  char want[512];
+  snprintf(want, sizeof want, "onnx__Flatten_0=onnx::Flatten_0;x_1=x.1;%s=%s;", label_mil, label_onnx);
+  assert_string_equal(r.seen, want);
+  char *a = mil_onnx_model_name(m, false, "onnx::Flatten_0"), *b = mil_onnx_model_name(m, false, "x.1");
+  char *o = mil_onnx_model_name(m, true, label_onnx);
+  assert_string_equal(a, "onnx__Flatten_0");
+  assert_string_equal(b, "x_1");
+  assert_string_equal(o, label_mil);
+  assert_null(mil_onnx_model_name(m, false, "onnx__Flatten_0")); /* already the model's name */
+  assert_null(mil_onnx_model_name(m, true, "x.1"));                /* an input, not an output */
+  /* the inputs fed under the model's names found from the ONNX names */
+  mil_interp *ip = NULL;
+  assert_int_equal(mil_interp_new(mil_model_program(m), NULL, &ip, &d), MIL_OK);
+  mil_npy *x0 = npy("names.in0.npy"), *x1 = npy("names.in1.npy"), *want_y = npy("names.out0.npy");
+  mil_tensor t0 = {x0->dtype, x0->rank, x0->shape, x0->data, x0->nbytes, x0->numel};
+  mil_tensor t1 = {x1->dtype, x1->rank, x1->shape, x1->data, x1->nbytes, x1->numel};
+  assert_int_equal(mil_interp_set_input(ip, a, &t0, &d), MIL_OK);
+  assert_int_equal(mil_interp_set_input(ip, b, &t1, &d), MIL_OK);
+  assert_int_equal(mil_interp_run(ip, NULL, &d), MIL_OK);
+  const mil_tensor *y = mil_interp_output(ip, o);
+  assert_non_null(y);
+  assert_int_equal(y->numel, want_y->numel);
+  for (int64_t k = 0; k < y->numel; k++)
+    assert_true(fabs(((const float *)y->data)[k] - ((const float *)want_y->data)[k]) < 1e-6);
+  mil_npy_free(x0);
+  mil_npy_free(x1);
+  mil_npy_free(want_y);
+  free(a);
+  free(b);
+  free(o);
+  mil_interp_free(ip);
+  /* a model whose names are all identifiers records none */
+  mil_model_free(m);
+  m = NULL;
+  assert_int_equal(import("if_lstm.onnx", &m, &d), MIL_OK);
+  assert_null(mil_model_metadata(m, MIL_ONNX_NAMES_KEY));
+  assert_int_equal(mil_onnx_renames(m, NULL, NULL), 0);
+  mil_model_free(m);
+  mil_diag_clear(&d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_topo_cast_listed_after_users),
       cmocka_unit_test(test_topo_cycle_refused),
       cmocka_unit_test(test_if_lstm_then),
       cmocka_unit_test(test_if_lstm_else),
+      cmocka_unit_test(test_names_renamed_and_recorded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,13 @@
 #include "mil/onnx.h"
 #include "mil/ops.h"
 
+/* One line on stderr per ONNX input / output the import renamed. */
+static void print_rename(void *ud, bool is_output, const char *mil_name, const char *onnx_name) {
+  (void)ud;
+  fprintf(stderr, "mil convert: ONNX %s '%s' is named '%s' in the model%s\n", is_output ? "output" : "input",
+          onnx_name, mil_name, is_output ? "" : " (mil run --input takes either name)");
+}
+
 static void help(void) {
   printf("usage: mil convert [--target iOS15..iOS18] [--spec-version N] [--inline-weights] IN OUT\n"
          "       mil convert MODEL.onnx OUT [--target iOS15..iOS18] [--precision fp16|fp32]\n"
@@ -170,6 +177,7 @@ int cmd_convert(int argc, char **argv) {
   mil_diag_init(&d);
   mil_model *m = NULL;
   mil_status st = onnx ? mil_onnx_import(in, &oa->o, &m, &d) : mil_model_load(in, &m, &d);
+  if (st == MIL_OK && onnx) (void)mil_onnx_renames(m, print_rename, NULL);
   if (st == MIL_OK && target && !onnx) st = mil_program_retarget(mil_model_program(m), target, &d);
   if (st == MIL_OK && target && !onnx && !spec) st = mil_model_set_spec_version(m, target);
   if (st == MIL_OK && spec) st = mil_model_set_spec_version(m, spec);
