@@ -3,6 +3,7 @@ one (spec version, description, metadata, predict), plus libmil's
 optimize / validate / save and MIL text."""
 import collections
 import ctypes
+import json
 import os
 import time
 
@@ -206,6 +207,19 @@ class Model:
     user_defined_metadata = property(lambda self: self.metadata.get("userDefined", {}),
                                      doc="Metadata userDefined (dict str -> str).")
 
+    @property
+    def onnx_names(self):
+        """For a model converted from ONNX: the inputs and outputs the
+        conversion renamed, {"inputs": {model name: ONNX name}, "outputs":
+        {...}} (metadata com.libmil.onnx_names); {} otherwise."""
+        js = self.user_defined_metadata.get("com.libmil.onnx_names")
+        if not js:
+            return {}
+        try:
+            return json.loads(js)
+        except ValueError:
+            return {}
+
     # ----------------------------------------------------------- text
     @property
     def program(self):
@@ -277,6 +291,10 @@ class Model:
         takes). Arrays are converted to the input's declared dtype as
         coremltools' predict does (float64 -> fp32 or fp16, int64 -> int32,
         ...); shapes must fit the declared shape (symbolic dims take any size).
+        For a model converted from ONNX, an input may also be given by the
+        ONNX name the conversion renamed ("onnx::Flatten_0" for
+        "onnx__Flatten_0"; metadata com.libmil.onnx_names); outputs keep
+        the model's names (onnx_names maps them back).
         state: a State from make_state() for stateful models.
         seed: seed of the random ops (random_*), default 0.
         Returns a dict output name -> numpy array that owns its data.
@@ -290,8 +308,11 @@ class Model:
         for i in range(C.interp_n_inputs(ip)):
             declared[_s(C.interp_input_name(ip, i))] = C.interp_input_type(ip, i).contents
         keep = []
+        renamed = {onnx: mil for mil, onnx in self.onnx_names.get("inputs", {}).items()}
         with Diag() as d:
             for name, value in data.items():
+                if name not in declared and name in renamed:
+                    name = renamed[name]
                 t = declared.get(name)
                 if t is None:
                     raise MILNotFoundError("predict: model has no input '%s'; inputs: %s" %
