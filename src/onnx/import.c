@@ -179,6 +179,19 @@ static int domain_opset(onnx_ctx *c, const char *domain) {
 
 const onnx_op_entry *onnx_registry_find(const char *op_type, const char *domain, int opset, const onnx_op_entry **any);
 
+/* Nodes whose MIL ops compute integer arithmetic in fp32 (exact there,
+ * not in fp16: products of uint8 operands reach 255 * 255 * K) and
+ * DynamicQuantizeLinear (ONNX's rounding of x / scale in fp32): their ops
+ * stay fp32 in an fp16 conversion (add_fp16_cast's op_selector). */
+static bool keeps_fp32(const onnx_node *n) {
+  static const char *const k_ops[] = {"ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul",
+                                      "DynamicQuantizeLinear", NULL};
+  if (n->domain[0]) return false;
+  for (const char *const *k = k_ops; *k; k++)
+    if (!strcmp(n->op_type, *k)) return true;
+  return false;
+}
+
 static mil_status convert_node(onnx_ctx *c, const Onnx__NodeProto *np) {
   onnx_node n;
   memset(&n, 0, sizeof n);
@@ -228,6 +241,7 @@ static mil_status convert_node(onnx_ctx *c, const Onnx__NodeProto *np) {
       break;
     }
   }
+  mil_op *before = c->blk ? c->blk->last : NULL;
   if (st == MIL_OK) {
     size_t errs = c->d ? c->d->n_errors : 0;
     st = e->fn(c, &n);
@@ -243,6 +257,10 @@ static mil_status convert_node(onnx_ctx *c, const Onnx__NodeProto *np) {
                        np->output[i]);
         break;
       }
+  if (st == MIL_OK && keeps_fp32(&n))
+    for (mil_op *op = before ? before->next : c->blk->first; op; op = op->next)
+      for (int32_t i = 0; i < op->n_outputs; i++)
+        if (!pass_ptrset_add(&c->keep_fp32, op->outputs[i]->name)) st = MIL_ERR_NOMEM;
   if (in != ins) free(in);
   c->node = NULL;
   return st;
@@ -549,7 +567,33 @@ static mil_status convert_model(onnx_ctx *c, const mil_onnx_options *o) {
 
 static void drop_model(void *ud) { onnx__model_proto__free_unpacked(ud, NULL); }
 
-static mil_status run_pipeline(mil_program *p, const mil_onnx_options *o, mil_diag *d) {
+/* add_fp16_cast's op_selector: an op stays fp32 when one of its outputs
+ * is named in the set, or when it reads (through a cast to a float) the
+ * int32 result of such an op (the accumulator of ConvInteger before its
+ * rescaling, beyond fp16's range). */
+static bool keep_name(const pass_ptrset *s, const mil_var *v) { return v && pass_ptrset_has(s, v->name); }
+
+bool onnx_fp16_selector(const mil_op *op, void *ud) {
+  const pass_ptrset *s = ud;
+  for (int32_t i = 0; i < op->n_outputs; i++)
+    if (keep_name(s, op->outputs[i])) return false;
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    for (int32_t k = 0; k < op->inputs[i].n_args; k++) {
+      const mil_var *v = op->inputs[i].args[k].use.var;
+      if (!v || !v->op || strcmp(v->op->type, "cast") != 0) continue;
+      const mil_var *src = mil_op_input_var(v->op, "x");
+      if (src && src->op && keep_name(s, src) && (src->type->dtype == MIL_DT_INT32)) return false;
+    }
+  return true;
+}
+
+static bool has_pass(const mil_pipeline *pl, const char *pass) {
+  for (int32_t i = 0; i < mil_pipeline_n_passes(pl); i++)
+    if (!strcmp(mil_pipeline_pass_at(pl, i), pass)) return true;
+  return false;
+}
+
+mil_status onnx_run_pipeline(mil_program *p, const mil_onnx_options *o, const pass_ptrset *keep, mil_diag *d) {
   if (o->no_pipeline) return MIL_OK;
   mil_pipeline *pl = NULL;
   mil_status st = mil_pipeline_new(o->pipeline ? o->pipeline : "default", &pl, d);
@@ -557,6 +601,11 @@ static mil_status run_pipeline(mil_program *p, const mil_onnx_options *o, mil_di
   if (o->fp32) {
     mil_pipeline_remove_pass(pl, "common::add_fp16_cast");
     mil_pipeline_remove_pass(pl, "common::add_int16_cast");
+  } else if (keep && keep->n && has_pass(pl, "common::add_fp16_cast"))
+    st = mil_pipeline_set_selector(pl, "common::add_fp16_cast", "op_selector", onnx_fp16_selector, (void *)keep, d);
+  if (st != MIL_OK) {
+    mil_pipeline_free(pl);
+    return st;
   }
   st = mil_pipeline_run(pl, p, NULL, NULL, d);
   mil_pipeline_free(pl);
@@ -619,7 +668,8 @@ static mil_status import_model(Onnx__ModelProto *m, const char *name, const char
   }
   pass_bld_free(&c.bld);
   pass_ptrset_free(&c.named);
-  if (st == MIL_OK) st = run_pipeline(p, o, d);
+  if (st == MIL_OK) st = onnx_run_pipeline(p, o, &c.keep_fp32, d);
+  pass_ptrset_free(&c.keep_fp32);
   if (st != MIL_OK) {
     mil_program_free(p);
     return st;

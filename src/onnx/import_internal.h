@@ -64,6 +64,7 @@ struct onnx_ctx {
   onnx_scope *seqs;     /* ONNX name -> onnx_seq (sequences known at conversion) */
   bool views;           /* some value views the decoded message's raw_data */
   const char *names_json; /* renamed inputs / outputs (MIL_ONNX_NAMES_KEY), interned; NULL: none */
+  pass_ptrset keep_fp32;  /* interned names of op outputs add_fp16_cast leaves in fp32 */
 };
 
 /* ---------- errors ---------- */
@@ -188,6 +189,12 @@ mil_status onnx_convert_nodes(onnx_ctx *c, const Onnx__GraphProto *g);
  * g's values count as inputs of its node). MIL_ERR_INVALID naming a node
  * on a cycle; MIL_ERR_NOMEM. Both recorded in c->d. */
 mil_status onnx_graph_order(onnx_ctx *c, const Onnx__GraphProto *g, size_t **order);
+/* The pass pipeline of an import (o->pipeline, default "default"; without
+ * add_fp16_cast / add_int16_cast for o->fp32), with add_fp16_cast's
+ * op_selector leaving in fp32 the ops whose output names are in keep (and
+ * the readers of their int32 results through a cast): onnx_fp16_selector. */
+mil_status onnx_run_pipeline(mil_program *p, const mil_onnx_options *o, const pass_ptrset *keep, mil_diag *d);
+bool onnx_fp16_selector(const mil_op *op, void *ud);
 /* Binds ONNX name to var in the current scope. */
 mil_status onnx_bind(onnx_ctx *c, const char *name, mil_var *v);
 /* The same for a name the graph defines (an input, an initializer, a node

@@ -6,6 +6,11 @@
  *   topo_cycle       a real cycle: refused, naming a node on it
  *   if_lstm          an LSTM in both branches of an If on a run-time flag,
  *                    symbolic sequence and batch, outer-scope weights
+ *   dq_conv, mm_int, dql_zero
+ *                    DynamicQuantizeLinear, ConvInteger, MatMulInteger
+ *                    against ONNX's reference semantics (half-to-even
+ *                    rounding, saturation, per-channel zero points), exact
+ *                    in fp32 and in the default fp16 conversion
  *   names            ONNX names that are not identifiers: renamed as
  *                    coremltools renames them, recorded in the metadata,
  *                    and the inputs fed by their ONNX names */
@@ -41,13 +46,19 @@ static mil_npy *npy(const char *file) {
   return a;
 }
 
+static bool g_fp16; /* import with the fp16 pipeline (ct.convert's default) */
+
 static mil_status import(const char *model, mil_model **m, mil_diag *d) {
   char p[1024];
   path_of(p, sizeof p, model);
   mil_onnx_options o;
   memset(&o, 0, sizeof o);
-  o.fp32 = true;
+  o.fp32 = !g_fp16;
   return mil_onnx_import(p, &o, m, d);
+}
+
+static double elem(const void *data, mil_dtype dt, int64_t k) {
+  return dt == MIL_DT_INT32 ? (double)((const int32_t *)data)[k] : (double)((const float *)data)[k];
 }
 
 /* Imports model, feeds case.in<i>.npy to input i (by position), runs, and
@@ -76,15 +87,16 @@ static void run_case(const char *model, const char *cs, int n_in, int n_out, dou
     snprintf(f, sizeof f, "%s.out%d.npy", cs, i);
     mil_npy *want = npy(f);
     const mil_tensor *y = mil_interp_output_at(ip, i);
-    assert_int_equal(y->dtype, MIL_DT_FP32);
+    assert_int_equal(y->dtype, want->dtype);
+    assert_true(y->dtype == MIL_DT_FP32 || y->dtype == MIL_DT_INT32);
     assert_int_equal(y->numel, want->numel);
     assert_int_equal(y->rank, want->rank);
     for (int k = 0; k < y->rank; k++) assert_int_equal(y->shape[k], want->shape[k]);
-    const float *a = y->data, *b = want->data;
     double big = 0, err = 0;
     for (int64_t k = 0; k < y->numel; k++) {
-      big = fmax(big, fabs(b[k]));
-      err = fmax(err, fabs((double)a[k] - b[k]));
+      double a = elem(y->data, y->dtype, k), b = elem(want->data, want->dtype, k);
+      big = fmax(big, fabs(b));
+      err = isfinite(a) ? fmax(err, fabs(a - b)) : INFINITY;
     }
     if (err > tol * fmax(big, 1e-6)) fail_msg("%s output %d: max error %g (largest %g)", cs, i, err, big);
     mil_npy_free(want);
@@ -122,6 +134,19 @@ static void test_if_lstm_then(void **state) {
 static void test_if_lstm_else(void **state) {
   (void)state;
   run_case("if_lstm.onnx", "if_lstm_else", 4, 2, 1e-5);
+}
+
+/* Exact: the quantized values, the zero point and the int32 accumulator
+ * equal the reference; the rescaled fp32 output is one product away. */
+static void test_dynamic_quant_conv_integer(void **state) {
+  (void)state;
+  for (int k = 0; k < 2; k++) {
+    g_fp16 = k == 1;
+    run_case("dq_conv.onnx", "dq_conv", 1, 4, 1e-6);
+    run_case("mm_int.onnx", "mm_int", 1, 1, 0);
+    run_case("dql_zero.onnx", "dql_zero", 1, 3, 0);
+  }
+  g_fp16 = false;
 }
 
 typedef struct renames {
@@ -197,6 +222,7 @@ int main(void) {
       cmocka_unit_test(test_if_lstm_then),
       cmocka_unit_test(test_if_lstm_else),
       cmocka_unit_test(test_names_renamed_and_recorded),
+      cmocka_unit_test(test_dynamic_quant_conv_integer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

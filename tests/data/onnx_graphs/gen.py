@@ -145,3 +145,71 @@ g = h.make_graph(nodes, "names", [h.make_tensor_value_info("onnx::Flatten_0", TP
                                   h.make_tensor_value_info("x.1", TP.FLOAT, [2, 3])],
                  [h.make_tensor_value_info(label, TP.FLOAT, [2, 3])])
 save(h.make_model(g, opset_imports=opset()), "names", [a, b], [np.maximum(a + b, 0)])
+
+
+# ---- dynamic quantization: DynamicQuantizeLinear + ConvInteger / MatMulInteger ----
+def dql_ref(x):
+    """ONNX's reference DynamicQuantizeLinear (fp32 arithmetic, rint = half to even)."""
+    maxx = np.float32(np.maximum(0, np.max(x)))
+    minx = np.float32(np.minimum(0, np.min(x)))
+    scale = np.float32(1.0 if maxx == minx else (maxx - minx)) / np.float32(255)
+    zp = np.rint(np.clip(np.float32(0) - minx / scale, 0, 255))
+    q = np.clip(np.rint(x / scale) + zp, 0, 255)
+    return q.astype(np.int64), np.float32(scale), np.int64(zp)
+
+
+def conv_int_ref(xc, wc, pads, strides):
+    xc = np.pad(xc, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    N, C, Hh, Ww = xc.shape
+    M, _, kh, kw = wc.shape
+    oh, ow = (Hh - kh) // strides[0] + 1, (Ww - kw) // strides[1] + 1
+    acc = np.zeros((N, M, oh, ow), np.int64)
+    for i in range(oh):
+        for j in range(ow):
+            patch = xc[:, :, i * strides[0]:i * strides[0] + kh, j * strides[1]:j * strides[1] + kw]
+            acc[:, :, i, j] = np.tensordot(patch, wc, axes=([1, 2, 3], [1, 2, 3]))
+    return acc
+
+
+# x of a wide range, on purpose with values on .5 boundaries of x / scale
+x = (rng.standard_normal((1, 8, 9, 9)) * 3).astype(np.float32)
+x[0, 0, 0, :4] = [0.0, 2.5, -2.5, 7.5]
+w = rng.integers(0, 256, (16, 8, 3, 3)).astype(np.uint8)
+wzp = rng.integers(100, 156, (16,)).astype(np.uint8)  # per output channel
+pads, strides = [1, 1, 1, 1], [2, 2]
+nodes = [h.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"], name="dql"),
+         h.make_node("ConvInteger", ["xq", "w", "xz", "wzp"], ["acc"], pads=pads, strides=strides, name="convint"),
+         h.make_node("Cast", ["acc"], ["accf"], to=TP.FLOAT, name="cast"),
+         h.make_node("Mul", ["accf", "xs"], ["y"], name="rescale")]
+g = h.make_graph(nodes, "dq_conv", [h.make_tensor_value_info("x", TP.FLOAT, list(x.shape))],
+                 [h.make_tensor_value_info("y", TP.FLOAT, [1, 16, 5, 5]), h.make_tensor_value_info("acc", TP.INT32, [1, 16, 5, 5]),
+                  h.make_tensor_value_info("xq", TP.UINT8, list(x.shape)), h.make_tensor_value_info("xz", TP.UINT8, [])],
+                 [nh.from_array(w, "w"), nh.from_array(wzp, "wzp")])
+q, s, zp = dql_ref(x)
+acc = conv_int_ref(q - zp, w.astype(np.int64) - wzp.astype(np.int64)[:, None, None, None], pads, strides)
+save(h.make_model(g, opset_imports=opset(13)), "dq_conv", [x],
+     [(acc.astype(np.float32) * s).astype(np.float32), acc.astype(np.int32), q.astype(np.int32),
+      np.array(zp, np.int32)])
+
+# MatMulInteger: K = 300 (beyond fp32's exact range for one product), int8 b
+# with per-column zero points, a uint8 with a scalar zero point
+a = rng.integers(0, 256, (3, 4, 300)).astype(np.uint8)
+b = rng.integers(-128, 128, (300, 5)).astype(np.int8)
+azp = np.array(7, np.uint8)
+bzp = rng.integers(-5, 5, (5,)).astype(np.int8)
+nodes = [h.make_node("MatMulInteger", ["a", "b", "azp", "bzp"], ["y"], name="mmint")]
+g = h.make_graph(nodes, "mm_int", [h.make_tensor_value_info("a", TP.UINT8, list(a.shape))],
+                 [h.make_tensor_value_info("y", TP.INT32, [3, 4, 5])],
+                 [nh.from_array(b, "b"), nh.from_array(azp, "azp"), nh.from_array(bzp, "bzp")])
+ref = (a.astype(np.int64) - 7) @ (b.astype(np.int64) - bzp.astype(np.int64))
+save(h.make_model(g, opset_imports=opset(13)), "mm_int", [a.astype(np.int32)], [ref.astype(np.int32)])
+
+# an all-zero input: the range is taken as 1 (not 0 / 0): scale 1 / 255 in
+# ONNX's reference (ONNX Runtime says 1.0; q is 0 either way), zero point 0
+z = np.zeros((2, 3), np.float32)
+nodes = [h.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "zp"], name="dql")]
+g = h.make_graph(nodes, "dql_zero", [h.make_tensor_value_info("x", TP.FLOAT, [2, 3])],
+                 [h.make_tensor_value_info("q", TP.UINT8, [2, 3]), h.make_tensor_value_info("s", TP.FLOAT, []),
+                  h.make_tensor_value_info("zp", TP.UINT8, [])])
+save(h.make_model(g, opset_imports=opset(13)), "dql_zero", [z],
+     [np.zeros((2, 3), np.int32), np.array(dql_ref(z)[1], np.float32), np.array(0, np.int32)])
