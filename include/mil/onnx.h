@@ -31,6 +31,7 @@
 #ifndef MIL_ONNX_H
 #define MIL_ONNX_H
 
+#include "interp.h"
 #include "model.h"
 #include "status.h"
 
@@ -54,6 +55,16 @@ typedef struct mil_onnx_input_shape {
   const int64_t *dims; /* rank entries, each >= 0 */
 } mil_onnx_input_shape;
 
+/* A sample value of one graph input (mil convert --sample NAME=FILE). */
+typedef struct mil_onnx_sample {
+  const char *name; /* the ONNX input name (or the model's name for it) */
+  mil_tensor value; /* fp32 for float inputs, int32 for integer / bool ones */
+} mil_onnx_sample;
+
+/* The default tolerance of the fp16 check of samples: an op's fp16 result
+ * may be off by this fraction of its largest fp32 magnitude. */
+#define MIL_ONNX_SAMPLE_TOLERANCE 1e-2
+
 typedef struct mil_onnx_options {
   /* Minimum deployment target as an opset version of ops.h (MIL_IOS15 ..
    * MIL_IOS18); 0 = MIL_IOS15, ct.convert's default for ML Programs. */
@@ -68,6 +79,20 @@ typedef struct mil_onnx_options {
   bool no_pipeline;
   int32_t n_input_shapes;
   const mil_onnx_input_shape *input_shapes;
+  /* Sample inputs for the fp16 check (fp16 conversions only): the program
+   * is run with the interpreter through the fp32 and the fp16 pipelines on
+   * them, and the ops whose fp16 results overflow (inf / NaN where fp32 is
+   * finite) or are off by more than sample_tolerance (0: the default
+   * MIL_ONNX_SAMPLE_TOLERANCE) of the largest magnitude of their fp32
+   * results stay fp32 (add_fp16_cast's op_selector, coremltools'
+   * FP16ComputePrecision(op_selector=...)); each is reported as a warning
+   * in d, naming the op and the reason. Inputs not given take none: every
+   * input must have a sample. Errors of the runs (a sample of the wrong
+   * shape or dtype, an input without sample, an op the interpreter cannot
+   * run) fail the import. */
+  int32_t n_samples;
+  const mil_onnx_sample *samples;
+  double sample_tolerance;
 } mil_onnx_options;
 
 /* Imports the ONNX model at `path` (opts may be NULL for the defaults) and

@@ -44,14 +44,20 @@ def load(path):
 
 
 def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", pass_pipeline="default",
-            input_shapes=None):
+            input_shapes=None, sample_data=None, sample_tolerance=None):
     """Imports an ONNX model (`mil convert model.onnx`), as ct.convert would
     convert the same network: initializers become consts (external data
     mapped), the DEFAULT pipeline runs (with add_fp16_cast for
     compute_precision "fp16", without for "fp32"; pass_pipeline names
     another pipeline, None runs none). minimum_deployment_target: "iOS15"
     .. "iOS18". input_shapes: dict ONNX input name -> tuple of ints fixing
-    dims the model leaves symbolic. Returns a Model (save it with .save()).
+    dims the model leaves symbolic. sample_data: dict ONNX input name ->
+    array, a sample of every input: with fp16 precision the ops whose fp16
+    result overflows (inf/NaN where fp32 is finite) or is off by more than
+    sample_tolerance (default 0.01) of its largest fp32 magnitude stay fp32
+    (coremltools' FP16ComputePrecision(op_selector=...)); the kept ops are
+    in the returned model's .conversion_warnings. Returns a Model (save it
+    with .save()).
     Raises MILUnsupportedError naming the node, op_type, domain and opset of
     an op libmil does not convert, MILIOError / MILFormatError for a file
     that cannot be read."""
@@ -69,14 +75,26 @@ def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", p
         dv = (_capi.c_int64 * max(len(dims), 1))(*dims)
         keep.append(dv)
         arr[i] = _capi.OnnxInputShape(name.encode(), len(dims), dv)
+    samples = list((sample_data or {}).items())
+    sarr = (_capi.OnnxSample * max(len(samples), 1))()
+    for i, (name, value) in enumerate(samples):
+        a = np.asarray(value)
+        a = np.ascontiguousarray(a, dtype=np.float32 if a.dtype.kind in "fc" else np.int32)
+        sh = (_capi.c_int64 * max(a.ndim, 1))(*a.shape)
+        keep.append((a, sh))
+        sarr[i] = _capi.OnnxSample(name.encode(), _capi.Tensor(11 if a.dtype == np.float32 else 23, a.ndim, sh,
+                                                                a.ctypes.data, a.nbytes, a.size))
     opts = _capi.OnnxOptions(_capi.TARGETS[minimum_deployment_target], compute_precision == "fp32",
                              pass_pipeline.encode() if pass_pipeline else None, pass_pipeline is None,
-                             len(shapes), arr)
+                             len(shapes), arr, len(samples), sarr, float(sample_tolerance or 0))
     path = os.fspath(path)
     h = _capi.c_void_p()
     with Diag() as d:
         d.raise_for(_capi.onnx_import(path.encode(), _capi.byref(opts), _capi.byref(h), d.ref))
-    return Model(h.value, path)
+        warnings = d.warnings()
+    m = Model(h.value, path)
+    m.conversion_warnings = warnings
+    return m
 
 
 def from_mil_text(text, spec_version=0, filename="<text>", base_dir=None):

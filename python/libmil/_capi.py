@@ -234,9 +234,14 @@ class OnnxInputShape(Structure):  # mil_onnx_input_shape (onnx.h)
     _fields_ = [("name", c_char_p), ("rank", c_int32), ("dims", POINTER(c_int64))]
 
 
+class OnnxSample(Structure):  # mil_onnx_sample (onnx.h)
+    _fields_ = [("name", c_char_p), ("value", Tensor)]
+
+
 class OnnxOptions(Structure):  # mil_onnx_options (onnx.h)
     _fields_ = [("target", c_int), ("fp32", c_bool), ("pipeline", c_char_p), ("no_pipeline", c_bool),
-                ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape))]
+                ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape)),
+                ("n_samples", c_int32), ("samples", POINTER(OnnxSample)), ("sample_tolerance", c_double)]
 
 
 # The ONNX importer (None in a library built without it).

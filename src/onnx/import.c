@@ -260,7 +260,7 @@ static mil_status convert_node(onnx_ctx *c, const Onnx__NodeProto *np) {
   if (st == MIL_OK && keeps_fp32(&n))
     for (mil_op *op = before ? before->next : c->blk->first; op; op = op->next)
       for (int32_t i = 0; i < op->n_outputs; i++)
-        if (!pass_ptrset_add(&c->keep_fp32, op->outputs[i]->name)) st = MIL_ERR_NOMEM;
+        if (!onnx_keep_add(&c->keep_fp32, op->outputs[i]->name)) st = MIL_ERR_NOMEM;
   if (in != ins) free(in);
   c->node = NULL;
   return st;
@@ -571,18 +571,27 @@ static void drop_model(void *ud) { onnx__model_proto__free_unpacked(ud, NULL); }
  * is named in the set, or when it reads (through a cast to a float) the
  * int32 result of such an op (the accumulator of ConvInteger before its
  * rescaling, beyond fp16's range). */
-static bool keep_name(const pass_ptrset *s, const mil_var *v) { return v && pass_ptrset_has(s, v->name); }
+bool onnx_keep_add(onnx_keep *keep, const char *name) {
+  const char *k = mil_program_intern(keep->p, name, (size_t)-1);
+  return k && pass_ptrset_add(&keep->names, k);
+}
+
+static bool keep_name(const onnx_keep *keep, const mil_var *v) {
+  if (!v) return false;
+  const char *k = v->op && v->op->program == keep->p ? v->name : mil_program_find_string(keep->p, v->name, (size_t)-1);
+  return k && pass_ptrset_has(&keep->names, k);
+}
 
 bool onnx_fp16_selector(const mil_op *op, void *ud) {
-  const pass_ptrset *s = ud;
+  const onnx_keep *keep = ud;
   for (int32_t i = 0; i < op->n_outputs; i++)
-    if (keep_name(s, op->outputs[i])) return false;
+    if (keep_name(keep, op->outputs[i])) return false;
   for (int32_t i = 0; i < op->n_inputs; i++)
     for (int32_t k = 0; k < op->inputs[i].n_args; k++) {
       const mil_var *v = op->inputs[i].args[k].use.var;
       if (!v || !v->op || strcmp(v->op->type, "cast") != 0) continue;
       const mil_var *src = mil_op_input_var(v->op, "x");
-      if (src && src->op && keep_name(s, src) && (src->type->dtype == MIL_DT_INT32)) return false;
+      if (src && src->op && src->type->dtype == MIL_DT_INT32 && keep_name(keep, src)) return false;
     }
   return true;
 }
@@ -593,7 +602,7 @@ static bool has_pass(const mil_pipeline *pl, const char *pass) {
   return false;
 }
 
-mil_status onnx_run_pipeline(mil_program *p, const mil_onnx_options *o, const pass_ptrset *keep, mil_diag *d) {
+mil_status onnx_run_pipeline(mil_program *p, const mil_onnx_options *o, const onnx_keep *keep, mil_diag *d) {
   if (o->no_pipeline) return MIL_OK;
   mil_pipeline *pl = NULL;
   mil_status st = mil_pipeline_new(o->pipeline ? o->pipeline : "default", &pl, d);
@@ -601,7 +610,7 @@ mil_status onnx_run_pipeline(mil_program *p, const mil_onnx_options *o, const pa
   if (o->fp32) {
     mil_pipeline_remove_pass(pl, "common::add_fp16_cast");
     mil_pipeline_remove_pass(pl, "common::add_int16_cast");
-  } else if (keep && keep->n && has_pass(pl, "common::add_fp16_cast"))
+  } else if (keep && keep->names.n && has_pass(pl, "common::add_fp16_cast"))
     st = mil_pipeline_set_selector(pl, "common::add_fp16_cast", "op_selector", onnx_fp16_selector, (void *)keep, d);
   if (st != MIL_OK) {
     mil_pipeline_free(pl);
@@ -647,7 +656,18 @@ static mil_status import_model(Onnx__ModelProto *m, const char *name, const char
   c.path = name;
   c.dir = dir ? dir : ".";
   c.model = m;
+  c.keep_fp32.p = p;
   mil_status st = convert_model(&c, o);
+  /* the samples' inputs by their model names (an ONNX name the import
+   * renamed is accepted) */
+  const char **sample_names = o->n_samples > 0 ? calloc((size_t)o->n_samples, sizeof *sample_names) : NULL;
+  if (o->n_samples > 0 && !sample_names && st == MIL_OK) st = MIL_ERR_NOMEM;
+  for (int32_t i = 0; st == MIL_OK && i < o->n_samples; i++) {
+    const char *nm = o->samples[i].name ? o->samples[i].name : "";
+    const char *k = mil_program_find_string(p, nm, (size_t)-1);
+    const char *san = k ? onnx_san_get(&c, k) : NULL;
+    sample_names[i] = san ? san : nm;
+  }
   c.model = NULL;
   /* large raw_data initializers are viewed in place (onnx_tensor_value):
    * then the decoded message lives as long as the program; otherwise
@@ -668,8 +688,11 @@ static mil_status import_model(Onnx__ModelProto *m, const char *name, const char
   }
   pass_bld_free(&c.bld);
   pass_ptrset_free(&c.named);
+  if (st == MIL_OK && o->n_samples > 0 && !o->fp32 && !o->no_pipeline)
+    st = onnx_sample_fp16(p, o, sample_names, &c.keep_fp32, name, d);
+  free(sample_names);
   if (st == MIL_OK) st = onnx_run_pipeline(p, o, &c.keep_fp32, d);
-  pass_ptrset_free(&c.keep_fp32);
+  pass_ptrset_free(&c.keep_fp32.names);
   if (st != MIL_OK) {
     mil_program_free(p);
     return st;

@@ -13,6 +13,16 @@
 #define MIL_INTERP_MAX_RANK_ONNX 16
 
 typedef struct onnx_ctx onnx_ctx;
+
+/* Names of op outputs whose ops add_fp16_cast leaves in fp32, interned in
+ * program p (the imported program; the selector finds the names of its
+ * clones' ops there by string). */
+typedef struct onnx_keep {
+  mil_program *p;
+  pass_ptrset names;
+} onnx_keep;
+/* Adds name (interned into keep->p); false on out of memory. */
+bool onnx_keep_add(onnx_keep *keep, const char *name);
 typedef struct onnx_scope onnx_scope;
 
 /* A node being converted: its proto, resolved inputs and opset. */
@@ -64,7 +74,7 @@ struct onnx_ctx {
   onnx_scope *seqs;     /* ONNX name -> onnx_seq (sequences known at conversion) */
   bool views;           /* some value views the decoded message's raw_data */
   const char *names_json; /* renamed inputs / outputs (MIL_ONNX_NAMES_KEY), interned; NULL: none */
-  pass_ptrset keep_fp32;  /* interned names of op outputs add_fp16_cast leaves in fp32 */
+  onnx_keep keep_fp32;    /* op outputs add_fp16_cast leaves in fp32 */
 };
 
 /* ---------- errors ---------- */
@@ -193,7 +203,15 @@ mil_status onnx_graph_order(onnx_ctx *c, const Onnx__GraphProto *g, size_t **ord
  * add_fp16_cast / add_int16_cast for o->fp32), with add_fp16_cast's
  * op_selector leaving in fp32 the ops whose output names are in keep (and
  * the readers of their int32 results through a cast): onnx_fp16_selector. */
-mil_status onnx_run_pipeline(mil_program *p, const mil_onnx_options *o, const pass_ptrset *keep, mil_diag *d);
+mil_status onnx_run_pipeline(mil_program *p, const mil_onnx_options *o, const onnx_keep *keep, mil_diag *d);
+/* fp16 safety from o->samples (import_sample.c): runs p0 (the imported
+ * program, before the pipeline) through the fp32 and fp16 pipelines on
+ * the samples (fed to the inputs mil_names[i]) and adds to keep the ops
+ * whose fp16 results overflow or are off by more than the tolerance,
+ * reporting each as a warning. Errors of the runs (an op the interpreter
+ * cannot run, a sample of the wrong shape) are returned, recorded. */
+mil_status onnx_sample_fp16(mil_program *p0, const mil_onnx_options *o, const char *const *mil_names, onnx_keep *keep,
+                            const char *path, mil_diag *d);
 bool onnx_fp16_selector(const mil_op *op, void *ud);
 /* Binds ONNX name to var in the current scope. */
 mil_status onnx_bind(onnx_ctx *c, const char *name, mil_var *v);

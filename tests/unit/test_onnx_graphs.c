@@ -11,6 +11,10 @@
  *                    against ONNX's reference semantics (half-to-even
  *                    rounding, saturation, per-channel zero points), exact
  *                    in fp32 and in the default fp16 conversion
+ *   fp16_chain       Pow / ReduceSum beyond fp16's range: inf in the default
+ *                    fp16 conversion; with a sample input the overflowing
+ *                    ops stay fp32 (reported) and the output is finite and
+ *                    within 1e-3 of the reference
  *   names            ONNX names that are not identifiers: renamed as
  *                    coremltools renames them, recorded in the metadata,
  *                    and the inputs fed by their ONNX names */
@@ -149,6 +153,63 @@ static void test_dynamic_quant_conv_integer(void **state) {
   g_fp16 = false;
 }
 
+/* Runs the fp16_chain import (samples: NULL for none) on its input; the
+ * output value. */
+static float chain_output(const mil_onnx_sample *samples, int n, mil_diag *d) {
+  char p[1024];
+  path_of(p, sizeof p, "fp16_chain.onnx");
+  mil_onnx_options o;
+  memset(&o, 0, sizeof o);
+  o.samples = samples;
+  o.n_samples = n;
+  mil_model *m = NULL;
+  if (mil_onnx_import(p, &o, &m, d) != MIL_OK) fail_msg("%s", mil_diag_first_error(d));
+  mil_interp *ip = NULL;
+  assert_int_equal(mil_interp_new(mil_model_program(m), NULL, &ip, d), MIL_OK);
+  mil_npy *x = npy("fp16_chain.in0.npy");
+  mil_tensor t = {x->dtype, x->rank, x->shape, x->data, x->nbytes, x->numel};
+  assert_int_equal(mil_interp_set_input(ip, "x", &t, d), MIL_OK);
+  assert_int_equal(mil_interp_run(ip, NULL, d), MIL_OK);
+  const mil_tensor *y = mil_interp_output_at(ip, 0);
+  assert_int_equal(y->numel, 1);
+  float v = ((const float *)y->data)[0];
+  mil_interp_free(ip);
+  mil_model_free(m);
+  mil_npy_free(x);
+  return v;
+}
+
+static void test_fp16_sample_keeps_overflowing_ops_fp32(void **state) {
+  (void)state;
+  mil_npy *want = npy("fp16_chain.out0.npy"), *x = npy("fp16_chain.in0.npy");
+  double ref = ((const float *)want->data)[0];
+  mil_diag d;
+  mil_diag_init(&d);
+  /* the default fp16 conversion overflows */
+  float plain = chain_output(NULL, 0, &d);
+  assert_false(isfinite(plain));
+  assert_int_equal(d.n_warnings, 0);
+  mil_diag_clear(&d);
+  /* with the sample: finite, within 1e-3, the three overflowing ops reported */
+  mil_onnx_sample smp = {"x", {x->dtype, x->rank, x->shape, x->data, x->nbytes, x->numel}};
+  float sampled = chain_output(&smp, 1, &d);
+  assert_true(isfinite(sampled));
+  if (fabs(sampled - ref) > 1e-3 * fabs(ref)) fail_msg("sampled %g, reference %g", sampled, ref);
+  const char *kept[] = {"'sq' (pow)", "'ssum' (reduce_sum)", "'scaled' (mul)"};
+  for (int k = 0; k < 3; k++) {
+    bool found = false;
+    for (size_t i = 0; i < d.count; i++)
+      found |= d.msgs[i].severity == MIL_SEV_WARNING && strstr(d.msgs[i].text, kept[k]) &&
+               strstr(d.msgs[i].text, "stays fp32") && strstr(d.msgs[i].text, "inf/NaN");
+    if (!found) fail_msg("no warning for op %s", kept[k]);
+  }
+  /* the sqrt of ~6e3 stays fp16 */
+  assert_int_equal(d.n_warnings, 3);
+  mil_diag_clear(&d);
+  mil_npy_free(want);
+  mil_npy_free(x);
+}
+
 typedef struct renames {
   int n_in, n_out;
   char seen[512];
@@ -223,6 +284,7 @@ int main(void) {
       cmocka_unit_test(test_if_lstm_else),
       cmocka_unit_test(test_names_renamed_and_recorded),
       cmocka_unit_test(test_dynamic_quant_conv_integer),
+      cmocka_unit_test(test_fp16_sample_keeps_overflowing_ops_fp32),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

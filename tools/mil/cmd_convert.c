@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "load.h"
 #include "mil/model.h"
+#include "mil/npy.h"
 #include "mil/onnx.h"
 #include "mil/ops.h"
 
@@ -22,6 +23,7 @@ static void help(void) {
   printf("usage: mil convert [--target iOS15..iOS18] [--spec-version N] [--inline-weights] IN OUT\n"
          "       mil convert MODEL.onnx OUT [--target iOS15..iOS18] [--precision fp16|fp32]\n"
          "                   [--pipeline NAME] [--input-shape NAME=D1,D2,...]... [--inline-weights]\n"
+         "                   [--sample NAME=FILE.npy]... [--sample-tolerance T]\n"
          "       mil convert --list-ops\n\n"
          "Read model IN (.mlpackage, .mlmodel, .mil or .onnx) and write it to OUT, in the\n"
          "format OUT's extension names:\n"
@@ -57,6 +59,18 @@ static void help(void) {
          "  --input-shape NAME=D1,D2,...\n"
          "                    fix the shape of input NAME (repeatable); dims the model\n"
          "                    leaves symbolic (dim_param) stay symbolic otherwise\n"
+         "  --sample NAME=FILE.npy\n"
+         "                    a sample value of input NAME (repeatable; every input\n"
+         "                    needs one; the ONNX name or the model's). With fp16\n"
+         "                    precision the program runs with the interpreter\n"
+         "                    through the fp32 and the fp16 pipelines on the samples,\n"
+         "                    and the ops whose fp16 result overflows (inf/NaN where\n"
+         "                    fp32 is finite) or is off by more than the tolerance\n"
+         "                    stay fp32 (coremltools' FP16ComputePrecision\n"
+         "                    op_selector); each is reported on stderr with its reason\n"
+         "  --sample-tolerance T\n"
+         "                    fraction of an op's largest fp32 magnitude its fp16\n"
+         "                    result may be off by (default 0.01)\n"
          "  --list-ops        print the ONNX ops libmil converts (op x opset range)\n");
 }
 
@@ -104,7 +118,61 @@ typedef struct onnx_args {
   mil_onnx_options o;
   mil_onnx_input_shape shapes[64];
   int64_t dims[64][32];
+  mil_onnx_sample samples[64];
+  mil_npy *npys[64];
+  void *bufs[64];
 } onnx_args;
+
+/* "NAME=FILE.npy" -> a sample (fp32 from any float, int32 from any
+ * integer or bool array); false with an error printed. */
+static bool load_sample(onnx_args *oa, const char *spec) {
+  int32_t k = oa->o.n_samples;
+  const char *eq = strchr(spec, '=');
+  if (k >= 64 || !eq || eq == spec || !eq[1]) {
+    fprintf(stderr, "mil convert: --sample expects NAME=FILE.npy, got '%s'\n", spec);
+    return false;
+  }
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_npy *a = NULL;
+  if (mil_npy_read(eq + 1, &a, &d) != MIL_OK) {
+    cli_print_diag(&d);
+    mil_diag_clear(&d);
+    return false;
+  }
+  mil_diag_clear(&d);
+  oa->npys[k] = a;
+  bool fl = a->dtype == MIL_DT_FP32 || a->dtype == MIL_DT_FP64;
+  bool in = a->dtype == MIL_DT_INT32 || a->dtype == MIL_DT_INT64 || a->dtype == MIL_DT_INT16 || a->dtype == MIL_DT_INT8 ||
+            a->dtype == MIL_DT_UINT8 || a->dtype == MIL_DT_UINT16 || a->dtype == MIL_DT_BOOL;
+  if (!fl && !in) {
+    fprintf(stderr, "mil convert: --sample %s: dtype %s; expected a float or integer array\n", spec,
+            mil_dtype_name(a->dtype));
+    return false;
+  }
+  void *buf = malloc((size_t)(a->numel ? a->numel : 1) * 4);
+  if (!buf) return false;
+  oa->bufs[k] = buf;
+  for (int64_t i = 0; i < a->numel; i++) {
+    const char *src = a->data;
+    switch (a->dtype) {
+    case MIL_DT_FP32: ((float *)buf)[i] = ((const float *)src)[i]; break;
+    case MIL_DT_FP64: ((float *)buf)[i] = (float)((const double *)src)[i]; break;
+    case MIL_DT_INT32: ((int32_t *)buf)[i] = ((const int32_t *)src)[i]; break;
+    case MIL_DT_INT64: ((int32_t *)buf)[i] = (int32_t)((const int64_t *)src)[i]; break;
+    case MIL_DT_INT16: ((int32_t *)buf)[i] = ((const int16_t *)src)[i]; break;
+    case MIL_DT_INT8: ((int32_t *)buf)[i] = ((const int8_t *)src)[i]; break;
+    case MIL_DT_UINT16: ((int32_t *)buf)[i] = ((const uint16_t *)src)[i]; break;
+    default: ((int32_t *)buf)[i] = ((const uint8_t *)src)[i]; break; /* uint8, bool */
+    }
+  }
+  oa->samples[k].name = strndup(spec, (size_t)(eq - spec));
+  oa->samples[k].value = (mil_tensor){fl ? MIL_DT_FP32 : MIL_DT_INT32, a->rank, a->shape, buf, (size_t)a->numel * 4,
+                                      a->numel};
+  oa->o.n_samples = k + 1;
+  oa->o.samples = oa->samples;
+  return oa->samples[k].name != NULL;
+}
 
 int cmd_convert(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
@@ -147,6 +215,20 @@ int cmd_convert(int argc, char **argv) {
           USAGE("--input-shape expects NAME=D1,D2,... with dims >= 0, got '%s'", v);
         oa->o.n_input_shapes = k + 1;
       }
+    } else if (strcmp(s, "--sample") == 0) {
+      if (i + 1 >= argc) USAGE("--sample needs NAME=FILE.npy");
+      onnx_opts = true;
+      if (!load_sample(oa, argv[++i])) {
+        rc = CLI_FAIL;
+        goto done;
+      }
+    } else if (strcmp(s, "--sample-tolerance") == 0) {
+      if (i + 1 >= argc) USAGE("--sample-tolerance needs a value");
+      char *end;
+      double v = strtod(argv[++i], &end);
+      if (*end || !(v > 0) || v >= 1) USAGE("--sample-tolerance must be in (0, 1), got '%s'", argv[i]);
+      oa->o.sample_tolerance = v;
+      onnx_opts = true;
     } else if (strcmp(argv[i], "--spec-version") == 0) {
       if (i + 1 >= argc) USAGE("--spec-version needs a value");
       char *end;
@@ -170,7 +252,8 @@ int cmd_convert(int argc, char **argv) {
   bool to_text = ends_with(out, ".mil");
   if (inline_weights && !to_text) USAGE("--inline-weights applies to .mil output only");
   bool onnx = ends_with(in, ".onnx");
-  if (onnx_opts && !onnx) USAGE("--precision, --pipeline and --input-shape apply to .onnx input only");
+  if (onnx_opts && !onnx)
+    USAGE("--precision, --pipeline, --input-shape and --sample apply to .onnx input only");
   oa->o.input_shapes = oa->shapes;
   if (onnx) oa->o.target = target;
   mil_diag d;
@@ -188,12 +271,17 @@ int cmd_convert(int argc, char **argv) {
     if (d.n_errors == 0) fprintf(stderr, "mil: error: convert failed: %s\n", mil_status_str(st));
     rc = CLI_FAIL;
   }
-  else if (d.n_warnings)
+  else if (d.n_warnings || oa->o.n_samples)
     cli_print_diag(&d);
   mil_model_free(m);
   mil_diag_clear(&d);
 done:
   for (int32_t k = 0; k < oa->o.n_input_shapes; k++) free((char *)oa->shapes[k].name);
+  for (int32_t k = 0; k < 64; k++) {
+    free((char *)oa->samples[k].name);
+    free(oa->bufs[k]);
+    mil_npy_free(oa->npys[k]);
+  }
   free(oa);
   return rc;
 #undef USAGE

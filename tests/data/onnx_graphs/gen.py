@@ -213,3 +213,20 @@ g = h.make_graph(nodes, "dql_zero", [h.make_tensor_value_info("x", TP.FLOAT, [2,
                   h.make_tensor_value_info("zp", TP.UINT8, [])])
 save(h.make_model(g, opset_imports=opset(13)), "dql_zero", [z],
      [np.zeros((2, 3), np.int32), np.array(dql_ref(z)[1], np.float32), np.array(0, np.int32)])
+
+
+# ---- fp16 safety: a Pow / ReduceSum chain beyond fp16's range ----
+# int16-scale values: x^2 reaches 9e4 and the sum 9e7 (fp16's largest is
+# 65504): the fp16 conversion gives inf; with the sample, Pow, ReduceSum and
+# the Mul stay fp32 and the Sqrt (of ~9e3) can run in fp16
+x = (rng.uniform(200, 300, (1, 1000)) * rng.choice([-1, 1], (1, 1000))).astype(np.float32)
+nodes = [h.make_node("Pow", ["x", "two"], ["sq"], name="square"),
+         h.make_node("ReduceSum", ["sq", "axes"], ["ssum"], keepdims=1, name="sum"),
+         h.make_node("Mul", ["ssum", "scale"], ["scaled"], name="scale"),
+         h.make_node("Sqrt", ["scaled"], ["y"], name="root")]
+g = h.make_graph(nodes, "fp16_chain", [h.make_tensor_value_info("x", TP.FLOAT, [1, 1000])],
+                 [h.make_tensor_value_info("y", TP.FLOAT, [1, 1])],
+                 [nh.from_array(np.array(2, np.float32), "two"), nh.from_array(np.array([-1], np.int64), "axes"),
+                  nh.from_array(np.array(1e-4, np.float32), "scale")])
+ref = np.sqrt((x.astype(np.float64) ** 2).sum(-1, keepdims=True) * 1e-4).astype(np.float32)
+save(h.make_model(g, opset_imports=opset(13)), "fp16_chain", [x], [ref])

@@ -1,0 +1,231 @@
+/* fp16 safety of an ONNX import from sample inputs (mil_onnx_options
+ * samples; `mil convert --sample NAME=FILE`): coremltools' fp16 conversion
+ * (add_fp16_cast) computes every op in fp16, where a square or a sum of
+ * int16-scale audio overflows 65504 and the model returns inf / NaN. With a
+ * sample, the converted program is run twice with the interpreter, through
+ * the fp32 and the fp16 pipelines, every fp32 value of the main block made
+ * an output ("probes", compared by name: add_fp16_cast casts an op's result
+ * back to fp32 under the op's output name). An op whose fp16 result is
+ * inf / NaN where fp32 is finite, or off by more than the tolerance times
+ * the largest fp32 magnitude of that value, is kept in fp32 through
+ * add_fp16_cast's op_selector (coremltools' FP16ComputePrecision(
+ * op_selector=...)); the first such ops along each path are taken (and at
+ * once those whose inputs are beyond fp16's range), then the fp16 run is
+ * repeated until it is clean or no op is left to keep. Each kept op is
+ * reported with its reason as a warning. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mil/interp.h"
+#include "onnx/import_internal.h"
+
+#define MAX_ROUNDS 8
+
+/* One probed value: a float op output of main's body in the imported
+ * program p0 (names interned in p0). */
+typedef struct probe {
+  const char *name;
+  const mil_op *op;
+  int32_t *parents; /* probe indices of the op's inputs */
+  int32_t n_parents;
+  double big;       /* largest |fp32 value| */
+  bool bad, kept, was_kept;
+  bool overflow;    /* fp16 inf / NaN where fp32 is finite */
+  double err;       /* max |fp16 - fp32| */
+} probe;
+
+static bool is_probe_var(const mil_var *v) {
+  return v && mil_type_is_tensor(v->type) && v->type->dtype == MIL_DT_FP32 && v->type->rank >= 0;
+}
+
+/* The float op outputs of b (consts excluded), in order. */
+static int32_t collect(const mil_block *b, probe *pr, int32_t cap) {
+  int32_t n = 0;
+  for (const mil_op *op = b->first; op; op = op->next) {
+    if (mil_op_is_const(op)) continue;
+    for (int32_t i = 0; i < op->n_outputs; i++)
+      if (is_probe_var(op->outputs[i])) {
+        if (pr && n < cap) {
+          pr[n].name = op->outputs[i]->name;
+          pr[n].op = op;
+        }
+        n++;
+      }
+  }
+  return n;
+}
+
+/* A clone of p0 whose main body also returns every probe var (its original
+ * outputs first). */
+static mil_program *probe_program(const mil_program *p0) {
+  mil_program *p = mil_program_clone(p0);
+  mil_function *f = p ? mil_program_find_function(p, "main") : NULL;
+  if (!f) {
+    mil_program_free(p);
+    return NULL;
+  }
+  mil_block *b = mil_function_body(f);
+  int32_t n = collect(b, NULL, 0);
+  mil_var **outs = malloc((size_t)(b->n_outputs + n + 1) * sizeof *outs);
+  if (!outs) {
+    mil_program_free(p);
+    return NULL;
+  }
+  int32_t k = 0;
+  for (int32_t i = 0; i < b->n_outputs; i++) outs[k++] = b->outputs[i].var;
+  for (const mil_op *op = b->first; op; op = op->next) {
+    if (mil_op_is_const(op)) continue;
+    for (int32_t i = 0; i < op->n_outputs; i++) {
+      mil_var *v = op->outputs[i];
+      bool listed = false;
+      for (int32_t j = 0; j < b->n_outputs && !listed; j++) listed = b->outputs[j].var == v;
+      if (is_probe_var(v) && !listed) outs[k++] = v;
+    }
+  }
+  mil_status st = mil_block_set_outputs(b, k, outs);
+  free(outs);
+  if (st != MIL_OK) {
+    mil_program_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+/* Runs the probe program through the pipeline (fp32 or fp16 with keep) and
+ * the interpreter on the samples; the interpreter (owning its program
+ * clone) in *ip, the pipelined program in *pp. */
+static mil_status run_probe(const mil_program *p0, const mil_onnx_options *o, bool fp32, const onnx_keep *keep,
+                            const char *const *mil_names, mil_program **pp, mil_interp **ip, mil_diag *d) {
+  *ip = NULL;
+  *pp = probe_program(p0);
+  if (!*pp) return mil_diag_error(d, MIL_ERR_NOMEM, "--sample: out of memory");
+  mil_onnx_options po = *o;
+  po.fp32 = fp32;
+  mil_status st = onnx_run_pipeline(*pp, &po, keep, d);
+  if (st == MIL_OK) st = mil_interp_new(*pp, "main", ip, d);
+  for (int32_t i = 0; st == MIL_OK && i < o->n_samples; i++)
+    st = mil_interp_set_input(*ip, mil_names[i], &o->samples[i].value, d);
+  if (st == MIL_OK) st = mil_interp_run(*ip, NULL, d);
+  return st;
+}
+
+/* Compares the fp16 run with the fp32 one; marks pr[i].bad. */
+static int32_t compare(probe *pr, int32_t n, const mil_interp *i32, const mil_interp *i16, double tol) {
+  int32_t bad = 0;
+  for (int32_t i = 0; i < n; i++) {
+    const mil_tensor *a = mil_interp_output(i32, pr[i].name), *b = mil_interp_output(i16, pr[i].name);
+    pr[i].bad = pr[i].overflow = false;
+    pr[i].err = 0;
+    pr[i].big = 0;
+    if (!a || !b || a->numel != b->numel || a->dtype != MIL_DT_FP32 || b->dtype != MIL_DT_FP32) continue;
+    const float *x = a->data, *y = b->data;
+    for (int64_t k = 0; k < a->numel; k++) {
+      if (!isfinite(x[k])) continue;
+      if (!isfinite(y[k])) pr[i].overflow = true;
+      else pr[i].err = fmax(pr[i].err, fabs((double)x[k] - y[k]));
+      pr[i].big = fmax(pr[i].big, fabs((double)x[k]));
+    }
+    pr[i].bad = pr[i].overflow || pr[i].err > tol * fmax(pr[i].big, 1e-30);
+    bad += pr[i].bad;
+  }
+  return bad;
+}
+
+/* The probe indices of each probe op's inputs. */
+static bool link_parents(mil_program *p, probe *pr, int32_t n) {
+  for (int32_t i = 0; i < n; i++) {
+    const mil_op *op = pr[i].op;
+    int32_t cnt = 0;
+    for (int32_t k = 0; k < op->n_inputs; k++) cnt += op->inputs[k].n_args;
+    pr[i].parents = mil_program_alloc(p, (size_t)(cnt ? cnt : 1) * sizeof *pr[i].parents);
+    if (!pr[i].parents) return false;
+    for (int32_t k = 0; k < op->n_inputs; k++)
+      for (int32_t a = 0; a < op->inputs[k].n_args; a++) {
+        const mil_var *v = op->inputs[k].args[a].use.var;
+        if (!v || !v->op || mil_op_is_const(v->op)) continue;
+        /* probes are in op order: the producer comes before i */
+        for (int32_t j = i - 1; j >= 0; j--)
+          if (pr[j].name == v->name) {
+            pr[i].parents[pr[i].n_parents++] = j;
+            break;
+          }
+      }
+  }
+  return true;
+}
+
+mil_status onnx_sample_fp16(mil_program *p0, const mil_onnx_options *o, const char *const *mil_names, onnx_keep *keep,
+                            const char *path, mil_diag *d) {
+  mil_function *f = mil_program_find_function(p0, "main");
+  if (!f) return MIL_OK;
+  mil_block *b = mil_function_body(f);
+  int32_t n = collect(b, NULL, 0);
+  probe *pr = calloc((size_t)(n ? n : 1), sizeof *pr);
+  if (!pr || !link_parents(p0, pr, collect(b, pr, n))) {
+    free(pr);
+    return mil_diag_error(d, MIL_ERR_NOMEM, "%s: --sample: out of memory", path);
+  }
+  double tol = o->sample_tolerance > 0 ? o->sample_tolerance : MIL_ONNX_SAMPLE_TOLERANCE;
+  mil_program *p32 = NULL, *p16 = NULL;
+  mil_interp *i32 = NULL, *i16 = NULL;
+  mil_status st = run_probe(p0, o, true, keep, mil_names, &p32, &i32, d);
+  int32_t kept = 0;
+  for (int round = 0; st == MIL_OK && round < MAX_ROUNDS; round++) {
+    st = run_probe(p0, o, false, keep, mil_names, &p16, &i16, d);
+    if (st != MIL_OK) break;
+    int32_t bad = compare(pr, n, i32, i16, tol), added = 0;
+    mil_interp_free(i16);
+    mil_program_free(p16);
+    i16 = NULL;
+    p16 = NULL;
+    if (!bad) break;
+    /* decided on the state the round started from */
+    for (int32_t i = 0; i < n; i++) pr[i].was_kept = pr[i].kept;
+    for (int32_t i = 0; i < n; i++) {
+      if (!pr[i].bad) continue;
+      bool root = true, wide_in = false;
+      for (int32_t k = 0; k < pr[i].n_parents; k++) {
+        const probe *q = &pr[pr[i].parents[k]];
+        if (q->bad && !q->was_kept) root = false;
+        if (q->big > 65504.0) wide_in = true;
+      }
+      /* a kept op still off: its producers' fp16 results feed it */
+      if (pr[i].was_kept) {
+        for (int32_t k = 0; k < pr[i].n_parents; k++) {
+          probe *q = &pr[pr[i].parents[k]];
+          if (!q->kept && q->op != pr[i].op) {
+            q->kept = true;
+            added++;
+            if (!onnx_keep_add(keep, q->name)) st = MIL_ERR_NOMEM;
+            mil_diag_add(d, MIL_SEV_WARNING, "%s: op '%s' (%s) stays fp32 (--sample): it feeds op '%s', which stays "
+                         "fp32 and is still off in fp16", path, q->op->name, q->op->type, pr[i].op->name);
+          }
+        }
+        continue;
+      }
+      if (!root && !wide_in) continue;
+      pr[i].kept = true;
+      added++;
+      if (!onnx_keep_add(keep, pr[i].name)) st = MIL_ERR_NOMEM;
+      if (pr[i].overflow)
+        mil_diag_add(d, MIL_SEV_WARNING, "%s: op '%s' (%s) stays fp32 (--sample): in fp16 it gives inf/NaN where fp32 "
+                     "is finite (largest |value| %.4g; fp16's largest is 65504)", path, pr[i].op->name,
+                     pr[i].op->type, pr[i].big);
+      else
+        mil_diag_add(d, MIL_SEV_WARNING, "%s: op '%s' (%s) stays fp32 (--sample): in fp16 it is off by %.3g, more "
+                     "than %g of its largest |value| %.4g", path, pr[i].op->name, pr[i].op->type, pr[i].err, tol,
+                     pr[i].big);
+    }
+    kept += added;
+    if (!added) break;
+  }
+  mil_interp_free(i32);
+  mil_program_free(p32);
+  mil_program_free(p16);
+  free(pr);
+  if (st == MIL_OK && !kept)
+    mil_diag_add(d, MIL_SEV_NOTE, "%s: --sample: every op computes in fp16 within %g of fp32", path, tol);
+  return st;
+}
