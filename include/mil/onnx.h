@@ -93,6 +93,15 @@ typedef struct mil_onnx_options {
   int32_t n_samples;
   const mil_onnx_sample *samples;
   double sample_tolerance;
+  /* Inputs fixed to a value (mil convert --input-value NAME=V,...): each
+   * becomes a const of the input's type (its elements read as numbers of
+   * any numeric dtype; value.rank < 0: the input's declared static shape,
+   * numel elements) and leaves the function's inputs, so that what depends
+   * on it alone is known at conversion: an If on a sample rate takes its
+   * branch (the other is not converted). MIL_ERR_INVALID for an unknown
+   * name or a value whose shape does not fit. */
+  int32_t n_input_values;
+  const mil_onnx_sample *input_values;
 } mil_onnx_options;
 
 /* Imports the ONNX model at `path` (opts may be NULL for the defaults) and

@@ -210,6 +210,55 @@ static void test_fp16_sample_keeps_overflowing_ops_fp32(void **state) {
   mil_npy_free(x);
 }
 
+/* --input-value: the If's flag fixed to 1 becomes a const; the If takes
+ * its then branch at conversion (no cond op) and the model keeps 3 inputs. */
+static void test_input_value_fixes_if_branch(void **state) {
+  (void)state;
+  char p[1024];
+  path_of(p, sizeof p, "if_lstm.onnx");
+  double one = 1;
+  mil_onnx_sample fix = {"flag", {MIL_DT_FP64, 0, NULL, &one, 8, 1}};
+  mil_onnx_options o;
+  memset(&o, 0, sizeof o);
+  o.fp32 = true;
+  o.input_values = &fix;
+  o.n_input_values = 1;
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_model *m = NULL;
+  if (mil_onnx_import(p, &o, &m, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
+  assert_int_equal(mil_program_count_op_type(mil_model_program(m), "cond"), 0);
+  mil_interp *ip = NULL;
+  assert_int_equal(mil_interp_new(mil_model_program(m), NULL, &ip, &d), MIL_OK);
+  assert_int_equal(mil_interp_n_inputs(ip), 3);
+  for (int i = 0; i < 3; i++) {
+    char f[64];
+    snprintf(f, sizeof f, "if_lstm_then.in%d.npy", i);
+    mil_npy *a = npy(f);
+    mil_tensor t = {a->dtype, a->rank, a->shape, a->data, a->nbytes, a->numel};
+    assert_int_equal(mil_interp_set_input(ip, mil_interp_input_name(ip, i), &t, &d), MIL_OK);
+    mil_npy_free(a);
+  }
+  assert_int_equal(mil_interp_run(ip, NULL, &d), MIL_OK);
+  mil_npy *want = npy("if_lstm_then.out0.npy");
+  const mil_tensor *y = mil_interp_output_at(ip, 0);
+  assert_int_equal(y->numel, want->numel);
+  for (int64_t k = 0; k < y->numel; k++)
+    assert_true(fabs(((const float *)y->data)[k] - ((const float *)want->data)[k]) < 1e-5);
+  mil_npy_free(want);
+  mil_interp_free(ip);
+  mil_model_free(m);
+  /* an unknown name and a value that does not fit are refused */
+  fix.name = "nope";
+  assert_int_equal(mil_onnx_import(p, &o, &m, &d), MIL_ERR_INVALID);
+  assert_non_null(strstr(mil_diag_first_error(&d), "--input-value names 'nope'"));
+  mil_diag_clear(&d);
+  double two[2] = {1, 0};
+  fix = (mil_onnx_sample){"flag", {MIL_DT_FP64, -1, NULL, two, 16, 2}};
+  assert_int_equal(mil_onnx_import(p, &o, &m, &d), MIL_ERR_INVALID);
+  mil_diag_clear(&d);
+}
+
 typedef struct renames {
   int n_in, n_out;
   char seen[512];
@@ -285,6 +334,7 @@ int main(void) {
       cmocka_unit_test(test_names_renamed_and_recorded),
       cmocka_unit_test(test_dynamic_quant_conv_integer),
       cmocka_unit_test(test_fp16_sample_keeps_overflowing_ops_fp32),
+      cmocka_unit_test(test_input_value_fixes_if_branch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,7 @@ static void help(void) {
          "       mil convert MODEL.onnx OUT [--target iOS15..iOS18] [--precision fp16|fp32]\n"
          "                   [--pipeline NAME] [--input-shape NAME=D1,D2,...]... [--inline-weights]\n"
          "                   [--sample NAME=FILE.npy]... [--sample-tolerance T]\n"
+         "                   [--input-value NAME=V1,V2,...]...\n"
          "       mil convert --list-ops\n\n"
          "Read model IN (.mlpackage, .mlmodel, .mil or .onnx) and write it to OUT, in the\n"
          "format OUT's extension names:\n"
@@ -59,6 +60,11 @@ static void help(void) {
          "  --input-shape NAME=D1,D2,...\n"
          "                    fix the shape of input NAME (repeatable); dims the model\n"
          "                    leaves symbolic (dim_param) stay symbolic otherwise\n"
+         "  --input-value NAME=V1,V2,...\n"
+         "                    fix input NAME to these numbers (repeatable; its\n"
+         "                    declared static shape, or a scalar for one value): it\n"
+         "                    becomes a const and leaves the model's inputs, and an If\n"
+         "                    on it (a sample rate) converts only the branch it takes\n"
          "  --sample NAME=FILE.npy\n"
          "                    a sample value of input NAME (repeatable; every input\n"
          "                    needs one; the ONNX name or the model's). With fp16\n"
@@ -121,7 +127,32 @@ typedef struct onnx_args {
   mil_onnx_sample samples[64];
   mil_npy *npys[64];
   void *bufs[64];
+  mil_onnx_sample values[64];
+  double vals[64][256];
 } onnx_args;
+
+/* "NAME=V1,V2,..." -> a fixed input value (fp64; rank 0 for one value,
+ * else -1: the input's declared shape); false on a malformed spec. */
+static bool parse_value(onnx_args *oa, const char *spec) {
+  int32_t k = oa->o.n_input_values;
+  const char *eq = strrchr(spec, '=');
+  if (k >= 64 || !eq || eq == spec || !eq[1]) return false;
+  int64_t n = 0;
+  for (const char *p = eq + 1; *p && n < 256;) {
+    char *end;
+    double v = strtod(p, &end);
+    if (end == p || (*end && *end != ',')) return false;
+    oa->vals[k][n++] = v;
+    p = *end ? end + 1 : end;
+  }
+  char *name = strndup(spec, (size_t)(eq - spec));
+  if (!name) return false;
+  oa->values[k].name = name;
+  oa->values[k].value = (mil_tensor){MIL_DT_FP64, n == 1 ? 0 : -1, NULL, oa->vals[k], (size_t)n * 8, n};
+  oa->o.n_input_values = k + 1;
+  oa->o.input_values = oa->values;
+  return true;
+}
 
 /* "NAME=FILE.npy" -> a sample (fp32 from any float, int32 from any
  * integer or bool array); false with an error printed. */
@@ -222,6 +253,10 @@ int cmd_convert(int argc, char **argv) {
         rc = CLI_FAIL;
         goto done;
       }
+    } else if (strcmp(s, "--input-value") == 0) {
+      if (i + 1 >= argc) USAGE("--input-value needs NAME=V1,V2,...");
+      onnx_opts = true;
+      if (!parse_value(oa, argv[++i])) USAGE("--input-value expects NAME=V1,V2,... (numbers), got '%s'", argv[i]);
     } else if (strcmp(s, "--sample-tolerance") == 0) {
       if (i + 1 >= argc) USAGE("--sample-tolerance needs a value");
       char *end;
@@ -253,7 +288,7 @@ int cmd_convert(int argc, char **argv) {
   if (inline_weights && !to_text) USAGE("--inline-weights applies to .mil output only");
   bool onnx = ends_with(in, ".onnx");
   if (onnx_opts && !onnx)
-    USAGE("--precision, --pipeline, --input-shape and --sample apply to .onnx input only");
+    USAGE("--precision, --pipeline, --input-shape, --input-value and --sample apply to .onnx input only");
   oa->o.input_shapes = oa->shapes;
   if (onnx) oa->o.target = target;
   mil_diag d;
@@ -279,6 +314,7 @@ done:
   for (int32_t k = 0; k < oa->o.n_input_shapes; k++) free((char *)oa->shapes[k].name);
   for (int32_t k = 0; k < 64; k++) {
     free((char *)oa->samples[k].name);
+    free((char *)oa->values[k].name);
     free(oa->bufs[k]);
     mil_npy_free(oa->npys[k]);
   }
