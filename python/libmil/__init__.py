@@ -44,7 +44,7 @@ def load(path):
 
 
 def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", pass_pipeline="default",
-            input_shapes=None, sample_data=None, sample_tolerance=None):
+            input_shapes=None, sample_data=None, sample_tolerance=None, input_values=None):
     """Imports an ONNX model (`mil convert model.onnx`), as ct.convert would
     convert the same network: initializers become consts (external data
     mapped), the DEFAULT pipeline runs (with add_fp16_cast for
@@ -56,7 +56,9 @@ def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", p
     result overflows (inf/NaN where fp32 is finite) or is off by more than
     sample_tolerance (default 0.01) of its largest fp32 magnitude stay fp32
     (coremltools' FP16ComputePrecision(op_selector=...)); the kept ops are
-    in the returned model's .conversion_warnings. Returns a Model (save it
+    in the returned model's .conversion_warnings. input_values: dict ONNX
+    input name -> array fixing that input to a const (`--input-value`: an
+    If on a sample rate takes its branch). Returns a Model (save it
     with .save()).
     Raises MILUnsupportedError naming the node, op_type, domain and opset of
     an op libmil does not convert, MILIOError / MILFormatError for a file
@@ -75,18 +77,24 @@ def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", p
         dv = (_capi.c_int64 * max(len(dims), 1))(*dims)
         keep.append(dv)
         arr[i] = _capi.OnnxInputShape(name.encode(), len(dims), dv)
-    samples = list((sample_data or {}).items())
-    sarr = (_capi.OnnxSample * max(len(samples), 1))()
-    for i, (name, value) in enumerate(samples):
-        a = np.asarray(value)
-        a = np.ascontiguousarray(a, dtype=np.float32 if a.dtype.kind in "fc" else np.int32)
-        sh = (_capi.c_int64 * max(a.ndim, 1))(*a.shape)
-        keep.append((a, sh))
-        sarr[i] = _capi.OnnxSample(name.encode(), _capi.Tensor(11 if a.dtype == np.float32 else 23, a.ndim, sh,
-                                                                a.ctypes.data, a.nbytes, a.size))
+    def tensors(d):
+        items = list((d or {}).items())
+        out = (_capi.OnnxSample * max(len(items), 1))()
+        for i, (name, value) in enumerate(items):
+            a = np.asarray(value)
+            # (ascontiguousarray would make a 0-d array 1-d)
+            a = np.ascontiguousarray(a, dtype=np.float32 if a.dtype.kind in "fc" else np.int32).reshape(a.shape)
+            sh = (_capi.c_int64 * max(a.ndim, 1))(*a.shape)
+            keep.append((a, sh))
+            out[i] = _capi.OnnxSample(name.encode(), _capi.Tensor(11 if a.dtype == np.float32 else 23, a.ndim, sh,
+                                                                   a.ctypes.data, a.nbytes, a.size))
+        return len(items), out
+
+    n_samples, sarr = tensors(sample_data)
+    n_values, varr = tensors(input_values)
     opts = _capi.OnnxOptions(_capi.TARGETS[minimum_deployment_target], compute_precision == "fp32",
                              pass_pipeline.encode() if pass_pipeline else None, pass_pipeline is None,
-                             len(shapes), arr, len(samples), sarr, float(sample_tolerance or 0))
+                             len(shapes), arr, n_samples, sarr, float(sample_tolerance or 0), n_values, varr)
     path = os.fspath(path)
     h = _capi.c_void_p()
     with Diag() as d:

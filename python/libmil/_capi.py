@@ -241,7 +241,8 @@ class OnnxSample(Structure):  # mil_onnx_sample (onnx.h)
 class OnnxOptions(Structure):  # mil_onnx_options (onnx.h)
     _fields_ = [("target", c_int), ("fp32", c_bool), ("pipeline", c_char_p), ("no_pipeline", c_bool),
                 ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape)),
-                ("n_samples", c_int32), ("samples", POINTER(OnnxSample)), ("sample_tolerance", c_double)]
+                ("n_samples", c_int32), ("samples", POINTER(OnnxSample)), ("sample_tolerance", c_double),
+                ("n_input_values", c_int32), ("input_values", POINTER(OnnxSample))]
 
 
 # The ONNX importer (None in a library built without it).

@@ -210,3 +210,16 @@ def test_onnx_convert_sample_data_keeps_overflowing_ops_fp32():
     np.testing.assert_allclose(y, want, rtol=1e-3)
     kept = [w for w in m.conversion_warnings if "stays fp32" in w]
     assert len(kept) == 3 and any("'sq' (pow)" in w for w in kept)
+
+
+def test_onnx_convert_input_values():
+    """input_values fixes an input to a const: the If of if_lstm.onnx takes
+    its then branch at conversion and the model keeps three inputs."""
+    if libmil._capi.onnx_import is None:
+        pytest.skip("built without the ONNX importer")
+    data = os.path.join(ROOT, "tests", "data", "onnx_graphs")
+    m = libmil.convert(os.path.join(data, "if_lstm.onnx"), compute_precision="fp32", input_values={"flag": 1})
+    feed = {n: np.load(os.path.join(data, "if_lstm_then.in%d.npy" % i)) for i, n in enumerate(["X", "h0", "c0"])}
+    assert sorted(m.input_description) == ["X", "c0", "h0"]
+    out = m.predict(feed)
+    np.testing.assert_allclose(out["yh"], np.load(os.path.join(data, "if_lstm_then.out0.npy")), atol=1e-5)

@@ -726,6 +726,27 @@ static mil_status import_model(Onnx__ModelProto *m, const char *name, const char
   c.model = m;
   c.keep_fp32.p = p;
   mil_status st = convert_model(&c, o);
+  /* integer inputs' ranges for the static fp16 check */
+  const Onnx__GraphProto *g = m->graph;
+  size_t n_g_in = g ? g->n_input : 0;
+  onnx_input_range *ranges = calloc(n_g_in + 1, sizeof *ranges);
+  int32_t n_ranges = 0;
+  for (size_t i = 0; st == MIL_OK && ranges && i < n_g_in; i++) {
+    const char *nm = g->input[i]->name ? g->input[i]->name : "";
+    int et = onnx_declared_elem_type(&c, nm);
+    double lo = 0, hi = 0;
+    switch (et) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: lo = -128, hi = 127; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: lo = 0, hi = 255; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: lo = -32768, hi = 32767; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: lo = 0, hi = 65535; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: lo = 0, hi = 1; break;
+    default: continue;
+    }
+    const char *k = mil_program_find_string(p, nm, (size_t)-1);
+    const char *san = k ? onnx_san_get(&c, k) : NULL;
+    if (san) ranges[n_ranges++] = (onnx_input_range){san, lo, hi};
+  }
   /* the samples' inputs by their model names (an ONNX name the import
    * renamed is accepted) */
   const char **sample_names = o->n_samples > 0 ? calloc((size_t)o->n_samples, sizeof *sample_names) : NULL;
@@ -758,6 +779,9 @@ static mil_status import_model(Onnx__ModelProto *m, const char *name, const char
   pass_ptrset_free(&c.named);
   if (st == MIL_OK && o->n_samples > 0 && !o->fp32 && !o->no_pipeline)
     st = onnx_sample_fp16(p, o, sample_names, &c.keep_fp32, name, d);
+  else if (st == MIL_OK && !o->fp32 && !o->no_pipeline)
+    (void)onnx_static_fp16_check(p, ranges, n_ranges, &c.keep_fp32, name, d);
+  free(ranges);
   free(sample_names);
   if (st == MIL_OK) st = onnx_run_pipeline(p, o, &c.keep_fp32, d);
   pass_ptrset_free(&c.keep_fp32.names);

@@ -213,6 +213,18 @@ mil_status onnx_run_pipeline(mil_program *p, const mil_onnx_options *o, const on
 mil_status onnx_sample_fp16(mil_program *p0, const mil_onnx_options *o, const char *const *mil_names, onnx_keep *keep,
                             const char *path, mil_diag *d);
 bool onnx_fp16_selector(const mil_op *op, void *ud);
+/* A graph input's value range known from its declared ONNX type (int16:
+ * -32768..32767); name is the MIL input name (interned). */
+typedef struct onnx_input_range {
+  const char *name;
+  double lo, hi;
+} onnx_input_range;
+/* The static fp16 check (import_fp16_static.c): warns (in d) about each op
+ * of p's main body whose value range, propagated from ins and the consts,
+ * goes beyond fp16's 65504 while add_fp16_cast (with keep's selector) would
+ * compute it in fp16; returns how many. */
+int32_t onnx_static_fp16_check(mil_program *p, const onnx_input_range *ins, int32_t n_ins, const onnx_keep *keep,
+                               const char *path, mil_diag *d);
 /* Binds ONNX name to var in the current scope. */
 mil_status onnx_bind(onnx_ctx *c, const char *name, mil_var *v);
 /* The same for a name the graph defines (an input, an initializer, a node

@@ -15,6 +15,8 @@
  *                    fp16 conversion; with a sample input the overflowing
  *                    ops stay fp32 (reported) and the output is finite and
  *                    within 1e-3 of the reference
+ *   fp16_static      int16 audio squared: without a sample the static check
+ *                    warns (the declared int16 range reaches 1.07e9)
  *   names            ONNX names that are not identifiers: renamed as
  *                    coremltools renames them, recorded in the metadata,
  *                    and the inputs fed by their ONNX names */
@@ -259,6 +261,35 @@ static void test_input_value_fixes_if_branch(void **state) {
   mil_diag_clear(&d);
 }
 
+static void test_fp16_static_warning(void **state) {
+  (void)state;
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_model *m = NULL;
+  g_fp16 = true;
+  assert_int_equal(import("fp16_static.onnx", &m, &d), MIL_OK);
+  g_fp16 = false;
+  assert_int_equal(d.n_warnings, 1);
+  const char *w = NULL;
+  for (size_t i = 0; i < d.count; i++)
+    if (d.msgs[i].severity == MIL_SEV_WARNING) w = d.msgs[i].text;
+  assert_non_null(w);
+  assert_non_null(strstr(w, "op 'sq' (mul) can reach 1.07e+09"));
+  assert_non_null(strstr(w, "--sample"));
+  mil_model_free(m);
+  mil_diag_clear(&d);
+  /* fp32: nothing to warn about; a float input: no range known */
+  assert_int_equal(import("fp16_static.onnx", &m, &d), MIL_OK);
+  assert_int_equal(d.n_warnings, 0);
+  mil_model_free(m);
+  g_fp16 = true;
+  assert_int_equal(import("fp16_chain.onnx", &m, &d), MIL_OK);
+  g_fp16 = false;
+  assert_int_equal(d.n_warnings, 0);
+  mil_model_free(m);
+  mil_diag_clear(&d);
+}
+
 typedef struct renames {
   int n_in, n_out;
   char seen[512];
@@ -335,6 +366,7 @@ int main(void) {
       cmocka_unit_test(test_dynamic_quant_conv_integer),
       cmocka_unit_test(test_fp16_sample_keeps_overflowing_ops_fp32),
       cmocka_unit_test(test_input_value_fixes_if_branch),
+      cmocka_unit_test(test_fp16_static_warning),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

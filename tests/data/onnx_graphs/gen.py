@@ -230,3 +230,14 @@ g = h.make_graph(nodes, "fp16_chain", [h.make_tensor_value_info("x", TP.FLOAT, [
                   nh.from_array(np.array(1e-4, np.float32), "scale")])
 ref = np.sqrt((x.astype(np.float64) ** 2).sum(-1, keepdims=True) * 1e-4).astype(np.float32)
 save(h.make_model(g, opset_imports=opset(13)), "fp16_chain", [x], [ref])
+
+
+# ---- the static fp16 check: int16 audio squared ----
+# no sample: the declared int16 range (+-32768) squared reaches 1.07e9
+nodes = [h.make_node("Cast", ["pcm"], ["f"], to=TP.FLOAT, name="to_float"),
+         h.make_node("Mul", ["f", "f"], ["sq"], name="square"),
+         h.make_node("ReduceMean", ["sq"], ["power"], axes=[1], keepdims=0, name="power")]
+g = h.make_graph(nodes, "fp16_static", [h.make_tensor_value_info("pcm", TP.INT16, [1, 400])],
+                 [h.make_tensor_value_info("power", TP.FLOAT, [1])])
+onnx.checker.check_model(h.make_model(g, opset_imports=opset(13)))
+onnx.save(h.make_model(g, opset_imports=opset(13)), "fp16_static.onnx")
