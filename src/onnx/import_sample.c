@@ -11,8 +11,10 @@
  * add_fp16_cast's op_selector (coremltools' FP16ComputePrecision(
  * op_selector=...)); the first such ops along each path are taken (and at
  * once those whose inputs are beyond fp16's range), then the fp16 run is
- * repeated until it is clean or no op is left to keep. Each kept op is
- * reported with its reason as a warning. */
+ * repeated until it is clean or no op is left to keep. Values inside an If's
+ * branches or a Loop's body cannot be outputs: when such an op's result is
+ * off, every op of its blocks stays fp32. Each kept op is reported with its
+ * reason as a warning. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +158,20 @@ static bool link_parents(mil_program *p, probe *pr, int32_t n) {
   return true;
 }
 
+/* Every op output inside op's nested blocks (an If's branches, a Loop's
+ * body), which the probes cannot see: kept whole when the op's result is
+ * off. */
+static bool keep_nested(onnx_keep *keep, const mil_op *op, int32_t *count) {
+  for (int32_t k = 0; k < op->n_blocks; k++)
+    for (const mil_op *in = op->blocks[k]->first; in; in = in->next) {
+      for (int32_t i = 0; i < in->n_outputs; i++)
+        if (!onnx_keep_add(keep, in->outputs[i]->name)) return false;
+      (*count)++;
+      if (!keep_nested(keep, in, count)) return false;
+    }
+  return true;
+}
+
 mil_status onnx_sample_fp16(mil_program *p0, const mil_onnx_options *o, const char *const *mil_names, onnx_keep *keep,
                             const char *path, mil_diag *d) {
   mil_function *f = mil_program_find_function(p0, "main");
@@ -209,6 +225,12 @@ mil_status onnx_sample_fp16(mil_program *p0, const mil_onnx_options *o, const ch
       pr[i].kept = true;
       added++;
       if (!onnx_keep_add(keep, pr[i].name)) st = MIL_ERR_NOMEM;
+      /* another output of the same op said it already */
+      bool said = false;
+      for (int32_t j = 0; j < i && !said; j++) said = pr[j].op == pr[i].op && pr[j].kept;
+      if (said) continue;
+      int32_t inner = 0;
+      if (pr[i].op->n_blocks && !keep_nested(keep, pr[i].op, &inner)) st = MIL_ERR_NOMEM;
       if (pr[i].overflow)
         mil_diag_add(d, MIL_SEV_WARNING, "%s: op '%s' (%s) stays fp32 (--sample): in fp16 it gives inf/NaN where fp32 "
                      "is finite (largest |value| %.4g; fp16's largest is 65504)", path, pr[i].op->name,
@@ -217,6 +239,9 @@ mil_status onnx_sample_fp16(mil_program *p0, const mil_onnx_options *o, const ch
         mil_diag_add(d, MIL_SEV_WARNING, "%s: op '%s' (%s) stays fp32 (--sample): in fp16 it is off by %.3g, more "
                      "than %g of its largest |value| %.4g", path, pr[i].op->name, pr[i].op->type, pr[i].err, tol,
                      pr[i].big);
+      if (inner)
+        mil_diag_add(d, MIL_SEV_WARNING, "%s: so do the %d ops inside op '%s' (%s): the values of its blocks are not "
+                     "checked one by one", path, (int)inner, pr[i].op->name, pr[i].op->type);
     }
     kept += added;
     if (!added) break;

@@ -15,6 +15,8 @@
  *                    fp16 conversion; with a sample input the overflowing
  *                    ops stay fp32 (reported) and the output is finite and
  *                    within 1e-3 of the reference
+ *   fp16_if          the same chain inside the branches of an If on a
+ *                    run-time flag: with samples the If's blocks stay fp32
  *   fp16_static      int16 audio squared: without a sample the static check
  *                    warns (the declared int16 range reaches 1.07e9)
  *   names            ONNX names that are not identifiers: renamed as
@@ -261,6 +263,45 @@ static void test_input_value_fixes_if_branch(void **state) {
   mil_diag_clear(&d);
 }
 
+/* The overflowing chain inside the branches of an If on a run-time flag:
+ * the probes cannot see into the branches; the cond's result is off, so
+ * every op of its blocks stays fp32 (reported) and the output is finite. */
+static void test_fp16_sample_inside_if(void **state) {
+  (void)state;
+  char p[1024];
+  path_of(p, sizeof p, "fp16_if.onnx");
+  mil_npy *x = npy("fp16_if.in0.npy"), *flag = npy("fp16_if.in1.npy"), *want = npy("fp16_if.out0.npy");
+  mil_onnx_sample smp[2] = {{"x", {x->dtype, x->rank, x->shape, x->data, x->nbytes, x->numel}},
+                            {"flag", {flag->dtype, flag->rank, flag->shape, flag->data, flag->nbytes, flag->numel}}};
+  for (int with = 0; with < 2; with++) {
+    mil_onnx_options o;
+    memset(&o, 0, sizeof o);
+    o.samples = with ? smp : NULL;
+    o.n_samples = with ? 2 : 0;
+    mil_diag d;
+    mil_diag_init(&d);
+    mil_model *m = NULL;
+    if (mil_onnx_import(p, &o, &m, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
+    bool inner = false;
+    for (size_t i = 0; i < d.count; i++) inner |= strstr(d.msgs[i].text, "ops inside op 'y' (cond)") != NULL;
+    assert_int_equal(inner, with == 1);
+    mil_interp *ip = NULL;
+    assert_int_equal(mil_interp_new(mil_model_program(m), NULL, &ip, &d), MIL_OK);
+    assert_int_equal(mil_interp_set_input(ip, "x", &smp[0].value, &d), MIL_OK);
+    assert_int_equal(mil_interp_set_input(ip, "flag", &smp[1].value, &d), MIL_OK);
+    assert_int_equal(mil_interp_run(ip, NULL, &d), MIL_OK);
+    float y = ((const float *)mil_interp_output_at(ip, 0)->data)[0], ref = ((const float *)want->data)[0];
+    if (with) assert_true(isfinite(y) && fabs(y - ref) <= 1e-3 * fabs(ref));
+    else assert_false(isfinite(y));
+    mil_interp_free(ip);
+    mil_model_free(m);
+    mil_diag_clear(&d);
+  }
+  mil_npy_free(x);
+  mil_npy_free(flag);
+  mil_npy_free(want);
+}
+
 static void test_fp16_static_warning(void **state) {
   (void)state;
   mil_diag d;
@@ -367,6 +408,7 @@ int main(void) {
       cmocka_unit_test(test_fp16_sample_keeps_overflowing_ops_fp32),
       cmocka_unit_test(test_input_value_fixes_if_branch),
       cmocka_unit_test(test_fp16_static_warning),
+      cmocka_unit_test(test_fp16_sample_inside_if),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -241,3 +241,23 @@ g = h.make_graph(nodes, "fp16_static", [h.make_tensor_value_info("pcm", TP.INT16
                  [h.make_tensor_value_info("power", TP.FLOAT, [1])])
 onnx.checker.check_model(h.make_model(g, opset_imports=opset(13)))
 onnx.save(h.make_model(g, opset_imports=opset(13)), "fp16_static.onnx")
+
+
+# ---- fp16 safety inside an If on a run-time flag ----
+def chain(tag, scale):
+    nodes = [h.make_node("Pow", ["x", "two"], ["sq_" + tag], name="square_" + tag),
+             h.make_node("ReduceSum", ["sq_" + tag, "axes"], ["sum_" + tag], keepdims=1, name="sum_" + tag),
+             h.make_node("Mul", ["sum_" + tag, "scale_" + tag], ["scaled_" + tag], name="scale_" + tag),
+             h.make_node("Sqrt", ["scaled_" + tag], ["y_" + tag], name="root_" + tag)]
+    return h.make_graph(nodes, "chain_" + tag, [], [h.make_tensor_value_info("y_" + tag, TP.FLOAT, [1, 1])],
+                        [nh.from_array(np.array(scale, np.float32), "scale_" + tag)])
+
+
+nodes = [h.make_node("If", ["flag"], ["y"], then_branch=chain("t", 1e-4), else_branch=chain("e", 4e-4), name="if_flag")]
+g = h.make_graph(nodes, "fp16_if", [h.make_tensor_value_info("x", TP.FLOAT, [1, 1000]),
+                                    h.make_tensor_value_info("flag", TP.BOOL, [])],
+                 [h.make_tensor_value_info("y", TP.FLOAT, [1, 1])],
+                 [nh.from_array(np.array(2, np.float32), "two"), nh.from_array(np.array([-1], np.int64), "axes")])
+x = np.load("fp16_chain.in0.npy")
+save(h.make_model(g, opset_imports=opset(13)), "fp16_if", [x, np.array(1, np.int32)],
+     [np.sqrt((x.astype(np.float64) ** 2).sum(-1, keepdims=True) * 1e-4).astype(np.float32)])
