@@ -24,6 +24,7 @@
 #include "onnx/import_internal.h"
 
 #define MAX_ROUNDS 8
+#define MAX_PROBE_BYTES 4e9
 
 /* One probed value: a float op output of main's body in the imported
  * program p0 (names interned in p0). */
@@ -182,6 +183,22 @@ mil_status onnx_sample_fp16(mil_program *p0, const mil_onnx_options *o, const ch
   if (!pr || !link_parents(p0, pr, collect(b, pr, n))) {
     free(pr);
     return mil_diag_error(d, MIL_ERR_NOMEM, "%s: --sample: out of memory", path);
+  }
+  /* every probe stays alive through a run: refuse what would not fit */
+  double bytes = 0;
+  for (int32_t i = 0; i < n; i++) {
+    const mil_var *v = pr[i].op->outputs[0];
+    for (int32_t k = 0; k < pr[i].op->n_outputs; k++)
+      if (pr[i].op->outputs[k]->name == pr[i].name) v = pr[i].op->outputs[k];
+    int64_t ne = mil_type_numel(v->type);
+    bytes += ne > 0 ? (double)ne * 4 : 0;
+  }
+  if (bytes > MAX_PROBE_BYTES) {
+    free(pr);
+    return mil_diag_error(d, MIL_ERR_UNSUPPORTED,
+                          "%s: --sample: the program's values take %.1f GB for one run, more than the %.0f GB the "
+                          "check keeps at once (every value is compared); use smaller input shapes for the sample",
+                          path, bytes / 1e9, MAX_PROBE_BYTES / 1e9);
   }
   double tol = o->sample_tolerance > 0 ? o->sample_tolerance : MIL_ONNX_SAMPLE_TOLERANCE;
   mil_program *p32 = NULL, *p16 = NULL;
