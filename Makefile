@@ -4,7 +4,7 @@ BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKEOPT ?=
 DEPS      = cmake gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libcjson-dev \
-            libcmocka-dev libopenblas-dev clang libonnx-dev libonnx-testdata nettle-dev libyaml-dev \
+            libcmocka-dev libopenblas-dev libdnnl-dev clang libonnx-dev libonnx-testdata nettle-dev libyaml-dev libpng-dev libjpeg-dev \
             python3-numpy python3-pytest python3-venv python3-pip python3-setuptools graphviz libgraphviz-dev
 
 .PHONY: all deps configure build demo test test-asan test-ubsan-clang build-release fuzz bench install clean python
@@ -17,14 +17,20 @@ deps:
 configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKEOPT) >/dev/null
 
+# leaves ./mil, a link to build/mil (the README's examples call `mil`)
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
+	@if [ "$(BUILD)" = build ]; then ln -sfn build/mil mil; fi
 
 demo: build
 	@sh examples/demo.sh $(BUILD)/mil
 
+# ends with "N passed, N failed, N skipped" (and why tests were skipped);
+# the exit status is ctest's
 test: build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@cd $(BUILD) && { ctest --output-on-failure -j $(JOBS); echo $$? >ctest-status.txt; } 2>&1 | tee ctest-output.txt; \
+	  sh "$(CURDIR)/tools/test-summary.sh" "$$(cat ctest-status.txt 2>/dev/null || echo 1)" ctest-output.txt \
+	    Testing/Temporary/LastTest.log
 
 test-asan:
 	@$(MAKE) --no-print-directory test BUILD=build-asan CMAKEOPT="-DMIL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
@@ -63,4 +69,5 @@ install: build
 	@cmake --install $(BUILD)
 
 clean:
+	rm -f mil
 	rm -rf build build-asan build-ubsan build-fuzz build-release-gcc build-release-clang

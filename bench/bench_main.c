@@ -182,23 +182,26 @@ static double process_cpu_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void before_pass(void *ud, int32_t index, int32_t n, const char *pass, int64_t ops) {
-  (void)index, (void)n, (void)pass, (void)ops;
+static void before_pass(void *ud, const mil_pipeline *pl, int32_t index, int32_t n, const char *pass, mil_program *p,
+                        int64_t ops) {
+  (void)pl, (void)index, (void)n, (void)pass, (void)p, (void)ops;
   ((cpu_log *)ud)->start = process_cpu_s();
 }
 
-static void after_pass(void *ud, const mil_pass_record *r) {
-  (void)r;
+static mil_status after_pass(void *ud, const mil_pipeline *pl, const mil_pass_record *r, mil_program *p,
+                             mil_diag *d) {
+  (void)pl, (void)r, (void)p, (void)d;
   cpu_log *l = ud;
   double t = process_cpu_s() - l->start;
   if (l->n == l->cap) {
     int32_t cap = l->cap ? l->cap * 2 : 128;
     double *c = realloc(l->cpu, (size_t)cap * sizeof *c);
-    if (!c) return;
+    if (!c) return MIL_OK;
     l->cpu = c;
     l->cap = cap;
   }
   l->cpu[l->n++] = t;
+  return MIL_OK;
 }
 
 /* Elements of the fp32 / fp16 const tensors (the weights). */
@@ -267,10 +270,8 @@ int main(int argc, char **argv) {
   mil_program_walk(p, count_weights, &weight_elems);
   mil_pipeline_report rep = {0};
   cpu_log clog = {0};
-  mil_pipeline_run_options ro = {0};
-  ro.before_pass = before_pass;
-  ro.after_pass = after_pass;
-  ro.hook_ud = &clog;
+  mil_pass_observer obs = {before_pass, after_pass, &clog};
+  mil_pipeline_run_options ro = {&obs, 1};
   double c0 = cpu_s();
   t0 = now();
   st = mil_pipeline_run(pl, p, &ro, &rep, &d);

@@ -14,7 +14,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mil_diag d = {0};
   d.max_msgs = 4;
   mil_onnx_options o = {0};
-  o.no_pipeline = true;
   mil_model *m = NULL;
   if (mil_onnx_import_buffer(data, size, "fuzz.onnx", NULL, &o, &m, &d) == MIL_OK) {
     if (mil_program_validate(mil_model_program(m), &d) != MIL_OK) abort();

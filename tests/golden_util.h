@@ -229,8 +229,9 @@ static inline void golden_case_run(const golden_case *c, golden_outcome *o) {
     snprintf(o->msg, sizeof o->msg, "pipeline: %s", dm);
     goto out;
   }
-  mil_pipeline_run_options ro = {0};
-  ro.verify_each = true;
+  mil_pass_verifier ver = {0};
+  mil_pass_observer vobs = mil_pass_verifier_observer(&ver);
+  mil_pipeline_run_options ro = {&vobs, 1};
   if (mil_pipeline_run(pl, in, &ro, NULL, &d) != MIL_OK) {
     golden_diag_msg(&d, dm, sizeof dm);
     snprintf(o->msg, sizeof o->msg, "running: %s", dm);

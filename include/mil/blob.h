@@ -127,6 +127,17 @@ MIL_API uint32_t mil_blob_file_count(const mil_blob_file *f);
 /* The base address of the mapping (size mil_blob_file_size). */
 MIL_API const void *mil_blob_file_base(const mil_blob_file *f);
 
+/* Checks that the file still covers the whole mapping: fstat on the open
+ * file, whose size must still be at least mil_blob_file_size (one system
+ * call; no page is touched). A file truncated since it was opened (by
+ * another process writing it in place) would make any read of a weight
+ * past its new end kill the process with SIGBUS; call this before reading
+ * through the mapping after a while (mil run and libmil's Python predict
+ * do, before every run). A file replaced by a rename is not affected: the
+ * mapping keeps the old file. Errors: MIL_ERR_IO naming the file, its
+ * size when opened and now (or the fstat error), MIL_ERR_INVALID for NULL. */
+MIL_API mil_status mil_blob_file_check(const mil_blob_file *f, mil_diag *d);
+
 /* Validates the metadata record at `meta_offset` on its own terms (no
  * expected dtype or element count): record inside the file, sentinel,
  * known data type, payload inside the file, sizeInBytes > 0, sub-byte

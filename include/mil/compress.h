@@ -122,6 +122,12 @@ MIL_API bool mil_op_compress_config_equal(const mil_op_compress_config *a, const
 /* coremltools' class name of a config type ("OpPalettizerConfig"; "None"). */
 MIL_API const char *mil_cfg_type_name(mil_cfg_type t);
 
+/* Limits of the config readers (a real config is a few dozen nodes, four
+ * levels deep): deeper nesting, and YAML aliases whose expansion would
+ * build more nodes ("billion laughs"), are refused with MIL_ERR_INVALID. */
+#define MIL_CONFIG_MAX_DEPTH 64
+#define MIL_CONFIG_MAX_NODES 100000
+
 /* Reads OptimizationConfig.from_dict's dictionary from JSON text (len bytes;
  * (size_t)-1 for NUL-terminated). Keys: config_type, global_config,
  * op_type_configs, op_name_configs; each op config takes its class's
@@ -137,12 +143,16 @@ MIL_API const char *mil_cfg_type_name(mil_cfg_type t);
  * MIL_ERR_INVALID (the message names the key path, e.g.
  * "config: global_config.nbits: must be one of 1, 2, 3, 4, 6, 8 (got 5)"),
  * MIL_ERR_UNSUPPORTED (mode "custom": lut_function is a Python callable),
- * MIL_ERR_NOMEM. Free *out with mil_compress_config_free. */
+ * MIL_ERR_NOMEM. Text nested more than MIL_CONFIG_MAX_DEPTH levels is
+ * refused (MIL_ERR_INVALID, with the byte offset) before it is parsed.
+ * Free *out with mil_compress_config_free. */
 MIL_API mil_status mil_compress_config_from_json(const char *text, size_t len, const char *source,
                                                  mil_cfg_type default_type, mil_compress_config **out, mil_diag *d);
 /* The same from a YAML document (OptimizationConfig.from_yaml: plain
  * scalars typed as yaml.safe_load types them). Errors as above, YAML
- * syntax errors as MIL_ERR_PARSE with line:column. */
+ * syntax errors as MIL_ERR_PARSE with line:column; nesting deeper than
+ * MIL_CONFIG_MAX_DEPTH or aliases expanding to more than
+ * MIL_CONFIG_MAX_NODES nodes: MIL_ERR_INVALID with the line. */
 MIL_API mil_status mil_compress_config_from_yaml(const char *text, size_t len, const char *source,
                                                  mil_cfg_type default_type, mil_compress_config **out, mil_diag *d);
 /* Reads a config file: YAML when its name ends in .yaml / .yml, else

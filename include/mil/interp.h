@@ -40,11 +40,27 @@
  * constexpr ops (memory: up to twice the fp16 weights, plus the dense
  * weights of compressed models).
  *
- * Not thread-safe: one interpreter runs one function at a time. Several
- * interpreters may share one program.
+ * Threads. One mil_interp holds one caller's inputs, outputs, seed and
+ * default state: use it from one thread at a time (calls on one
+ * interpreter must not overlap). mil_interp_fork makes another interpreter
+ * of the same function that shares the first one's program copy and
+ * caches (read-only weights, fp32 copies, decompressed weights: built once,
+ * guarded by a lock) and has its own inputs and outputs; interpreters of
+ * one family (created by mil_interp_new and every fork of it) may run at
+ * the same time in different threads, and each computes exactly what a
+ * lone interpreter would (a server: one fork per worker thread, or a pool
+ * of forks). The program given to mil_interp_new and the model that owns
+ * its weight mappings must then neither change nor be freed while any run
+ * is under way. A mil_interp_state is used by one run at a time. Several
+ * interpreters may also be created from one program independently (each
+ * with its own copy). The functions without an interpreter argument
+ * (mil_interp_supports_op, mil_interp_default_max_value_bytes) may be
+ * called from any thread.
  */
 #ifndef MIL_INTERP_H
 #define MIL_INTERP_H
+
+#include <stdio.h>
 
 #include "ir.h"
 #include "status.h"
@@ -84,8 +100,23 @@ typedef struct mil_interp_state mil_interp_state;
  * the validator's messages are copied into d), MIL_ERR_NOMEM,
  * MIL_ERR_INVALID for NULL arguments. */
 MIL_API mil_status mil_interp_new(const mil_program *p, const char *function, mil_interp **out, mil_diag *d);
-/* Frees the interpreter, its inputs and outputs. NULL is allowed. */
+/* Frees the interpreter, its inputs and outputs. NULL is allowed. The
+ * program copy and caches it shares with its forks are freed with the last
+ * interpreter (or state object) of the family. */
 MIL_API void mil_interp_free(mil_interp *ip);
+
+/* A new interpreter for the same function as ip that shares ip's program
+ * copy and caches (no second copy of the program, weights converted or
+ * decompressed once for the whole family) and starts with no inputs set,
+ * no outputs, its own default state, and ip's seed, iteration limit and
+ * value-size limit. ip and its forks may run concurrently in different
+ * threads (see "Threads" above); a state made by any interpreter of the
+ * family may be passed to any other (one run at a time). ip is only read;
+ * creating forks of one interpreter from several threads at once is
+ * allowed as long as ip is not running or being changed at the same time.
+ * Release with mil_interp_free (in any order). Errors: MIL_ERR_INVALID
+ * (NULL arguments), MIL_ERR_NOMEM. */
+MIL_API mil_status mil_interp_fork(const mil_interp *ip, mil_interp **out, mil_diag *d);
 
 /* The function's inputs, in declaration order: name and declared type
  * (tensor types may have symbolic dims; state inputs have a state type and
@@ -106,6 +137,11 @@ MIL_API const char *mil_interp_output_name(const mil_interp *ip, int32_t i);
  * MIL_ERR_INVALID (NULL arguments, nbytes/numel inconsistent with shape,
  * rank above MIL_INTERP_MAX_RANK), MIL_ERR_NOMEM. */
 MIL_API mil_status mil_interp_set_input(mil_interp *ip, const char *name, const mil_tensor *t, mil_diag *d);
+/* Forgets every input set so far (frees their copies): the next run fails
+ * naming the first input not set again. A run does not clear its inputs;
+ * call this between runs when each run must bring all of its inputs (what
+ * a server or libmil's Python predict does). NULL is allowed. */
+MIL_API void mil_interp_clear_inputs(mil_interp *ip);
 
 /* Seed of the random ops whose own `seed` input is -1 (the default). Each
  * random op draws from its own generator (xoshiro256**), seeded by
@@ -140,7 +176,8 @@ MIL_API int64_t mil_interp_max_value_bytes(const mil_interp *ip);
  * known). */
 MIL_API int64_t mil_interp_default_max_value_bytes(void);
 
-/* Runs the function on the inputs set so far. `state` holds the values of
+/* Runs the function on the inputs set so far (every input stays set for
+ * the next run until set again or mil_interp_clear_inputs). `state` holds the values of
  * the function's state inputs (created by mil_interp_state_new; it is
  * updated by coreml_update_state ops when the run succeeds); it may be NULL,
  * then the interpreter's own state (zero-initialized at creation, kept
@@ -148,7 +185,7 @@ MIL_API int64_t mil_interp_default_max_value_bytes(void);
  * mil_interp_output*.
  * Errors (each names the function, the op name and type, and the input
  * concerned): MIL_ERR_INVALID (an input was not set, the state belongs to
- * another interpreter), MIL_ERR_TYPE (an op's type inference failed on the
+ * an interpreter of another family), MIL_ERR_TYPE (an op's type inference failed on the
  * concrete types), MIL_ERR_UNSUPPORTED (an op the interpreter cannot
  * execute; see docs/interpreter.md), MIL_ERR_INVALID (an out-of-range
  * index at run time, the while_loop iteration limit), MIL_ERR_NOMEM (out of
@@ -156,6 +193,22 @@ MIL_API int64_t mil_interp_default_max_value_bytes(void);
  * the message names the output, its shape and dtype, its size in bytes and
  * the limit). */
 MIL_API mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d);
+
+/* Profiling (mil run --profile): with on, every later run records the wall
+ * time of each op it executes (type inference, kernel or value inference,
+ * output allocation), summed per op type and per op name, and the time of
+ * the whole run (program copy, inputs and outputs included); turning it on
+ * again or off discards what was recorded. Returns MIL_ERR_INVALID for a
+ * NULL ip, MIL_ERR_NOMEM when the record cannot be allocated (profiling
+ * stays off). Mirrors the per-node profile of ONNX Runtime
+ * (SessionOptions.enable_profiling); the numbers are per run, averaged over
+ * the profiled runs. */
+MIL_API mil_status mil_interp_set_profile(mil_interp *ip, bool on);
+/* Writes the profile to f: runs and ms per run, then one line per op type
+ * (ops per run, ms per run, us per op, share of the run) slowest first,
+ * then the `top` slowest ops other than consts (all when top <= 0) with
+ * their type and first output type. Writes nothing when profiling is off or ip is NULL. */
+MIL_API void mil_interp_profile_report(const mil_interp *ip, FILE *f, int top);
 
 /* Output `name` (or output i) of the last successful run, or NULL when
  * there is none of that name / no successful run. The tensor and its
@@ -195,6 +248,21 @@ MIL_API const mil_tensor *mil_interp_state_get(const mil_interp_state *s, const 
  * shape as the state). Errors: MIL_ERR_NOT_FOUND, MIL_ERR_TYPE,
  * MIL_ERR_INVALID. */
 MIL_API mil_status mil_interp_state_set(mil_interp_state *s, const char *name, const mil_tensor *t, mil_diag *d);
+
+/* Observer of intermediate values: called once for each tensor output of
+ * each op the run executes in the function's body block (nested blocks of
+ * control flow are not observed; const ops and ops whose outputs nothing
+ * needs are not run, so not observed), right after the op computed it, in
+ * program order. `op_name`, `op_type` and `var_name` and the tensor t (its
+ * shape and data) are valid only during the call; an observer keeps
+ * statistics, not the tensor, so a run never holds more than its own live
+ * values. It must not call back into the interpreter. */
+typedef void (*mil_interp_observer)(void *ud, const char *op_name, const char *op_type, const char *var_name,
+                                    const mil_tensor *t);
+/* Sets (fn NULL: clears) the observer of the next runs. Used by activation
+ * calibration (compress.h mil_calibrator), which mirrors coremltools'
+ * ModelDebugger.predict_intermediate_outputs without adding outputs. */
+MIL_API void mil_interp_set_observer(mil_interp *ip, mil_interp_observer fn, void *ud);
 
 /* Whether the interpreter can execute ops of `type` for opset version
  * `opset` (ops.h MIL_IOS*): it has a kernel, or the op's value inference

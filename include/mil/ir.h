@@ -186,6 +186,15 @@ MIL_API void mil_program_free(mil_program *p);
 MIL_API mil_program *mil_program_clone(const mil_program *p);
 /* Function by name or NULL. */
 MIL_API mil_function *mil_program_find_function(const mil_program *p, const char *name);
+/* Deep-copies function `src` (of any program, dst's own included) into dst
+ * as function `name` (NULL: src's name), appended after dst's functions.
+ * Types and strings are re-interned in dst; tensor values that view a
+ * weight file stay views of the same bytes (nothing is copied: the caller
+ * keeps the file mapped while dst uses them), other values are copied.
+ * Returns the new function, or NULL when dst already has a function of that
+ * name or memory ran out (dst may then hold unreachable arena garbage, but
+ * no partial function). Used by the model utilities (mil/utils.h). */
+MIL_API mil_function *mil_program_copy_function(mil_program *dst, const mil_function *src, const char *name);
 /* Allocates n zeroed bytes from the program's arena (freed with the program). */
 MIL_API void *mil_program_alloc(mil_program *p, size_t n);
 /* The index coremltools' Builder._get_free_name gives its next name with
@@ -198,6 +207,12 @@ MIL_API void *mil_program_alloc(mil_program *p, size_t n);
  * string naming the prefix; equal keys share a count). Returns -1 when out
  * of memory (the count is then unchanged). */
 MIL_API int64_t mil_program_name_count_next(mil_program *p, const char *key);
+/* Sets every count back to 0, as for a program just read from a model
+ * file: what a program saved and loaded again between two coremltools
+ * compression calls starts from (`mil compress` with W8A8 runs
+ * linear_quantize_activations' and linear_quantize_weights' stages in one
+ * process). The names p holds are kept. NULL is allowed. */
+MIL_API void mil_program_name_counts_reset(mil_program *p);
 /* Sets the counts as if p had been built by coremltools' builder in the
  * running process (PyMIL's mb.program, whose print is the MIL text form):
  * for every op, var, block input and function input name "<prefix>_<k>"
@@ -242,6 +257,15 @@ MIL_API const char *mil_program_intern_new(mil_program *p, const char *s, size_t
 MIL_API void mil_program_intern_prefetch(const mil_program *p, const char *s, size_t len);
 /* Sets (or replaces) a program attribute. */
 MIL_API mil_status mil_program_set_attr(mil_program *p, const char *name, const mil_value *v);
+/* Sets (or replaces) attribute `name` of function f (the value is not
+ * copied: it must live in f's program). Function attributes carry what
+ * coremltools keeps in conversion-time Function fields: "output_types"
+ * (update_output_dtypes), "channel_last_image_inputs"
+ * (image_input_preprocess), "image_inputs" ... (mil_backend::
+ * insert_image_preprocessing_ops). MIL_ERR_NOMEM on allocation failure. */
+MIL_API mil_status mil_function_set_attr(mil_function *f, const char *name, const mil_value *v);
+/* Attribute `name` of f, or NULL. */
+MIL_API const mil_value *mil_function_get_attr(const mil_function *f, const char *name);
 /* Total number of ops in all functions, nested blocks included. O(1): the
  * program keeps the count as ops are placed in and detached from blocks
  * that belong to a function. */

@@ -11,8 +11,6 @@
 #include "blob.h"
 #include "npy.h"
 #include "ops.h"
-
-/* Library version string, e.g. "0.1.0". */
-MIL_API const char *mil_version(void);
+#include "version.h"
 
 #endif

@@ -310,6 +310,30 @@ MIL_API const char *mil_model_metadata(mil_model *m, const char *key);
  * entry. Errors: MIL_ERR_NOMEM. */
 MIL_API mil_status mil_model_set_metadata(mil_model *m, const char *key, const char *value);
 
+/* Describes input (input true) or output `f->name` of function `function`
+ * (NULL: the default function) as f: a multi-array (dtype, default shape,
+ * enumerated shapes or one size range per dim) or an image (width, height,
+ * colour space, enumerated sizes or a size range), with f->short_description
+ * when not empty; ct.convert's ImageType / EnumeratedShapes / RangeDim
+ * descriptions (coremltools/converters/mil/backend/mil/load.py). The rest
+ * of the description is first synthesized from the program when the model
+ * has none. The feature is kept by later syncs and saves while it fits the
+ * var (same dtype, the image's H/W or a flexible shape containing the
+ * var's). Errors: MIL_ERR_INVALID (no name, a kind other than MULTIARRAY /
+ * IMAGE), MIL_ERR_NOT_FOUND (no such function or feature), MIL_ERR_NOMEM,
+ * and those of mil_model_sync_description. */
+MIL_API mil_status mil_model_set_feature(mil_model *m, const char *function, bool input, const mil_feature *f,
+                                         mil_diag *d);
+/* Sets the classifier fields predictedFeatureName / predictedProbabilitiesName
+ * of function `function` (NULL: the default; for a single-function model the
+ * description's own fields). Errors: MIL_ERR_NOT_FOUND, MIL_ERR_NOMEM. */
+MIL_API mil_status mil_model_set_predicted_names(mil_model *m, const char *function, const char *feature,
+                                                 const char *probs, mil_diag *d);
+/* Sets a metadata field as coremltools' MLModel properties do: field is
+ * "author", "license", "short_description" or "version" (versionString);
+ * value NULL clears it. Errors: MIL_ERR_INVALID (other field), MIL_ERR_NOMEM. */
+MIL_API mil_status mil_model_set_info(mil_model *m, const char *field, const char *value, mil_diag *d);
+
 /* Brings the description in line with the program's functions: features
  * whose name and type still fit the program's inputs/outputs (same dtype,
  * same shape or a compatible flexible shape, or an image of the same H/W)
@@ -322,6 +346,9 @@ MIL_API mil_status mil_model_sync_description(mil_model *m, mil_diag *d);
 /* Weight files opened while loading (usually zero or one). */
 MIL_API int32_t mil_model_n_weight_files(const mil_model *m);
 MIL_API mil_blob_file *mil_model_weight_file(const mil_model *m, int32_t i);
+/* mil_blob_file_check on every weight file of m (MIL_OK when there is
+ * none): the first error, naming the file that was truncated. */
+MIL_API mil_status mil_model_check_weights(const mil_model *m, mil_diag *d);
 
 /* Short name of a feature kind ("multiArray", "image", "state", ...) and of
  * an array dtype ("FLOAT32", ...). Never NULL. */

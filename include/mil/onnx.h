@@ -20,12 +20,13 @@
  *    characters outside [A-Za-z0-9_] become '_', a leading digit gets the
  *    prefix "var_" ("op_" for op names), reserved words get "_workaround",
  *    and a collision gets "_0", "_1", ... appended.
- * Then the pass pipeline runs as ct.convert runs it (DEFAULT, without
- * common::add_fp16_cast and common::add_int16_cast for fp32 precision).
+ * The importer returns the program as it built it and runs no pass
+ * pipeline: mil_convert (mil/convert.h) composes import -> model interface
+ * -> pipeline -> save, as ct.convert does.
  *
  * Ops are converted by a table of (op_type, domain, opset range) ->
  * converter entries, one source file per ONNX op family
- * (src/onnx/ops_<family>.c, listed in src/onnx/ops_families.def);
+ * (src/onnx/import/ops_<family>.c, listed in src/onnx/import/ops_families.def);
  * mil_onnx_op_at lists them. docs/onnx.md describes the mapping.
  */
 #ifndef MIL_ONNX_H
@@ -48,51 +49,29 @@ extern "C" {
  * outputs (libmil's own key; see mil_onnx_import). */
 #define MIL_ONNX_NAMES_KEY "com.libmil.onnx_names"
 
-/* A fixed shape for one graph input (--input-shape NAME=1,3,224,224). */
+/* The shape of one graph input (--input-shape NAME=1,3,224,224; the shape
+ * of an input type, mil/input_types.h). */
 typedef struct mil_onnx_input_shape {
   const char *name;    /* the ONNX input name (before sanitizing) */
   int32_t rank;
-  const int64_t *dims; /* rank entries, each >= 0 */
+  const int64_t *dims; /* rank entries: >= 0 a fixed size (a known dim of the
+                          model must agree), -1 a new symbolic dim */
 } mil_onnx_input_shape;
 
-/* A sample value of one graph input (mil convert --sample NAME=FILE). */
-typedef struct mil_onnx_sample {
-  const char *name; /* the ONNX input name (or the model's name for it) */
-  mil_tensor value; /* fp32 for float inputs, int32 for integer / bool ones */
-} mil_onnx_sample;
+/* A value for one graph input (mil convert --input-value NAME=V). */
+typedef struct mil_onnx_input_value {
+  const char *name; /* the ONNX input name */
+  mil_tensor value; /* its elements, read as numbers of the input's dtype */
+} mil_onnx_input_value;
 
-/* The default tolerance of the fp16 check of samples: an op's fp16 result
- * may be off by this fraction of its largest fp32 magnitude. */
-#define MIL_ONNX_SAMPLE_TOLERANCE 1e-2
-
+/* What the import itself needs. Precision and the pass pipeline are
+ * conversion options (mil_convert_options, mil/convert.h). */
 typedef struct mil_onnx_options {
   /* Minimum deployment target as an opset version of ops.h (MIL_IOS15 ..
    * MIL_IOS18); 0 = MIL_IOS15, ct.convert's default for ML Programs. */
   int target;
-  /* true: fp32 compute precision (the pipeline without add_fp16_cast and
-   * add_int16_cast); false: fp16, ct.convert's default. */
-  bool fp32;
-  /* Pipeline name (mil_pipeline_new: "default", "cleanup", "empty", ...);
-   * NULL = "default". */
-  const char *pipeline;
-  /* true: no pipeline at all (the program as the importer built it). */
-  bool no_pipeline;
   int32_t n_input_shapes;
   const mil_onnx_input_shape *input_shapes;
-  /* Sample inputs for the fp16 check (fp16 conversions only): the program
-   * is run with the interpreter through the fp32 and the fp16 pipelines on
-   * them, and the ops whose fp16 results overflow (inf / NaN where fp32 is
-   * finite) or are off by more than sample_tolerance (0: the default
-   * MIL_ONNX_SAMPLE_TOLERANCE) of the largest magnitude of their fp32
-   * results stay fp32 (add_fp16_cast's op_selector, coremltools'
-   * FP16ComputePrecision(op_selector=...)); each is reported as a warning
-   * in d, naming the op and the reason. Inputs not given take none: every
-   * input must have a sample. Errors of the runs (a sample of the wrong
-   * shape or dtype, an input without sample, an op the interpreter cannot
-   * run) fail the import. */
-  int32_t n_samples;
-  const mil_onnx_sample *samples;
-  double sample_tolerance;
   /* Inputs fixed to a value (mil convert --input-value NAME=V,...): each
    * becomes a const of the input's type (its elements read as numbers of
    * any numeric dtype; value.rank < 0: the input's declared static shape,
@@ -101,16 +80,34 @@ typedef struct mil_onnx_options {
    * branch (the other is not converted). MIL_ERR_INVALID for an unknown
    * name or a value whose shape does not fit. */
   int32_t n_input_values;
-  const mil_onnx_sample *input_values;
+  const mil_onnx_input_value *input_values;
+  /* NonMaxSuppression with a number of boxes known only at run time becomes
+   * MIL's non_maximum_suppression, which returns a fixed number of boxes
+   * per class: this bound (> 0), or by default the node's constant
+   * max_output_boxes_per_class (when it is at most 65536), as coremltools'
+   * torch frontend bounds torchvision.ops.nms. 0: the default. */
+  int64_t nms_max_boxes;
 } mil_onnx_options;
 
 /* Imports the ONNX model at `path` (opts may be NULL for the defaults) and
  * returns a model for specification version of opts->target in *out (NULL
- * on failure). External data is resolved against the directory of `path`
+ * on failure): the program as the importer built it, no pass pipeline run
+ * (mil_convert runs one). External data is resolved against the directory of `path`
  * and mapped. Large fp32 / fp16 / int32 initializers stored as raw_data
  * are viewed in the decoded ModelProto, which the program then keeps (a
  * clone of the program, such as an interpreter's, views it too: keep the
  * model alive while those are used). Free it with mil_model_free.
+ * Quantized weights stay quantized (docs/onnx.md, "Quantized models"):
+ * DequantizeLinear of an INT8 / UINT8 / INT4 / UINT4 initializer becomes
+ * constexpr_affine_dequantize (iOS16/17; per tensor / per axis) or
+ * constexpr_blockwise_shift_scale (iOS18; also opset 21 block_size), the
+ * com.microsoft MatMulNBits / GatherBlockQuantized become
+ * constexpr_blockwise_shift_scale + linear / gather (iOS18), and from iOS17
+ * QuantizeLinear -> DequantizeLinear pairs on activations become quantize /
+ * dequantize (coremltools iOS16/constexpr_ops.py, iOS18/compression.py,
+ * iOS17/quantization_ops.py); at iOS15 the weights are decompressed (a
+ * warning). A blockwise layout before iOS18 is MIL_ERR_UNSUPPORTED with a
+ * message naming --target iOS18.
  * Errors (d gets a message naming the file and, for a node, the node name,
  * op_type, domain, opset and the reason):
  *   MIL_ERR_IO           the file (or an external data file) cannot be read;
@@ -121,7 +118,6 @@ typedef struct mil_onnx_options {
  *   MIL_ERR_TYPE         type inference failed on a converted op;
  *   MIL_ERR_INVALID      bad options (unknown input in input_shapes, target
  *                        out of range), a node input never defined;
- *   MIL_ERR_NOT_FOUND    an unknown pipeline name;
  *   MIL_ERR_NOMEM.
  * Names: ONNX input / output names that are not MIL identifiers are
  * renamed as coremltools' NameSanitizer renames them ("onnx::Flatten_0" ->
@@ -130,6 +126,14 @@ typedef struct mil_onnx_options {
  * the JSON object {"inputs": {MIL name: ONNX name, ...}, "outputs": {...}}
  * (mil_onnx_original_name reads it). The graph's nodes are converted in
  * topological order (the file's where valid); a cycle is MIL_ERR_INVALID. */
+MIL_API mil_status mil_onnx_import(const char *path, const mil_onnx_options *opts, mil_model **out, mil_diag *d);
+
+/* Same from a serialized ModelProto in memory (`name` for messages,
+ * `dir` for external data; both may be NULL). The buffer is not needed
+ * after the call. */
+MIL_API mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name, const char *dir,
+                                          const mil_onnx_options *opts, mil_model **out, mil_diag *d);
+
 /* Each input (is_output false) / output an ONNX import renamed. */
 typedef void (*mil_onnx_rename_fn)(void *ud, bool is_output, const char *mil_name, const char *onnx_name);
 /* Calls fn (may be NULL) for each rename recorded in m's metadata under
@@ -141,14 +145,6 @@ MIL_API int32_t mil_onnx_renames(mil_model *m, mil_onnx_rename_fn fn, void *ud);
  * called onnx_name, as a malloc'd string the caller frees; NULL when that
  * name was not renamed (or on NULL arguments / no memory). */
 MIL_API char *mil_onnx_model_name(mil_model *m, bool output, const char *onnx_name);
-
-MIL_API mil_status mil_onnx_import(const char *path, const mil_onnx_options *opts, mil_model **out, mil_diag *d);
-
-/* Same from a serialized ModelProto in memory (`name` for messages,
- * `dir` for external data; both may be NULL). The buffer is not needed
- * after the call. */
-MIL_API mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name, const char *dir,
-                                          const mil_onnx_options *opts, mil_model **out, mil_diag *d);
 
 /* One entry of the converter table. */
 typedef struct mil_onnx_op_info {

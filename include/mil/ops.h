@@ -120,10 +120,12 @@ MIL_API const mil_input_spec *mil_op_def_input(const mil_op_def *def, const char
 MIL_API mil_status mil_op_infer(mil_op *op, mil_diag *d);
 
 /* Value inference never materializes an output larger than this many bytes
- * unless the output is no larger than twice the op's known input values:
- * a tile of a 2-element const by 2^30, or a fill of a 4 GB shape, keeps its
- * type and no value (mil_op_infer, mil_op_infer_types, validation and the
- * passes' folding alike). */
+ * unless the output has no more elements than one of the op's known input
+ * values and at most twice its bytes (a cast of a large weight): a tile of
+ * a 2-element const by 2^30, a fill of a 4 GB shape, or a concat doubling a
+ * value (40 of them in a chain would reach 2^40 elements) keeps its type
+ * and no value (mil_op_infer, mil_op_infer_types, validation, the ONNX
+ * importer's constant evaluation and the passes' folding alike). */
 #define MIL_FOLD_MAX_BYTES ((int64_t)64 << 20)
 
 /* Like mil_op_infer but leaves the op untouched: fills types[i] / vals[i]

@@ -21,10 +21,7 @@
 #ifndef MIL_PASSES_H
 #define MIL_PASSES_H
 
-#include <stdio.h>
-
 #include "ir.h"
-#include "text.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -177,7 +174,8 @@ MIL_API const char *mil_pass_opt_json(const mil_pass_options *o, const char *key
  * accepts op. */
 MIL_API bool mil_pass_opt_selects(const mil_pass_options *o, const char *key, const mil_op *op);
 /* The option's value as text (the form mil_pass_options_set accepts, "None"
- * when unset). Returns buf. */
+ * when unset; a double as the text or JSON number it was set from). Returns
+ * buf. */
 MIL_API const char *mil_pass_opt_to_string(const mil_pass_options *o, const char *key, char *buf, size_t n);
 
 /* Runs one registered pass on p with opts (NULL = defaults). *changes (may
@@ -257,24 +255,37 @@ MIL_API mil_status mil_pipeline_validate(const mil_pipeline *pl, mil_diag *d);
 
 typedef struct mil_pass_record mil_pass_record;
 
+/* An observer of a pipeline run (what LLVM calls pass instrumentation):
+ * mil_pipeline_run calls `before` ahead of each pass and `after` once the
+ * pass ran successfully, with its record (time, changes, op counts), for
+ * each installed observer in order. Printing the program after a pass
+ * (`mil opt --print-after`), verifying it (--verify-each,
+ * mil_pass_verifier_observer), progress lines and timing are observers the
+ * caller installs: the pass manager itself prints nothing. Either callback
+ * may be NULL. `after` may stop the run by returning an error (its message
+ * recorded in d, naming the pass); mil_pipeline_run then returns it. */
+typedef struct mil_pass_observer {
+  void (*before)(void *ud, const mil_pipeline *pl, int32_t index, int32_t n, const char *pass, mil_program *p,
+                 int64_t ops);
+  mil_status (*after)(void *ud, const mil_pipeline *pl, const mil_pass_record *r, mil_program *p, mil_diag *d);
+  void *ud;
+} mil_pass_observer;
+
 /* Observability settings for mil_pipeline_run. Zero-initialize. */
 typedef struct mil_pipeline_run_options {
-  /* After every pass: mil_program_verify, plus mil_program_validate when the
-   * input program passed it. A failure names the pass. */
-  bool verify_each;
-  /* Print the program (complete form) after every pass / after the passes
-   * named in print_after (comma-separated, with or without "common::"). */
-  bool print_after_all;
-  const char *print_after;
-  FILE *print_file; /* NULL = stderr */
-  bool print_coremltools_form; /* print coremltools' form instead of the complete form */
-  /* Progress hooks, either may be NULL: before_pass is called before pass
-   * `index` (from 0) of n with the current op count, after_pass after it
-   * (before any verification or printing) with its record. */
-  void (*before_pass)(void *ud, int32_t index, int32_t n, const char *pass, int64_t ops);
-  void (*after_pass)(void *ud, const mil_pass_record *r);
-  void *hook_ud;
+  const mil_pass_observer *observers; /* n_observers entries, called in order */
+  int32_t n_observers;
 } mil_pipeline_run_options;
+
+/* The verify-each observer: after every pass mil_program_verify, plus
+ * mil_program_validate when the program passed it before the first pass.
+ * A failure returns MIL_ERR_INVALID with "the program is invalid after
+ * pass 'P' (#i of pipeline 'N')". Zero-initialize the state; it must
+ * outlive the run. */
+typedef struct mil_pass_verifier {
+  bool validate; /* set by the observer before the first pass */
+} mil_pass_verifier;
+MIL_API mil_pass_observer mil_pass_verifier_observer(mil_pass_verifier *v);
 
 /* One executed pass. */
 struct mil_pass_record {
@@ -292,7 +303,8 @@ typedef struct mil_pipeline_report {
   int32_t n_records;
   mil_pass_record *records; /* malloc'ed, one per executed pass */
   double seconds;           /* total time of the pass run functions */
-  double verify_seconds;    /* time spent verifying (verify_each) */
+  double verify_seconds;    /* time spent verifying: left 0 by mil_pipeline_run, for a caller
+                             * that times its verify-each observer */
   int64_t ops_before, ops_after;
   int32_t n_changed;        /* records with changes > 0 */
 } mil_pipeline_report;
@@ -304,7 +316,7 @@ MIL_API void mil_pipeline_report_free(mil_pipeline_report *r);
  * the run stops, d names the pass and its position, and p holds the program
  * as that pass left it; rep covers the passes that ran. Errors:
  * MIL_ERR_UNSUPPORTED (missing passes), MIL_ERR_INVALID (verification failed
- * after a pass), MIL_ERR_IO (printing), any error of a pass, MIL_ERR_NOMEM. */
+ * after a pass), any error of a pass or an observer, MIL_ERR_NOMEM. */
 MIL_API mil_status mil_pipeline_run(mil_pipeline *pl, mil_program *p, const mil_pipeline_run_options *ro,
                                     mil_pipeline_report *rep, mil_diag *d);
 

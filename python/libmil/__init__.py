@@ -8,20 +8,25 @@ libmil C library (ctypes; see libmil._capi for which library is loaded).
     >>> report = m.optimize()           # coremltools' DEFAULT pipeline
     >>> m.save("model.opt.mlpackage")
 """
-import ctypes
 import os
+import sys
 
 import numpy as np
 
 from . import _capi
+from ._enums import colorlayout, precision, target
 from ._errors import (MILError, MILFormatError, MILInvalidError, MILIOError, MILNotFoundError, MILParseError,
                       MILTypeError, MILUnsupportedError, Diag)
 from ._model import Description, Feature, Model, OptimizeReport, State
+from . import models, optimize  # noqa: E402  (subpackages, as coremltools exposes them)
+from .models import MLModel, utils
+from ._input_types import ClassifierConfig, EnumeratedShapes, ImageType, RangeDim, Shape, TensorType
 
-__all__ = ["load", "convert", "from_mil_text", "verify", "diff", "passes", "pipelines", "Model", "State", "OptimizeReport",
-           "Feature", "Description", "VerifyResult", "DiffResult", "MILError", "MILParseError", "MILIOError",
-           "MILFormatError", "MILTypeError", "MILInvalidError", "MILUnsupportedError", "MILNotFoundError",
-           "library_path"]
+__all__ = ["load", "convert", "from_mil_text", "verify", "diff", "passes", "pipelines", "Model", "MLModel", "State",
+           "OptimizeReport", "Feature", "Description", "VerifyResult", "DiffResult", "MILError", "MILParseError",
+           "MILIOError", "MILFormatError", "MILTypeError", "MILInvalidError", "MILUnsupportedError",
+           "MILNotFoundError", "TensorType", "ImageType", "Shape", "RangeDim", "EnumeratedShapes",
+           "ClassifierConfig", "library_path", "models", "optimize", "utils", "target", "precision", "colorlayout"]
 
 library_path = _capi.library_path
 __version__ = "0.1.0"
@@ -34,37 +39,52 @@ def load(path):
     Raises MILIOError (missing/unreadable file), MILFormatError (malformed
     protobuf, package or weight file), MILParseError (.mil text),
     MILUnsupportedError (not an ML Program, unknown extension)."""
-    path = os.fspath(path)
-    if path.endswith(".onnx"):
-        return convert(path)
-    h = _capi.c_void_p()
-    with Diag() as d:
-        d.raise_for(_capi.model_load(path.encode(), _capi.byref(h), d.ref))
-    return Model(h.value, path)
+    return Model(path)
 
 
-def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", pass_pipeline="default",
-            input_shapes=None, sample_data=None, sample_tolerance=None, input_values=None):
-    """Imports an ONNX model (`mil convert model.onnx`), as ct.convert would
-    convert the same network: initializers become consts (external data
-    mapped), the DEFAULT pipeline runs (with add_fp16_cast for
-    compute_precision "fp16", without for "fp32"; pass_pipeline names
-    another pipeline, None runs none). minimum_deployment_target: "iOS15"
-    .. "iOS18". input_shapes: dict ONNX input name -> tuple of ints fixing
-    dims the model leaves symbolic. sample_data: dict ONNX input name ->
-    array, a sample of every input: with fp16 precision the ops whose fp16
-    result overflows (inf/NaN where fp32 is finite) or is off by more than
-    sample_tolerance (default 0.01) of its largest fp32 magnitude stay fp32
-    (coremltools' FP16ComputePrecision(op_selector=...)); the kept ops are
-    in the returned model's .conversion_warnings. input_values: dict ONNX
-    input name -> array fixing that input to a const (`--input-value`: an
-    If on a sample rate takes its branch). Returns a Model (save it
-    with .save()).
-    Raises MILUnsupportedError naming the node, op_type, domain and opset of
-    an op libmil does not convert, MILIOError / MILFormatError for a file
-    that cannot be read."""
-    if _capi.onnx_import is None:
-        raise MILUnsupportedError("this libmil was built without the ONNX importer")
+def convert(model, inputs=None, outputs=None, classifier_config=None, minimum_deployment_target=None,
+            compute_precision=None, pass_pipeline="default", input_shapes=None, nms_max_boxes=None, input_values=None,
+            **kwargs):
+    """Converts a model as coremltools' ct.convert does, with the same
+    names: model is an ONNX file (path), an onnx.ModelProto (when the onnx
+    package is installed) or a libmil Model / Core ML model path (.mlpackage,
+    .mlmodel, .mil: the program is optimized and re-described).
+
+    inputs: a list of libmil.TensorType / libmil.ImageType naming the model's
+    inputs, with a shape (ints, libmil.RangeDim, libmil.Shape or
+    libmil.EnumeratedShapes; ONNX models only), a dtype (np.float16,
+    np.float32, np.int32) or, for images, scale / bias / color_layout.
+    outputs: a list of libmil.TensorType in output order (name and dtype).
+    classifier_config: a libmil.ClassifierConfig (outputs classLabel and
+    classLabel_probs). For iOS16+ fp16 conversions fp32 inputs and outputs
+    not typed otherwise become fp16 (coremltools' use_default_fp16_io).
+    minimum_deployment_target: "iOS15" .. "iOS18" or a libmil.target
+    member (default iOS15). compute_precision: "fp16" (default), "fp32" or
+    libmil.precision.FLOAT16 / FLOAT32. pass_pipeline names a pipeline
+    ("default"); None runs none. input_shapes: dict ONNX input name -> tuple
+    of ints fixing dims. nms_max_boxes: the bound of a NonMaxSuppression
+    whose number of boxes is known only at run time. input_values: dict ONNX
+    input name -> array fixing that input to a const (`--input-value`: an If
+    on a sample rate takes its branch). The returned model's
+    .conversion_warnings lists the conversion's warnings.
+    Returns a Model; set its metadata (author, license, short_description,
+    version) and save it with .save(). Raises MILUnsupportedError naming the
+    node, op_type, domain and opset of an op libmil does not convert,
+    MILInvalidError for an interface that does not fit the model,
+    MILIOError / MILFormatError for a file that cannot be read."""
+    from . import _convert
+    if kwargs:
+        raise TypeError("libmil.convert() got unexpected keyword arguments: %s" % ", ".join(sorted(kwargs)))
+    if _capi.convert is None:
+        raise MILUnsupportedError("this libmil was built without the converter")
+    if minimum_deployment_target is None:
+        minimum_deployment_target = "iOS15"
+    if compute_precision is None:
+        compute_precision = "fp16"
+    if isinstance(minimum_deployment_target, target):
+        minimum_deployment_target = "iOS%d" % (minimum_deployment_target + 9)  # spec 6 = iOS15
+    if isinstance(compute_precision, precision):
+        compute_precision = "fp16" if compute_precision is precision.FLOAT16 else "fp32"
     if minimum_deployment_target not in _capi.TARGETS:
         raise MILInvalidError("minimum_deployment_target must be one of %s, got %r" %
                               (", ".join(_capi.TARGETS), minimum_deployment_target))
@@ -77,30 +97,49 @@ def convert(path, minimum_deployment_target="iOS15", compute_precision="fp16", p
         dv = (_capi.c_int64 * max(len(dims), 1))(*dims)
         keep.append(dv)
         arr[i] = _capi.OnnxInputShape(name.encode(), len(dims), dv)
-    def tensors(d):
-        items = list((d or {}).items())
-        out = (_capi.OnnxSample * max(len(items), 1))()
-        for i, (name, value) in enumerate(items):
-            a = np.asarray(value)
-            # (ascontiguousarray would make a 0-d array 1-d)
-            a = np.ascontiguousarray(a, dtype=np.float32 if a.dtype.kind in "fc" else np.int32).reshape(a.shape)
-            sh = (_capi.c_int64 * max(a.ndim, 1))(*a.shape)
-            keep.append((a, sh))
-            out[i] = _capi.OnnxSample(name.encode(), _capi.Tensor(11 if a.dtype == np.float32 else 23, a.ndim, sh,
-                                                                   a.ctypes.data, a.nbytes, a.size))
-        return len(items), out
-
-    n_samples, sarr = tensors(sample_data)
-    n_values, varr = tensors(input_values)
-    opts = _capi.OnnxOptions(_capi.TARGETS[minimum_deployment_target], compute_precision == "fp32",
-                             pass_pipeline.encode() if pass_pipeline else None, pass_pipeline is None,
-                             len(shapes), arr, n_samples, sarr, float(sample_tolerance or 0), n_values, varr)
-    path = os.fspath(path)
+    items = list((input_values or {}).items())
+    varr = (_capi.OnnxInputValue * max(len(items), 1))()
+    for i, (name, value) in enumerate(items):
+        a = np.asarray(value)
+        a = np.ascontiguousarray(a, dtype=np.float32 if a.dtype.kind in "fc" else np.int32).reshape(a.shape)
+        sh = (_capi.c_int64 * max(a.ndim, 1))(*a.shape)
+        keep.append((a, sh))
+        varr[i] = _capi.OnnxInputValue(name.encode(), _capi.Tensor(11 if a.dtype == np.float32 else 23, a.ndim, sh,
+                                                                 a.ctypes.data, a.nbytes, a.size))
+    iface = None
+    if inputs is not None or outputs is not None or classifier_config is not None:
+        iface = _convert._Interface(inputs, outputs, classifier_config)
+    opts = _capi.ConvertOptions(target=_capi.TARGETS[minimum_deployment_target], fp32=compute_precision == "fp32",
+                                pipeline=pass_pipeline.encode() if pass_pipeline else None,
+                                no_pipeline=pass_pipeline is None, n_input_shapes=len(shapes), input_shapes=arr,
+                                interface=_capi.cast(_capi.byref(iface.c), _capi.c_void_p) if iface else None,
+                                nms_max_boxes=int(nms_max_boxes or 0), n_input_values=len(items),
+                                input_values=varr)
     h = _capi.c_void_p()
+    if isinstance(model, Model):
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "source.mlpackage")
+            model.save(src)
+            return convert(src, inputs, outputs, classifier_config, minimum_deployment_target, compute_precision,
+                           pass_pipeline, input_shapes, nms_max_boxes, input_values)
+    if hasattr(model, "SerializeToString") and not isinstance(model, (str, bytes, os.PathLike)):
+        data = model.SerializeToString()  # an onnx.ModelProto
+        with Diag() as d:
+            d.raise_for(_capi.convert_onnx_buffer(data, len(data), b"<onnx.ModelProto>", None, _capi.byref(opts),
+                                                  _capi.byref(h), d.ref))
+            warnings = d.warnings()
+        m = Model._from_handle(h.value, None)
+        m.conversion_warnings = warnings
+        return m
+    if not isinstance(model, (str, bytes, os.PathLike)):
+        raise TypeError("libmil.convert(model): model must be a path, an onnx.ModelProto or a libmil Model, got %s" %
+                        type(model).__name__)
+    path = os.fsdecode(model)
     with Diag() as d:
-        d.raise_for(_capi.onnx_import(path.encode(), _capi.byref(opts), _capi.byref(h), d.ref))
+        d.raise_for(_capi.convert(path.encode(), _capi.byref(opts), _capi.byref(h), d.ref))
         warnings = d.warnings()
-    m = Model(h.value, path)
+    m = Model._from_handle(h.value, path)
     m.conversion_warnings = warnings
     return m
 
@@ -118,11 +157,16 @@ def from_mil_text(text, spec_version=0, filename="<text>", base_dir=None):
         d.raise_for(_capi.parse_program(text, len(text), _capi.byref(opts), _capi.byref(prog), d.ref))
         m = _capi.c_void_p()
         d.raise_for(_capi.model_from_program(prog, spec_version, _capi.byref(m), d.ref))  # takes prog
-    return Model(m.value)
+    return Model._from_handle(m.value)
 
 
-def _as_model(m):
-    return m if isinstance(m, Model) else load(m)
+def _as_model(m, reference=False):
+    if isinstance(m, Model):
+        return m
+    if reference and isinstance(m, (str, os.PathLike)) and os.fspath(m).endswith(".onnx"):
+        # an ONNX model's reference is its graph's own semantics (as `mil verify`): fp32, no pipeline
+        return convert(m, compute_precision="fp32", pass_pipeline=None)
+    return load(m)
 
 
 class DiffResult:
@@ -197,8 +241,11 @@ def verify(a, b, inputs=None, rtol=None, atol=None, function="main", seed=0):
     (missing inputs are random: floats uniform in [-1, 1), ints in [0, 10),
     symbolic dims 1, from numpy's generator seeded with seed). Defaults:
     rtol 1e-3, atol 1e-4, or 1e-2 / 1e-2 when either program computes in
-    fp16. Outputs match by name, else by position. Returns a VerifyResult."""
-    ma, mb = _as_model(a), _as_model(b)
+    fp16. Outputs match by name, else by position. A path to an ONNX model
+    stands for the ONNX graph's own semantics (imported in fp32 without the
+    pass pipeline), not for libmil's default fp16 conversion.
+    Returns a VerifyResult."""
+    ma, mb = _as_model(a, True), _as_model(b, True)
     feed = _random_inputs(ma, function, seed)
     feed.update(inputs or {})
     fp16 = any(" fp16)" in str(m) or ",fp16)" in str(m) for m in (ma, mb))
@@ -254,9 +301,14 @@ def pipelines():
         name = _capi.pipeline_name_at(i)
         pl = _capi.c_void_p()
         with Diag() as d:
-            d.raise_for(_capi.pipeline_new(name, ctypes.byref(pl), d.ref))
+            d.raise_for(_capi.pipeline_new(name, _capi.byref(pl), d.ref))
         try:
             out[name.decode()] = [_capi.pipeline_pass_at(pl, j).decode() for j in range(_capi.pipeline_n_passes(pl))]
         finally:
             _capi.pipeline_free(pl)
     return out
+
+
+# libmil.utils is libmil.models.utils (coremltools.models.utils' model
+# utilities), importable under both names
+sys.modules[__name__ + ".utils"] = utils

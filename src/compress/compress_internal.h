@@ -15,9 +15,11 @@
 #include <cjson/cJSON.h>
 
 #include "mil/compress.h"
-#include "mil/mil.h"
+#include "mil/ir.h"
 #include "mil/ops.h"
-#include "passes/pass_build_internal.h"
+#include "mil/passes.h"
+
+#include "build/build.h"
 
 /* ---------- config (config.c) ---------- */
 

@@ -101,23 +101,47 @@ static mil_status bad(const rd *r, const char *key, const char *fmt, const char 
 }
 
 static char *show(const cJSON *v, char *buf, size_t n) {
+  if (cJSON_IsNumber(v) && isinf(v->valuedouble)) { /* cJSON prints null */
+    snprintf(buf, n, "%s", v->valuedouble > 0 ? "inf" : "-inf");
+    return buf;
+  }
   char *t = cJSON_PrintUnformatted(v);
   snprintf(buf, n, "%.60s", t ? t : "?");
   free(t);
   return buf;
 }
 
-/* cattrs' int structuring: an integral number (bools are refused). */
+#define CFG_MAX_INT 9007199254740992.0 /* 2^53: every integer up to it is exact in the JSON tree's doubles */
+
+/* cattrs' int structuring: an integral number (bools are refused), of
+ * magnitude at most 2^53. YAML integers beyond that arrive as raw text
+ * (config_yaml.c), so the message shows the digits written. */
+static bool int_value(const cJSON *v, int64_t *out) {
+  if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || fabs(v->valuedouble) > CFG_MAX_INT) return false;
+  *out = (int64_t)v->valuedouble;
+  return true;
+}
+
 static mil_status get_int(const rd *r, const cJSON *v, int64_t *out) {
   char g[80];
-  if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || fabs(v->valuedouble) > 9e15)
-    return bad(r, v->string, "must be an integer", show(v, g, sizeof g));
-  *out = (int64_t)v->valuedouble;
-  return MIL_OK;
+  if (int_value(v, out)) return MIL_OK;
+  if (cJSON_IsRaw(v) && v->valuestring) {
+    snprintf(g, sizeof g, "%.60s", v->valuestring);
+    return bad(r, v->string, "must be an integer of magnitude at most 2^53 = 9007199254740992", g);
+  }
+  if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble)) {
+    snprintf(g, sizeof g, "about %.0f", v->valuedouble);
+    return bad(r, v->string, "must be an integer of magnitude at most 2^53 = 9007199254740992", g);
+  }
+  return bad(r, v->string, "must be an integer", show(v, g, sizeof g));
 }
 
 static mil_status get_float(const rd *r, const cJSON *v, double *out) {
   char g[80];
+  if (cJSON_IsRaw(v) && v->valuestring) { /* a YAML integer beyond 2^53 */
+    *out = strtod(v->valuestring, NULL);
+    return MIL_OK;
+  }
   if (!cJSON_IsNumber(v)) return bad(r, v->string, "must be a number", show(v, g, sizeof g));
   *out = v->valuedouble;
   return MIL_OK;
@@ -207,7 +231,7 @@ static mil_status read_member(const rd *r, mil_op_compress_config *c, const cJSO
         const cJSON *it;
         cJSON_ArrayForEach(it, v) {
           int64_t x;
-          if (!cJSON_IsNumber(it) || get_int(r, it, &x) != MIL_OK || x < 0)
+          if (!int_value(it, &x) || x < 0)
             return bad(r, v->string, "all values in block_size must be non-negative integers", show(v, g, sizeof g));
           c->block_sizes[c->n_block_sizes++] = x;
         }
@@ -438,10 +462,37 @@ mil_status compress_config_from_cjson(const cJSON *root, const char *src, mil_cf
   return MIL_OK;
 }
 
+/* Refuses JSON nested deeper than MIL_CONFIG_MAX_DEPTH, naming the byte
+ * where it goes too deep (cJSON's own limit is 1000, and a file it refuses
+ * is next read as YAML). Brackets inside strings do not count. */
+static mil_status json_depth_check(const char *text, size_t len, const char *source, mil_diag *d) {
+  int depth = 0;
+  bool in_str = false;
+  for (size_t i = 0; i < len; i++) {
+    char ch = text[i];
+    if (in_str) {
+      if (ch == '\\') i++;
+      else if (ch == '"') in_str = false;
+    } else if (ch == '"') {
+      in_str = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > MIL_CONFIG_MAX_DEPTH)
+        return mil_diag_error(d, MIL_ERR_INVALID, "%s: byte %zu: JSON nested more than %d levels deep (a "
+                              "compression config needs at most 4)", source, i, MIL_CONFIG_MAX_DEPTH);
+    } else if (ch == ']' || ch == '}') {
+      depth--;
+    }
+  }
+  return MIL_OK;
+}
+
 mil_status mil_compress_config_from_json(const char *text, size_t len, const char *source, mil_cfg_type default_type,
                                          mil_compress_config **out, mil_diag *d) {
   if (!source) source = "config";
   if (len == (size_t)-1) len = strlen(text);
+  *out = NULL;
+  mil_status dst = json_depth_check(text, len, source, d);
+  if (dst != MIL_OK) return dst;
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
   if (!root) {
@@ -488,6 +539,15 @@ mil_status mil_compress_config_load(const char *path, mil_cfg_type default_type,
   size_t pl = strlen(path);
   bool yaml_name = (pl > 5 && strcmp(path + pl - 5, ".yaml") == 0) || (pl > 4 && strcmp(path + pl - 4, ".yml") == 0);
   mil_status st;
+  size_t lead = 0;
+  while (lead < n && strchr(" \t\r\n", buf[lead]) && buf[lead]) lead++;
+  if (!yaml_name && lead < n && (buf[lead] == '{' || buf[lead] == '[')) {
+    st = json_depth_check(buf, n, path, d);
+    if (st != MIL_OK) {
+      free(buf);
+      return st;
+    }
+  }
   cJSON *probe = yaml_name ? NULL : cJSON_ParseWithLength(buf, n);
   if (probe) {
     st = compress_config_from_cjson(probe, path, default_type, out, d);
@@ -534,6 +594,14 @@ const mil_op_compress_config *mil_compress_config_for_op(const mil_compress_conf
 
 /* ---------- back to the dictionary form ---------- */
 
+/* A float option; infinities (threshold: .inf in YAML) as 1e999, which
+ * reads back as infinity (cJSON would print null, which does not read
+ * back as a number). */
+static void add_float(cJSON *o, const char *key, double x) {
+  if (isinf(x)) cJSON_AddRawToObject(o, key, x > 0 ? "1e999" : "-1e999");
+  else cJSON_AddNumberToObject(o, key, x);
+}
+
 static cJSON *op_config_json(const mil_op_compress_config *c) {
   if (c->type == MIL_CFG_NONE) return cJSON_CreateNull();
   cJSON *o = cJSON_CreateObject();
@@ -564,11 +632,11 @@ static cJSON *op_config_json(const mil_op_compress_config *c) {
     cJSON_AddNumberToObject(o, "num_kmeans_workers", (double)c->num_kmeans_workers);
     break;
   case MIL_CFG_THRESHOLD_PRUNER:
-    cJSON_AddNumberToObject(o, "threshold", c->threshold);
-    cJSON_AddNumberToObject(o, "minimum_sparsity_percentile", c->minimum_sparsity_percentile);
+    add_float(o, "threshold", c->threshold);
+    add_float(o, "minimum_sparsity_percentile", c->minimum_sparsity_percentile);
     break;
   case MIL_CFG_MAGNITUDE_PRUNER:
-    if (c->has_target_sparsity) cJSON_AddNumberToObject(o, "target_sparsity", c->target_sparsity);
+    if (c->has_target_sparsity) add_float(o, "target_sparsity", c->target_sparsity);
     if (c->has_prune_block_size) cJSON_AddNumberToObject(o, "block_size", (double)c->prune_block_size);
     if (c->has_n_m_ratio) {
       cJSON *a = cJSON_AddArrayToObject(o, "n_m_ratio");

@@ -102,15 +102,18 @@ static int group_lut(const cw_weight *w, const mil_op_compress_config *cfg, int 
     float lo = INFINITY, hi = -INFINITY;
     for (int64_t i = 0; i < nel; i++) lo = fminf(lo, pts[i]), hi = fmaxf(hi, pts[i]);
     float levels = (float)(P - 1);
-    float scale = cw_r(w, cw_r(w, hi - lo) / levels);
     float range = cw_r(w, hi - lo);
+    /* numpy: (val_max - val_min) / ((1 << nbits) - 1) is a float64 scalar
+     * (the Python int counts as int64), so the step is not rounded to the
+     * weight's dtype */
+    double scale = (double)range / (double)(P - 1);
     for (int64_t i = 0; i < nel; i++) {
       float q = rintf(cw_r(w, cw_r(w, cw_r(w, pts[i] - lo) / range) * levels));
       lab[i] = isnan(q) ? 0 : (int32_t)(uint8_t)(int32_t)q;
     }
     /* np.array(range(P)) * scale + val_min in float64, cast to the weight's dtype */
     for (int64_t k = 0; k < P; k++) {
-      double x = (double)k * (double)scale + (double)lo;
+      double x = (double)k * scale + (double)lo;
       lut[k] = w->is_half ? mil_fp16_to_fp32(mil_fp64_to_fp16(x)) : (float)x;
     }
     return 1;

@@ -29,12 +29,20 @@ struct ir_big {
 };
 _Static_assert(sizeof(struct ir_big) % 16 == 0, "large-buffer header keeps 16-byte alignment");
 
+#define IR_BIG_SPARES 4
+
 typedef struct ir_bigheap {
   ir_big *head;
   size_t live_bytes; /* payload bytes of all listed buffers */
   size_t new_bytes;  /* allocated since the last collection */
   size_t lost_bytes; /* held by values of ops detached since the last collection */
   uint64_t epoch;
+  /* buffers given back by ir_big_release, kept for the next request of the
+   * same size (the interpreter's memory plan frees and allocates buffers
+   * of the same few sizes op after op; reusing them saves mapping and
+   * faulting in fresh pages, which glibc does for every buffer above
+   * 32 MB); a request of another size frees them */
+  ir_big *spare[IR_BIG_SPARES];
 } ir_bigheap;
 
 void *ir_big_alloc(mil_program *p, size_t n, bool zero, ir_big **out) {
@@ -45,7 +53,19 @@ void *ir_big_alloc(mil_program *p, size_t n, bool zero, ir_big **out) {
     memset(h, 0, sizeof *h);
     p->big = h;
   }
-  ir_big *b = ir_raw_alloc(p->alloc, sizeof *b + n);
+  ir_big *b = NULL;
+  for (int i = 0; i < IR_BIG_SPARES && !b; i++)
+    if (h->spare[i] && h->spare[i]->n == n) {
+      b = h->spare[i];
+      h->spare[i] = NULL;
+    }
+  if (!b) /* no spare of this size: the spares are not kept waiting (peak memory) */
+    for (int i = 0; i < IR_BIG_SPARES; i++)
+      if (h->spare[i]) {
+        ir_raw_free(p->alloc, h->spare[i], sizeof *h->spare[i] + h->spare[i]->n);
+        h->spare[i] = NULL;
+      }
+  if (!b) b = ir_raw_alloc(p->alloc, sizeof *b + n);
   if (!b) return NULL;
   b->prev = NULL;
   b->next = h->head;
@@ -68,6 +88,30 @@ static void big_free(mil_program *p, ir_bigheap *h, ir_big *b) {
   ir_raw_free(p->alloc, b, sizeof *b + b->n);
 }
 
+void ir_big_release(mil_program *p, mil_value *v) {
+  if (!p || !p->big || !v || v->kind != MIL_VAL_TENSOR || !v->big) return;
+  ir_bigheap *h = p->big;
+  ir_big *b = v->big;
+  int slot = -1;
+  for (int i = 0; i < IR_BIG_SPARES && slot < 0; i++)
+    if (!h->spare[i]) slot = i;
+  if (slot < 0) { /* all kept: the oldest goes */
+    ir_raw_free(p->alloc, h->spare[0], sizeof *h->spare[0] + h->spare[0]->n);
+    memmove(h->spare, h->spare + 1, (IR_BIG_SPARES - 1) * sizeof *h->spare);
+    slot = IR_BIG_SPARES - 1;
+  }
+  if (b->prev) b->prev->next = b->next;
+  else h->head = b->next;
+  if (b->next) b->next->prev = b->prev;
+  h->live_bytes -= b->n;
+  b->prev = b->next = NULL;
+  h->spare[slot] = b;
+  v->big = NULL;
+  v->raw = NULL;
+  v->nbytes = 0;
+  v->numel = 0;
+}
+
 void ir_big_note_detached(mil_program *p, const mil_value *v) {
   if (p->big && v->kind == MIL_VAL_TENSOR && v->big) p->big->lost_bytes += v->big->n;
 }
@@ -76,6 +120,8 @@ void ir_big_free_all(mil_program *p) {
   ir_bigheap *h = p->big;
   if (!h) return;
   while (h->head) big_free(p, h, h->head);
+  for (int i = 0; i < IR_BIG_SPARES; i++)
+    if (h->spare[i]) ir_raw_free(p->alloc, h->spare[i], sizeof *h->spare[i] + h->spare[i]->n);
   ir_raw_free(p->alloc, h, sizeof *h);
   p->big = NULL;
 }

@@ -90,12 +90,13 @@ static mil_block *copy_block(cl *c, const mil_block *sb) {
   return b;
 }
 
-static bool copy_function(cl *c, const mil_function *sf) {
+static bool copy_function(cl *c, const mil_function *sf, const char *name, mil_function **out) {
   mil_program *p = c->dst;
   mil_function *f = mil_program_alloc(p, sizeof *f);
   if (!f) return false;
+  if (out) *out = f;
   f->program = p;
-  f->name = mil_program_intern(p, sf->name, (size_t)-1);
+  f->name = mil_program_intern(p, name ? name : sf->name, (size_t)-1);
   f->opset = mil_program_intern(p, sf->opset, (size_t)-1);
   for (int32_t i = 0; i < sf->n_inputs; i++) {
     mil_var *v = mil_function_add_input(f, sf->inputs[i]->name, mil_type_import(p, sf->inputs[i]->type));
@@ -169,11 +170,23 @@ mil_program *mil_program_clone(const mil_program *src) {
   p->attrs = copy_attrs(&c, src->attrs, src->n_attrs);
   p->n_attrs = src->n_attrs;
   bool ok = true;
-  for (int32_t i = 0; ok && i < src->n_functions; i++) ok = copy_function(&c, src->functions[i]);
+  for (int32_t i = 0; ok && i < src->n_functions; i++) ok = copy_function(&c, src->functions[i], NULL, NULL);
   ir_ptrmap_free(&c.vars);
   if (!ok || c.oom || !counts_ok) {
     mil_program_free(p);
     return NULL;
   }
   return p;
+}
+
+mil_function *mil_program_copy_function(mil_program *dst, const mil_function *src, const char *name) {
+  if (!dst || !src) return NULL;
+  if (mil_program_find_function(dst, name ? name : src->name)) return NULL;
+  cl c = {0};
+  c.dst = dst;
+  ir_ptrmap_init(&c.vars);
+  mil_function *f = NULL;
+  bool ok = copy_function(&c, src, name, &f);
+  ir_ptrmap_free(&c.vars);
+  return ok && !c.oom ? f : NULL;
 }

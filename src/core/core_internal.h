@@ -62,6 +62,11 @@ typedef struct ir_big ir_big;
  * in the value's `big` field. NULL on out of memory. */
 IR_HIDDEN void *ir_big_alloc(mil_program *p, size_t n, bool zero, ir_big **out);
 IR_HIDDEN void ir_big_free_all(mil_program *p);
+/* Gives back v's large buffer now (the interpreter's memory plan, once
+ * nothing reads v any more): the program keeps the last few given back for
+ * the next request of the same size, frees the others. v is left empty (no
+ * bytes, numel 0). Nothing for a value without one. */
+IR_HIDDEN void ir_big_release(mil_program *p, mil_value *v);
 IR_HIDDEN void ir_mappings_free(mil_program *p);
 /* Notes that an op holding v was detached: its large buffer may have become
  * unreachable (weighs in mil_program_collect_garbage's decision). */

@@ -72,6 +72,12 @@ int64_t mil_program_name_count_next(mil_program *p, const char *key) {
   return k;
 }
 
+void mil_program_name_counts_reset(mil_program *p) {
+  if (!p || !p->builder_names) return;
+  ir_ptrmap_free(&p->builder_names->counts);
+  ir_ptrmap_init(&p->builder_names->counts);
+}
+
 /* count[prefix] = max(count[prefix], k + 1) for name "<prefix>_<k>". */
 static bool seed_name(mil_program *p, ir_builder_names *n, const char *name) {
   if (!name) return true;
@@ -173,6 +179,16 @@ static mil_status set_attr(mil_program *p, mil_attr **attrs, int32_t *n, const c
 
 mil_status mil_program_set_attr(mil_program *p, const char *name, const mil_value *v) {
   return set_attr(p, &p->attrs, &p->n_attrs, name, v);
+}
+
+mil_status mil_function_set_attr(mil_function *f, const char *name, const mil_value *v) {
+  return set_attr(f->program, &f->attrs, &f->n_attrs, name, v);
+}
+
+const mil_value *mil_function_get_attr(const mil_function *f, const char *name) {
+  for (int32_t i = 0; f && i < f->n_attrs; i++)
+    if (strcmp(f->attrs[i].name, name) == 0) return f->attrs[i].value;
+  return NULL;
 }
 
 void mil_op_set_attr(mil_op *op, const char *name, const mil_value *v) {

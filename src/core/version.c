@@ -1,4 +1,5 @@
-#include "mil/mil.h"
+/* The library version (mil/version.h). */
+#include "mil/version.h"
 
 #ifndef MIL_VERSION_STRING
 #define MIL_VERSION_STRING "0.0.0"

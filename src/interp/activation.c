@@ -1,6 +1,6 @@
 /* Kernels of the "activation" family (coremltools
  * ops/defs/iOS15/activation.py) for fp16 / fp32 tensors, computed in fp32:
- * relu, relu6, sigmoid, silu (x * sigmoid(x)), gelu (EXACT:
+ * relu, relu6, sigmoid, sigmoid_hard, silu (x * sigmoid(x)), gelu (EXACT:
  * 0.5 x (1 + erf(x / sqrt 2)); TANH_APPROXIMATION:
  * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); SIGMOID_APPROXIMATION:
  * x sigmoid(1.702 x)), leaky_relu, elu, softplus, softsign and softmax
@@ -67,6 +67,49 @@ static mil_status k_elu(interp_run *r, mil_infer_ctx *c) {
   return interp_map(r, c, a_elu, &a);
 }
 
+/* sigmoid_hard: min(max(alpha * x + beta, 0), 1) (defaults 0.2, 0.5),
+ * rounded like its value inference (ops/activation.c): after the product
+ * and after the sum, to the input's dtype (fp16: through F16C, a block at a
+ * time). */
+static mil_status k_sigmoid_hard(interp_run *r, mil_infer_ctx *c) {
+  const mil_value *x = interp_fin(c, "x");
+  float a, b;
+  if (!x || !interp_fparam(c, "alpha", 0.2f, &a) || !interp_fparam(c, "beta", 0.5f, &b)) return INTERP_DECLINE;
+  mil_value *out = interp_new_value(r, c->out[0]);
+  if (!out) return interp_nomem(c);
+  if (out->numel != x->numel || out->type->dtype != x->type->dtype) return INTERP_DECLINE;
+  if (x->type->dtype == MIL_DT_FP32) {
+    const float *xf = mil_value_data(x);
+    float *y = mil_value_data_mut(out);
+    for (int64_t i = 0; i < x->numel; i++) {
+      float p = a * xf[i]; /* two float roundings, as numpy's float32 */
+      float v = p + b;
+      y[i] = v < 0 ? 0.0f : v > 1 ? 1.0f : v;
+    }
+  } else {
+    a = interp_h2f(interp_f2h(a));
+    b = interp_h2f(interp_f2h(b));
+    const uint16_t *xh = mil_value_data(x);
+    uint16_t *yh = mil_value_data_mut(out);
+    float t[1024];
+    uint16_t h[1024];
+    for (int64_t i0 = 0; i0 < x->numel; i0 += 1024) {
+      size_t n = (size_t)(x->numel - i0 < 1024 ? x->numel - i0 : 1024);
+      mil_fp16_to_fp32_array(xh + i0, t, n);
+      for (size_t i = 0; i < n; i++) t[i] *= a;
+      mil_fp32_to_fp16_array(t, h, n); /* the product rounded to fp16 */
+      mil_fp16_to_fp32_array(h, t, n);
+      for (size_t i = 0; i < n; i++) {
+        float v = t[i] + b;
+        t[i] = v < 0 ? 0.0f : v > 1 ? 1.0f : v; /* clamping a rounded sum = rounding the clamped one */
+      }
+      mil_fp32_to_fp16_array(t, yh + i0, n);
+    }
+  }
+  c->val[0] = out;
+  return MIL_OK;
+}
+
 static mil_status k_softmax(interp_run *r, mil_infer_ctx *c) {
   const mil_value *x = interp_fin(c, "x");
   if (!x) return INTERP_DECLINE;
@@ -114,6 +157,7 @@ const interp_kernel interp_kernels_activation[] = {
     {"relu", k_relu, 0},
     {"relu6", k_relu6, 0},
     {"sigmoid", k_sigmoid, 0},
+    {"sigmoid_hard", k_sigmoid_hard, 0},
     {"silu", k_silu, 0},
     {"softmax", k_softmax, 0},
     {"softplus", k_softplus, 0},

@@ -9,7 +9,13 @@
  *
  * A runtime buffer can never share an address with a stable one (the
  * stable ones are still allocated), so keying by address is safe; a view of
- * a const (reshape, squeeze) shares its bytes and may share its entry. */
+ * a const (reshape, squeeze) shares its bytes and may share its entry.
+ *
+ * The interpreters of one family (mil_interp_fork) share one cache and may
+ * run in several threads at once: every function here takes the cache's
+ * lock. What they hand out (fp32 copies, decompressed buffers) is never
+ * changed or freed before the cache is, so it is read without the lock. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +39,7 @@ typedef struct mat_entry {
 } mat_entry;
 
 struct interp_cache {
+  pthread_mutex_t lock;
   f32_entry *tab;
   size_t cap, used;
   mat_entry *mats;
@@ -40,7 +47,14 @@ struct interp_cache {
   size_t f32_bytes;
 };
 
-interp_cache *interp_cache_new(void) { return calloc(1, sizeof(interp_cache)); }
+interp_cache *interp_cache_new(void) {
+  interp_cache *c = calloc(1, sizeof(interp_cache));
+  if (c && pthread_mutex_init(&c->lock, NULL) != 0) {
+    free(c);
+    return NULL;
+  }
+  return c;
+}
 
 void interp_cache_free(interp_cache *c) {
   if (!c) return;
@@ -51,6 +65,7 @@ void interp_cache_free(interp_cache *c) {
     free(c->mats[i].buf);
   }
   free(c->mats);
+  pthread_mutex_destroy(&c->lock);
   free(c);
 }
 
@@ -84,8 +99,7 @@ static bool grow(interp_cache *c) {
   return true;
 }
 
-void interp_cache_mark_stable(interp_cache *c, const void *ptr) {
-  if (!c || !ptr) return;
+static void mark_stable_locked(interp_cache *c, const void *ptr) {
   if ((c->used + 1) * 2 > c->cap && !grow(c)) return;
   f32_entry *e = slot(c, ptr);
   if (!e->ptr) {
@@ -94,16 +108,21 @@ void interp_cache_mark_stable(interp_cache *c, const void *ptr) {
   }
 }
 
-const float *interp_cache_f32(interp_cache *c, const mil_value *v) {
-  if (!c || !mil_value_data(v) || v->numel < 64) return NULL;
+void interp_cache_mark_stable(interp_cache *c, const void *ptr) {
+  if (!c || !ptr) return;
+  pthread_mutex_lock(&c->lock);
+  mark_stable_locked(c, ptr);
+  pthread_mutex_unlock(&c->lock);
+}
+
+static const float *f32_locked(interp_cache *c, const mil_value *v) {
   f32_entry *e = slot(c, mil_value_data(v));
   if (!e || !e->ptr) return NULL; /* not a stable buffer */
   if (e->f) return e->dtype == v->type->dtype && e->numel == v->numel ? e->f : NULL;
   float *f = malloc((size_t)v->numel * sizeof *f);
   if (!f) return NULL;
   if (v->type->dtype == MIL_DT_FP16) {
-    const uint16_t *s = mil_value_data(v);
-    for (int64_t i = 0; i < v->numel; i++) f[i] = interp_h2f(s[i]);
+    mil_fp16_to_fp32_array(mil_value_data(v), f, (size_t)v->numel);
   } else {
     for (int64_t i = 0; i < v->numel; i++) f[i] = (float)mil_value_get_f64(v, i);
   }
@@ -114,19 +133,43 @@ const float *interp_cache_f32(interp_cache *c, const mil_value *v) {
   return f;
 }
 
-mil_value *interp_cache_get_value(interp_cache *c, mil_program *p, const char *name) {
-  for (size_t i = 0; c && i < c->n_mats; i++)
-    if (strcmp(c->mats[i].name, name) == 0) {
-      mat_entry *m = &c->mats[i];
-      return mil_value_new_view(p, m->dtype, m->rank, m->shape, m->buf, m->nbytes);
-    }
+const float *interp_cache_f32(interp_cache *c, const mil_value *v) {
+  /* the value's bytes are read first: a stable value's are already there */
+  if (!c || !mil_value_data(v) || v->numel < 64) return NULL;
+  pthread_mutex_lock(&c->lock);
+  const float *f = f32_locked(c, v);
+  pthread_mutex_unlock(&c->lock);
+  return f;
+}
+
+static const mat_entry *find_mat(const interp_cache *c, const char *name) {
+  for (size_t i = 0; i < c->n_mats; i++)
+    if (strcmp(c->mats[i].name, name) == 0) return &c->mats[i];
   return NULL;
 }
+
+mil_value *interp_cache_get_value(interp_cache *c, mil_program *p, const char *name) {
+  if (!c) return NULL;
+  pthread_mutex_lock(&c->lock);
+  const mat_entry *e = find_mat(c, name);
+  mat_entry m;
+  if (e) m = *e;
+  pthread_mutex_unlock(&c->lock);
+  return e ? mil_value_new_view(p, m.dtype, m.rank, m.shape, m.buf, m.nbytes) : NULL;
+}
+
+static void put_locked(interp_cache *c, const char *name, const mil_value *v);
 
 void interp_cache_put_value(interp_cache *c, const char *name, const mil_value *v) {
   if (!c || v->kind != MIL_VAL_TENSOR || !v->type || v->type->rank > MIL_INTERP_MAX_RANK ||
       v->type->dtype == MIL_DT_STRING)
     return;
+  pthread_mutex_lock(&c->lock);
+  if (!find_mat(c, name)) put_locked(c, name, v); /* another thread may have put it first */
+  pthread_mutex_unlock(&c->lock);
+}
+
+static void put_locked(interp_cache *c, const char *name, const mil_value *v) {
   if (c->n_mats == c->cap_mats) {
     size_t n = c->cap_mats ? c->cap_mats * 2 : 16;
     mat_entry *m = realloc(c->mats, n * sizeof *m);
@@ -151,5 +194,5 @@ void interp_cache_put_value(interp_cache *c, const char *name, const mil_value *
   m->nbytes = v->nbytes;
   m->numel = v->numel;
   c->n_mats++;
-  interp_cache_mark_stable(c, m->buf);
+  mark_stable_locked(c, m->buf);
 }

@@ -26,6 +26,38 @@ static mil_status k_materialize(interp_run *r, mil_infer_ctx *c) {
   return MIL_OK;
 }
 
+/* dequantize of a run-time tensor (iOS17 quantization_ops.py; ONNX's
+ * DequantizeLinear): (input - zero_point) * scale in fp32, the scale and
+ * zero point one value or a vector along axis, written to a run value
+ * (not the program, as the materialization of a constant input is). */
+static mil_status k_dequantize(interp_run *r, mil_infer_ctx *c) {
+  const mil_value *q = op_val(c, "input"), *s = op_val(c, "scale");
+  const mil_value *zp = op_has(c, "zero_point") ? op_val(c, "zero_point") : NULL;
+  if (!q || !s || q->kind != MIL_VAL_TENSOR || (op_has(c, "zero_point") && !zp)) return INTERP_DECLINE;
+  int64_t shape[MIL_INTERP_MAX_RANK], axis = 0;
+  int32_t rank = interp_vshape(q, shape);
+  const mil_value *ax = op_has(c, "axis") ? op_val(c, "axis") : NULL;
+  if (ax) axis = mil_value_get_i64(ax, 0);
+  if (axis < 0) axis += rank;
+  int64_t inner = 1, n = s->numel;
+  if (n > 1) {
+    if (axis < 0 || axis >= rank || shape[axis] != n || (zp && zp->numel != n))
+      return interp_fail(c, MIL_ERR_INVALID, "scale / zero_point do not match the input's dim along axis %lld",
+                         (long long)axis);
+    for (int32_t i = (int32_t)axis + 1; i < rank; i++) inner *= shape[i];
+  }
+  mil_value *out = interp_new_shape(r, s->type->dtype, rank, shape, q->type->is_scalar);
+  if (!out) return interp_nomem(c);
+  for (int64_t k = 0; k < q->numel; k++) {
+    int64_t j = n > 1 ? (k / inner) % n : 0;
+    float x = (float)mil_value_get_f64(q, k);
+    if (zp) x -= (float)mil_value_get_f64(zp, j);
+    mil_value_set_f64(out, k, x * (float)mil_value_get_f64(s, j));
+  }
+  c->val[0] = out;
+  return MIL_OK;
+}
+
 const interp_kernel interp_kernels_constexpr[] = {
     {"constexpr_affine_dequantize", k_materialize, INTERP_K_SELF},
     {"constexpr_blockwise_shift_scale", k_materialize, INTERP_K_SELF},
@@ -34,6 +66,6 @@ const interp_kernel interp_kernels_constexpr[] = {
     {"constexpr_lut_to_sparse", k_materialize, INTERP_K_SELF},
     {"constexpr_sparse_blockwise_shift_scale", k_materialize, INTERP_K_SELF},
     {"constexpr_sparse_to_dense", k_materialize, INTERP_K_SELF},
-    {"dequantize", k_materialize, INTERP_K_SELF},
+    {"dequantize", k_dequantize, 0},
 };
 INTERP_FAMILY_COUNT(constexpr);

@@ -3,8 +3,9 @@
  * to fp16).
  *
  * conv: per batch item and group, the input windows are unrolled
- * (im2col: rows C_in/groups * prod(K), columns prod(D_out)) and multiplied
- * by the group's weight rows with sgemm; 1x1 convolutions with unit
+ * (im2col: rows C_in/groups * prod(K), columns prod(D_out), a tile of
+ * output rows at a time for large 2D outputs) and multiplied by the
+ * group's weight rows with sgemm; 1x1 convolutions with unit
  * stride and no padding use the input directly, and depthwise convolutions
  * (one input channel per group) run a direct loop.
  * conv_quantized: the uint8 weights dequantized, then conv.
@@ -63,10 +64,13 @@ static mil_status read_geom(mil_infer_ctx *c, const int64_t *xs, const int64_t *
   return MIL_OK;
 }
 
-/* Unrolls channels [c0, c0+cn) of one image x (C, D, H, W) into col. */
-static void im2col(const float *x, int64_t cn, const geom *g, float *col) {
+/* Unrolls cn channels of one image x (C, D, H, W) into col, for the output
+ * rows [h0, h1) of every output depth (the whole output when h0 = 0 and
+ * h1 = out[1]): col has cn * prod(K) rows of out[0] * (h1 - h0) * out[2]
+ * columns. */
+static void im2col(const float *x, int64_t cn, const geom *g, int64_t h0, int64_t h1, float *col) {
   int64_t plane = g->in[0] * g->in[1] * g->in[2];
-  int64_t ncol = g->out[0] * g->out[1] * g->out[2];
+  int64_t nh = h1 - h0, ncol = g->out[0] * nh * g->out[2];
   int64_t row = 0;
   for (int64_t ch = 0; ch < cn; ch++)
     for (int64_t kd = 0; kd < g->k[0]; kd++)
@@ -76,9 +80,9 @@ static void im2col(const float *x, int64_t cn, const geom *g, float *col) {
           const float *src = x + ch * plane;
           for (int64_t od = 0; od < g->out[0]; od++) {
             int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
-            for (int64_t oh = 0; oh < g->out[1]; oh++) {
+            for (int64_t oh = h0; oh < h1; oh++) {
               int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
-              float *drow = dst + (od * g->out[1] + oh) * g->out[2];
+              float *drow = dst + (od * nh + oh - h0) * g->out[2];
               if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1]) {
                 memset(drow, 0, (size_t)g->out[2] * sizeof *drow);
                 continue;
@@ -92,40 +96,114 @@ static void im2col(const float *x, int64_t cn, const geom *g, float *col) {
         }
 }
 
-/* Depthwise: out channel o reads input channel o / mult. For each kernel
- * tap the valid output columns are computed once per row, so the inner
- * loop is a plain (vectorizable) multiply-add over a row. */
-static void depthwise(const float *x, const float *w, int64_t cout, int64_t mult, const geom *g, float *out) {
+/* Output rows per im2col tile: the unrolled columns of a tile stay under
+ * about 8 MB (the whole output when it is 3D or already small), so a
+ * high-resolution convolution does not unroll its whole input at once. */
+#define CONV_TILE_BYTES ((int64_t)8 << 20)
+static int64_t tile_rows(const geom *g, int64_t krows) {
+  int64_t per_row = krows * g->out[2] * (int64_t)sizeof(float);
+  if (g->out[0] > 1 || per_row <= 0) return g->out[1];
+  int64_t rows = CONV_TILE_BYTES / per_row;
+  return rows < 1 ? 1 : rows > g->out[1] ? g->out[1] : rows;
+}
+
+/* Depthwise: out channel o reads input channel o / mult. Each output row
+ * is accumulated from its kernel taps while it stays in the L1 cache; for
+ * each tap the valid output columns [lo, hi) are computed once, so the
+ * inner loop is a plain multiply-add over a row: 8 columns at a time with
+ * AVX2/FMA (unit stride, and stride 2 through a shuffle of 16 inputs) when
+ * the CPU has them (checked at run time), else the portable loop. */
+typedef void (*dw_row_fn)(float *drow, const float *srow, float wv, int64_t lo, int64_t hi, int64_t s, int64_t win);
+
+static void dw_row_c(float *drow, const float *srow, float wv, int64_t lo, int64_t hi, int64_t s, int64_t win) {
+  (void)win;
+  if (s == 1)
+    for (int64_t ow = lo; ow < hi; ow++) drow[ow] += wv * srow[ow];
+  else
+    for (int64_t ow = lo; ow < hi; ow++) drow[ow] += wv * srow[ow * s];
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define DW_HAVE_AVX2 1
+/* srow points at input column `off` of its row (srow[ow * s] is the input
+ * of output column ow); win is how many floats from srow are inside the
+ * row's buffer span that may be read (so a 16-float load stays in it). */
+__attribute__((target("avx2,fma"))) static void dw_row_avx2(float *drow, const float *srow, float wv, int64_t lo,
+                                                            int64_t hi, int64_t s, int64_t win) {
+  __m256 w = _mm256_set1_ps(wv);
+  int64_t ow = lo;
+  if (s == 1) {
+    for (; ow + 8 <= hi; ow += 8)
+      _mm256_storeu_ps(drow + ow, _mm256_fmadd_ps(w, _mm256_loadu_ps(srow + ow), _mm256_loadu_ps(drow + ow)));
+  } else if (s == 2) {
+    for (; ow + 8 <= hi && 2 * ow + 16 <= win; ow += 8) {
+      __m256 a = _mm256_loadu_ps(srow + 2 * ow), b = _mm256_loadu_ps(srow + 2 * ow + 8);
+      __m256 ev = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
+      ev = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), _MM_SHUFFLE(3, 1, 2, 0)));
+      _mm256_storeu_ps(drow + ow, _mm256_fmadd_ps(w, ev, _mm256_loadu_ps(drow + ow)));
+    }
+  }
+  for (; ow < hi; ow++) drow[ow] = fmaf(wv, srow[ow * s], drow[ow]);
+}
+#endif
+
+static dw_row_fn dw_row_pick(void) {
+#ifdef DW_HAVE_AVX2
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return dw_row_avx2;
+#endif
+  return dw_row_c;
+}
+
+static void depthwise(const float *x, const float *w, const float *bias, int64_t cout, int64_t mult, const geom *g,
+                      float *out) {
+  static dw_row_fn row_fn; /* the same choice in every thread: a benign race */
+  if (!row_fn) row_fn = dw_row_pick();
   int64_t plane = g->in[0] * g->in[1] * g->in[2], oplane = g->out[0] * g->out[1] * g->out[2];
   int64_t ksz = g->k[0] * g->k[1] * g->k[2];
+  int64_t lo[64], hi[64]; /* per kw: valid output columns */
+  bool small_k = g->k[2] <= 64;
+  for (int64_t kw = 0; small_k && kw < g->k[2]; kw++) {
+    int64_t off = kw * g->d[2] - g->pb[2]; /* iw = ow * s + off */
+    lo[kw] = off >= 0 ? 0 : (-off + g->s[2] - 1) / g->s[2];
+    hi[kw] = g->in[2] - off > 0 ? (g->in[2] - off + g->s[2] - 1) / g->s[2] : 0;
+    if (hi[kw] > g->out[2]) hi[kw] = g->out[2];
+  }
   for (int64_t o = 0; o < cout; o++) {
     const float *src = x + (o / mult) * plane, *wk = w + o * ksz;
     float *dst = out + o * oplane;
-    memset(dst, 0, (size_t)oplane * sizeof *dst);
-    for (int64_t kd = 0; kd < g->k[0]; kd++)
-      for (int64_t kh = 0; kh < g->k[1]; kh++)
-        for (int64_t kw = 0; kw < g->k[2]; kw++) {
-          float wv = wk[(kd * g->k[1] + kh) * g->k[2] + kw];
-          int64_t off = kw * g->d[2] - g->pb[2]; /* iw = ow * s + off */
-          int64_t lo = off >= 0 ? 0 : (-off + g->s[2] - 1) / g->s[2];
-          int64_t hi = g->in[2] - off > 0 ? (g->in[2] - off + g->s[2] - 1) / g->s[2] : 0;
-          if (hi > g->out[2]) hi = g->out[2];
-          if (lo >= hi) continue;
-          for (int64_t od = 0; od < g->out[0]; od++) {
-            int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
-            if (id < 0 || id >= g->in[0]) continue;
-            for (int64_t oh = 0; oh < g->out[1]; oh++) {
-              int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
-              if (ih < 0 || ih >= g->in[1]) continue;
-              const float *srow = src + (id * g->in[1] + ih) * g->in[2] + off;
-              float *drow = dst + (od * g->out[1] + oh) * g->out[2];
-              if (g->s[2] == 1)
-                for (int64_t ow = lo; ow < hi; ow++) drow[ow] += wv * srow[ow];
-              else
-                for (int64_t ow = lo; ow < hi; ow++) drow[ow] += wv * srow[ow * g->s[2]];
+    for (int64_t od = 0; od < g->out[0]; od++)
+      for (int64_t oh = 0; oh < g->out[1]; oh++) {
+        float *drow = dst + (od * g->out[1] + oh) * g->out[2];
+        memset(drow, 0, (size_t)g->out[2] * sizeof *drow);
+        for (int64_t kd = 0; kd < g->k[0]; kd++) {
+          int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+          if (id < 0 || id >= g->in[0]) continue;
+          for (int64_t kh = 0; kh < g->k[1]; kh++) {
+            int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+            if (ih < 0 || ih >= g->in[1]) continue;
+            const float *srow = src + (id * g->in[1] + ih) * g->in[2];
+            for (int64_t kw = 0; kw < g->k[2]; kw++) {
+              int64_t off = kw * g->d[2] - g->pb[2];
+              int64_t l, h;
+              if (small_k) {
+                l = lo[kw];
+                h = hi[kw];
+              } else {
+                l = off >= 0 ? 0 : (-off + g->s[2] - 1) / g->s[2];
+                h = g->in[2] - off > 0 ? (g->in[2] - off + g->s[2] - 1) / g->s[2] : 0;
+                if (h > g->out[2]) h = g->out[2];
+              }
+              if (l >= h) continue;
+              /* readable floats from srow + off: to the end of the row */
+              row_fn(drow, srow + off, wk[(kd * g->k[1] + kh) * g->k[2] + kw], l, h, g->s[2], g->in[2] - off);
             }
           }
         }
+        if (bias) /* added last, as add_bias would, while the row is in the cache */
+          for (int64_t ow = 0; ow < g->out[2]; ow++) drow[ow] += bias[o];
+      }
   }
 }
 
@@ -179,7 +257,8 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
   bool dw = cg == 1 && G > 1;
   float *tx, *tw, *tb = NULL, *col = NULL;
   const float *xf = interp_f32(r, a.x, &tx), *wf = interp_f32(r, a.w, &tw), *bf = a.b ? interp_f32(r, a.b, &tb) : NULL;
-  if (!direct && !dw && xf && wf) col = malloc((size_t)(cg * ksz * oplane > 0 ? cg * ksz * oplane : 1) * sizeof *col);
+  int64_t th = tile_rows(g, cg * ksz), tcols = g->out[0] * th * g->out[2];
+  if (!direct && !dw && xf && wf) col = malloc((size_t)(cg * ksz * tcols > 0 ? cg * ksz * tcols : 1) * sizeof *col);
   interp_fout o;
   float *out = xf && wf && (!a.b || bf) && (direct || dw || col) ? interp_fout_begin(r, c, 0, &o) : NULL;
   if (!out) {
@@ -190,20 +269,25 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
     const float *xb = xf + b * cin * plane;
     float *ob = out + b * cout * oplane;
     if (dw) {
-      depthwise(xb, wf, cout, og, g, ob);
+      depthwise(xb, wf, bf, cout, og, g, ob);
       continue;
     }
     for (int64_t gi = 0; gi < G; gi++) {
       const float *src = xb + gi * cg * plane;
-      if (!direct) {
-        im2col(src, cg, g, col);
-        src = col;
+      if (direct) {
+        interp_sgemm(false, false, og, oplane, cg * ksz, 1.0f, wf + gi * og * cg * ksz, cg * ksz, src, oplane, 0.0f,
+                     ob + gi * og * oplane, oplane);
+        continue;
       }
-      interp_sgemm(false, false, og, oplane, cg * ksz, 1.0f, wf + gi * og * cg * ksz, cg * ksz, src, oplane, 0.0f,
-                   ob + gi * og * oplane, oplane);
+      for (int64_t h0 = 0; h0 < g->out[1]; h0 += th) { /* one tile of output rows at a time */
+        int64_t h1 = h0 + th < g->out[1] ? h0 + th : g->out[1], nc = g->out[0] * (h1 - h0) * g->out[2];
+        im2col(src, cg, g, h0, h1, col);
+        interp_sgemm(false, false, og, nc, cg * ksz, 1.0f, wf + gi * og * cg * ksz, cg * ksz, col, nc, 0.0f,
+                     ob + gi * og * oplane + h0 * g->out[2], oplane);
+      }
     }
   }
-  add_bias(out, bf, n, cout, oplane);
+  if (!dw) add_bias(out, bf, n, cout, oplane);
   free(tx), free(tw), free(tb), free(col);
   c->val[0] = interp_fout_end(&o);
   return MIL_OK;

@@ -182,6 +182,24 @@ static bool has_effect(const mil_op *op) {
   return op->n_blocks > 0 || strcmp(op->type, "coreml_update_state") == 0 || strncmp(op->type, "random_", 7) == 0;
 }
 
+/* Hands the tensor outputs of op to the run's observer. */
+static void observe(interp_run *r, const mil_op *op) {
+  for (int32_t i = 0; i < op->n_outputs; i++) {
+    const mil_value *val = op->outputs[i]->val;
+    if (!val || val->kind != MIL_VAL_TENSOR || !val->type || val->type->dtype == MIL_DT_STRING) continue;
+    int64_t shape[MIL_INTERP_MAX_RANK];
+    mil_tensor t;
+    t.dtype = val->type->dtype;
+    t.rank = interp_vshape(val, shape);
+    t.shape = shape;
+    t.data = mil_value_data(val);
+    t.numel = 1;
+    for (int32_t k = 0; k < t.rank; k++) t.numel *= shape[k];
+    t.nbytes = mil_dtype_storage_bytes(t.dtype, t.numel);
+    r->observer(r->observer_ud, op->name, op->type, op->outputs[i]->name, &t);
+  }
+}
+
 static char k_dead; /* op->aux of an op whose outputs nothing needs */
 
 /* Marks (op->aux = &k_dead) the ops of b whose outputs nothing needs: no
@@ -204,8 +222,23 @@ mil_status interp_exec_block(interp_run *r, mil_block *b) {
   r->depth++;
   mil_status st = MIL_OK;
   mark_dead(b);
-  for (mil_op *op = b->first; op && st == MIL_OK; op = op->next)
-    if (op->aux != &k_dead) st = exec_op(r, op);
+  /* the function body frees each value after its last reader (memplan.c) */
+  interp_plan *plan = r->depth == 1 ? interp_plan_new(b) : NULL;
+  int32_t index = 0;
+  for (mil_op *op = b->first; op && st == MIL_OK; op = op->next, index++) {
+    if (op->aux != &k_dead) {
+      if (!r->prof) {
+        st = exec_op(r, op);
+      } else {
+        int64_t t0 = interp_profile_now();
+        st = exec_op(r, op);
+        interp_profile_op(r->prof, op, interp_profile_now() - t0);
+      }
+      if (st == MIL_OK && r->observer && r->depth == 1 && !mil_op_is_const(op)) observe(r, op);
+    }
+    if (st == MIL_OK) interp_plan_after(plan, r, op, index);
+  }
+  interp_plan_free(plan);
   r->depth--;
   if (st != MIL_OK) return st;
   for (int32_t i = 0; i < b->n_outputs; i++) {

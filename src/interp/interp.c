@@ -26,9 +26,20 @@ typedef struct interp_slot {
   void *keybuf;
 } interp_slot;
 
-struct mil_interp {
+/* What the interpreters of one family (mil_interp_new and every
+ * mil_interp_fork of it) share, read-only during runs: the program copy and
+ * the caches (which lock themselves). Freed with the last interpreter or
+ * state object that holds a reference. */
+typedef struct interp_shared {
+  unsigned refs;       /* atomic */
   mil_program *base;   /* the interpreter's copy; its const bytes are stable views */
   interp_cache *cache;
+} interp_shared;
+
+struct mil_interp {
+  interp_shared *sh;
+  mil_program *base;   /* sh->base */
+  interp_cache *cache; /* sh->cache */
   char *fn_name;
   int opset;
   int32_t n_in, n_out;
@@ -39,6 +50,9 @@ struct mil_interp {
   int64_t max_iters;
   int64_t max_value_bytes;
   mil_interp_state *own_state;
+  interp_profile *prof; /* mil_interp_set_profile */
+  mil_interp_observer observer;
+  void *observer_ud;
 };
 
 static char *dupstr(const char *s) {
@@ -78,6 +92,43 @@ static mil_status slot_fill(interp_slot *s, mil_dtype dt, int32_t rank, const in
 }
 
 static int stabilize_op(mil_op *op, void *ud);
+
+static interp_shared *shared_retain(interp_shared *sh) {
+  if (sh) __atomic_add_fetch(&sh->refs, 1, __ATOMIC_RELAXED);
+  return sh;
+}
+
+static void shared_release(interp_shared *sh) {
+  if (!sh || __atomic_sub_fetch(&sh->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+  mil_program_free(sh->base);
+  interp_cache_free(sh->cache);
+  free(sh);
+}
+
+/* Fills ip's per-interpreter part (names, slots) for function f of ip->base. */
+static bool init_slots(mil_interp *ip, const mil_function *f, const mil_block *body) {
+  ip->opset = mil_opset_version(f->opset);
+  if (ip->opset < 0) ip->opset = MIL_IOS18;
+  ip->fn_name = dupstr(f->name);
+  ip->n_in = f->n_inputs;
+  ip->n_out = body->n_outputs;
+  ip->in = calloc((size_t)(ip->n_in ? ip->n_in : 1), sizeof *ip->in);
+  ip->out = calloc((size_t)(ip->n_out ? ip->n_out : 1), sizeof *ip->out);
+  if (!ip->fn_name || !ip->in || !ip->out) return false;
+  for (int32_t i = 0; i < ip->n_in; i++) {
+    const mil_var *v = f->inputs[i];
+    ip->in[i].name = dupstr(v->name);
+    ip->in[i].type = v->type;
+    ip->in[i].is_state = v->type && v->type->kind == MIL_TYPE_STATE;
+    if (!ip->in[i].name) return false;
+  }
+  for (int32_t i = 0; i < ip->n_out; i++) {
+    const mil_var *v = body->outputs[i].var;
+    ip->out[i].name = dupstr(v ? v->name : "");
+    if (!ip->out[i].name) return false;
+  }
+  return true;
+}
 
 static const mil_function *find_function(const mil_program *p, const char *name) {
   if (name) return mil_program_find_function(p, name);
@@ -123,8 +174,11 @@ mil_status mil_interp_new(const mil_program *p, const char *function, mil_interp
   if (!body) return mil_diag_error(d, MIL_ERR_INVALID, "function '%s' has no body for opset %s", f->name, f->opset);
   mil_interp *ip = calloc(1, sizeof *ip);
   if (!ip) return MIL_ERR_NOMEM;
-  ip->cache = interp_cache_new();
-  ip->base = ip->cache ? mil_program_clone(p) : NULL;
+  ip->sh = calloc(1, sizeof *ip->sh);
+  if (!ip->sh) goto nomem;
+  ip->sh->refs = 1;
+  ip->cache = ip->sh->cache = interp_cache_new();
+  ip->base = ip->sh->base = ip->cache ? mil_program_clone(p) : NULL;
   if (!ip->base) goto nomem;
   mil_program_walk(ip->base, stabilize_op, ip);
   f = mil_program_find_function(ip->base, f->name); /* names and types from the interpreter's copy */
@@ -133,26 +187,7 @@ mil_status mil_interp_new(const mil_program *p, const char *function, mil_interp
   ip->seed = 0;
   ip->max_iters = 10000000;
   ip->max_value_bytes = mil_interp_default_max_value_bytes();
-  ip->opset = mil_opset_version(f->opset);
-  if (ip->opset < 0) ip->opset = MIL_IOS18;
-  ip->fn_name = dupstr(f->name);
-  ip->n_in = f->n_inputs;
-  ip->n_out = body->n_outputs;
-  ip->in = calloc((size_t)(ip->n_in ? ip->n_in : 1), sizeof *ip->in);
-  ip->out = calloc((size_t)(ip->n_out ? ip->n_out : 1), sizeof *ip->out);
-  if (!ip->fn_name || !ip->in || !ip->out) goto nomem;
-  for (int32_t i = 0; i < ip->n_in; i++) {
-    const mil_var *v = f->inputs[i];
-    ip->in[i].name = dupstr(v->name);
-    ip->in[i].type = v->type;
-    ip->in[i].is_state = v->type && v->type->kind == MIL_TYPE_STATE;
-    if (!ip->in[i].name) goto nomem;
-  }
-  for (int32_t i = 0; i < ip->n_out; i++) {
-    const mil_var *v = body->outputs[i].var;
-    ip->out[i].name = dupstr(v ? v->name : "");
-    if (!ip->out[i].name) goto nomem;
-  }
+  if (!init_slots(ip, f, body)) goto nomem;
   *out = ip;
   return MIL_OK;
 nomem:
@@ -174,9 +209,36 @@ void mil_interp_free(mil_interp *ip) {
   free(ip->out);
   free(ip->fn_name);
   mil_interp_state_free(ip->own_state);
-  mil_program_free(ip->base);
-  interp_cache_free(ip->cache);
+  shared_release(ip->sh);
+  interp_profile_free(ip->prof);
   free(ip);
+}
+
+mil_status mil_interp_fork(const mil_interp *ip, mil_interp **out, mil_diag *d) {
+  if (!out) return mil_diag_error(d, MIL_ERR_INVALID, "mil_interp_fork: NULL out");
+  *out = NULL;
+  if (!ip) return mil_diag_error(d, MIL_ERR_INVALID, "mil_interp_fork: NULL interpreter");
+  const mil_function *f = mil_program_find_function(ip->base, ip->fn_name);
+  const mil_block *body = f ? mil_function_body(f) : NULL;
+  if (!body) return mil_diag_error(d, MIL_ERR_INVALID, "function '%s' disappeared from the program", ip->fn_name);
+  mil_interp *n = calloc(1, sizeof *n);
+  if (!n) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory creating the interpreter");
+  n->sh = shared_retain(ip->sh);
+  n->base = ip->base;
+  n->cache = ip->cache;
+  n->seed = ip->seed;
+  n->max_iters = ip->max_iters;
+  n->max_value_bytes = ip->max_value_bytes;
+  if (!init_slots(n, f, body)) {
+    mil_interp_free(n);
+    return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory creating the interpreter");
+  }
+  *out = n;
+  return MIL_OK;
+}
+
+void mil_interp_clear_inputs(mil_interp *ip) {
+  for (int32_t i = 0; ip && i < ip->n_in; i++) slot_clear(&ip->in[i]);
 }
 
 int32_t mil_interp_n_inputs(const mil_interp *ip) { return ip ? ip->n_in : 0; }
@@ -339,12 +401,14 @@ mil_status mil_interp_state_new(const mil_interp *ip, mil_interp_state **out, mi
     free(s);
     return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory creating a state");
   }
-  s->owner = ip;
+  s->family = shared_retain(ip->sh);
+  const mil_function *fn = mil_program_find_function(ip->base, ip->fn_name);
   for (int32_t i = 0; i < ip->n_in; i++) {
     if (!ip->in[i].is_state) continue;
     interp_state_slot *sl = &s->slots[s->n++];
     const mil_type *w = ip->in[i].type->elem;
-    sl->name = ip->in[i].name;
+    sl->name = fn && i < fn->n_inputs ? fn->inputs[i]->name : NULL;
+    sl->elem = w;
     int32_t rank;
     if (!w || !interp_shape(w, sl->shape, &rank) || mil_dtype_size(w->dtype) == 0) {
       char tb[256];
@@ -372,12 +436,13 @@ void mil_interp_state_free(mil_interp_state *s) {
   if (!s) return;
   for (int32_t i = 0; i < s->n; i++) free(s->slots[i].buf);
   free(s->slots);
+  shared_release((interp_shared *)s->family);
   free(s);
 }
 
 static interp_state_slot *state_slot(const mil_interp_state *s, const char *name) {
   for (int32_t i = 0; s && i < s->n; i++)
-    if (strcmp(s->slots[i].name, name) == 0) return &s->slots[i];
+    if (s->slots[i].name && strcmp(s->slots[i].name, name) == 0) return &s->slots[i];
   return NULL;
 }
 
@@ -390,8 +455,7 @@ mil_status mil_interp_state_set(mil_interp_state *s, const char *name, const mil
   if (!s || !name || !t) return mil_diag_error(d, MIL_ERR_INVALID, "mil_interp_state_set: NULL argument");
   interp_state_slot *sl = state_slot(s, name);
   if (!sl) return mil_diag_error(d, MIL_ERR_NOT_FOUND, "the function has no state input '%s'", name);
-  int32_t i = find_slot(s->owner->in, s->owner->n_in, name);
-  mil_status st = check_tensor("state", name, s->owner->in[i].type->elem, t, d);
+  mil_status st = check_tensor("state", name, sl->elem, t, d);
   if (st != MIL_OK) return st;
   if (t->nbytes) memcpy(sl->buf, t->data, t->nbytes);
   return MIL_OK;
@@ -563,8 +627,8 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
   }
   mil_status st = check_symbols(ip, d);
   if (st != MIL_OK) return st;
-  if (state && state->owner != ip)
-    return mil_diag_error(d, MIL_ERR_INVALID, "the state object was created for another interpreter");
+  if (state && state->family != ip->sh)
+    return mil_diag_error(d, MIL_ERR_INVALID, "the state object was created for an interpreter of another program copy (mil_interp_new); use one made by this interpreter or a fork of it");
   if (!state && has_state) {
     if (!ip->own_state && (st = mil_interp_state_new(ip, &ip->own_state, d)) != MIL_OK) return st;
     state = ip->own_state;
@@ -580,6 +644,10 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
   r.max_value_bytes = ip->max_value_bytes;
   r.opset = ip->opset;
   r.cache = ip->cache;
+  r.prof = ip->prof;
+  int64_t t0 = r.prof ? interp_profile_now() : 0;
+  r.observer = ip->observer;
+  r.observer_ud = ip->observer_ud;
   r.prog = mil_program_clone(ip->base);
   if (!r.prog) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory copying the program for a run");
   r.fn = mil_program_find_function(r.prog, ip->fn_name);
@@ -593,7 +661,25 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
     ip->have_outputs = true;
   }
   mil_program_free(r.prog);
+  if (r.prof && st == MIL_OK) interp_profile_run(r.prof, interp_profile_now() - t0);
   return st;
+}
+
+mil_status mil_interp_set_profile(mil_interp *ip, bool on) {
+  if (!ip) return MIL_ERR_INVALID;
+  interp_profile_free(ip->prof);
+  ip->prof = on ? interp_profile_new() : NULL;
+  return on && !ip->prof ? MIL_ERR_NOMEM : MIL_OK;
+}
+
+void mil_interp_profile_report(const mil_interp *ip, FILE *f, int top) {
+  if (ip && ip->prof) interp_profile_report(ip->prof, f, top);
+}
+
+void mil_interp_set_observer(mil_interp *ip, mil_interp_observer fn, void *ud) {
+  if (!ip) return;
+  ip->observer = fn;
+  ip->observer_ud = fn ? ud : NULL;
 }
 
 bool mil_interp_supports_op(const char *type, int opset) {

@@ -25,6 +25,7 @@
 #define MIL_INTERP_INTERNAL_H
 
 #include <math.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -42,7 +43,8 @@
 #define INTERP_MAX_DEPTH (MIL_MAX_BLOCK_DEPTH + 1)
 
 typedef struct interp_state_slot {
-  const char *name; /* state input name (owned by the state object) */
+  const char *name; /* state input name (in the shared program copy) */
+  const mil_type *elem; /* the wrapped tensor type (in the shared program copy) */
   mil_dtype dtype;
   int32_t rank;
   int64_t shape[MIL_INTERP_MAX_RANK];
@@ -51,12 +53,14 @@ typedef struct interp_state_slot {
 } interp_state_slot;
 
 struct mil_interp_state {
-  const mil_interp *owner;
+  const void *family; /* the interp_shared of the interpreters it serves (holds a reference) */
   int32_t n;
   interp_state_slot *slots;
 };
 
 typedef struct interp_cache interp_cache;
+typedef struct interp_profile interp_profile;
+typedef struct interp_plan interp_plan;
 
 /* One run: the private copy of the program and what the kernels need. */
 typedef struct interp_run {
@@ -72,6 +76,9 @@ typedef struct interp_run {
   int64_t max_value_bytes; /* the largest value the run materializes (mil_interp_set_max_value_bytes) */
   int depth;             /* current block nesting */
   interp_cache *cache;   /* the interpreter's caches (cache.c), may be NULL */
+  interp_profile *prof;  /* per-op times (profile.c) when profiling, else NULL */
+  mil_interp_observer observer; /* mil_interp_set_observer, or NULL */
+  void *observer_ud;
 } interp_run;
 
 typedef mil_status (*interp_kernel_fn)(interp_run *r, mil_infer_ctx *c);
@@ -119,6 +126,28 @@ INTERP_HIDDEN const float *interp_cache_f32(interp_cache *c, const mil_value *v)
 INTERP_HIDDEN mil_value *interp_cache_get_value(interp_cache *c, mil_program *p, const char *name);
 /* Copies v into the cache under `name` (its bytes become stable). */
 INTERP_HIDDEN void interp_cache_put_value(interp_cache *c, const char *name, const mil_value *v);
+
+/* ---- memplan.c ---- */
+/* The liveness plan of block b (the function body): which vars die after
+ * each op. NULL when out of memory (then nothing is freed early). Uses
+ * var->aux of b's vars while the run lasts. */
+INTERP_HIDDEN interp_plan *interp_plan_new(mil_block *b);
+INTERP_HIDDEN void interp_plan_free(interp_plan *p);
+/* After op number `index` of the body ran (or was skipped): records the
+ * buffers its outputs hold and frees those whose last reader it was. */
+INTERP_HIDDEN void interp_plan_after(interp_plan *p, interp_run *r, mil_op *op, int32_t index);
+
+/* ---- profile.c ---- */
+INTERP_HIDDEN interp_profile *interp_profile_new(void);
+INTERP_HIDDEN void interp_profile_free(interp_profile *p);
+/* Monotonic clock in ns. */
+INTERP_HIDDEN int64_t interp_profile_now(void);
+/* Adds ns to op's type and to op (by name); thread-safe. */
+INTERP_HIDDEN void interp_profile_op(interp_profile *p, const mil_op *op, int64_t ns);
+/* Counts one run of ns in total. */
+INTERP_HIDDEN void interp_profile_run(interp_profile *p, int64_t ns);
+/* Per-type table and the `top` slowest ops (all when top <= 0), per run. */
+INTERP_HIDDEN void interp_profile_report(interp_profile *p, FILE *f, int top);
 
 /* ---- util.c ---- */
 /* fp32 -> fp16, round to nearest even (the same results as

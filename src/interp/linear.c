@@ -6,9 +6,16 @@
  * matmul follows numpy.matmul (coremltools iOS15/linear.py matmul):
  * transpose_x / transpose_y swap the last two axes, a rank-1 x gets a
  * leading 1 and a rank-1 y a trailing 1 (both dropped from the result),
- * and the leading (batch) axes broadcast. */
+ * and the leading (batch) axes broadcast.
+ *
+ * interp_sgemm goes through oneDNN's dnnl_sgemm when the build found
+ * libdnnl (MIL_HAVE_DNNL), else OpenBLAS's cblas_sgemm: both sum in fp32,
+ * in their own order. */
 #include <cblas.h>
 #include <stdlib.h>
+#ifdef MIL_HAVE_DNNL
+#include <dnnl.h>
+#endif
 #include <string.h>
 
 #include "interp/interp_internal.h"
@@ -21,6 +28,12 @@ void interp_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
       for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];
     return;
   }
+#ifdef MIL_HAVE_DNNL
+  /* oneDNN's sgemm (row-major) chooses its kernels from the CPU's
+   * instruction sets; OpenBLAS stays the fallback. */
+  if (dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success)
+    return;
+#endif
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n,
               (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
 }

@@ -35,9 +35,7 @@ const float *interp_f32(interp_run *r, const mil_value *v, float **tmp) {
   float *b = malloc((size_t)(v->numel ? v->numel : 1) * sizeof *b);
   if (!b) return NULL;
   if (dt == MIL_DT_FP16) {
-    pthread_once(&g_h2f_once, build_h2f);
-    const uint16_t *s = mil_value_data(v);
-    for (int64_t i = 0; i < v->numel; i++) b[i] = g_h2f[s[i]];
+    mil_fp16_to_fp32_array(mil_value_data(v), b, (size_t)v->numel); /* F16C when the CPU has it */
   } else {
     for (int64_t i = 0; i < v->numel; i++) b[i] = (float)mil_value_get_f64(v, i);
   }
@@ -111,11 +109,11 @@ void interp_store_f32(mil_value *v, const float *src, int64_t n) {
   case MIL_DT_FP32:
     if (dst != (void *)src) memcpy(dst, src, (size_t)n * sizeof(float));
     break;
-  case MIL_DT_FP16: {
-    uint16_t *h = dst;
-    for (int64_t i = 0; i < n; i++) h[i] = interp_f2h(src[i]);
+  case MIL_DT_FP16:
+    /* F16C when the CPU has it: the same rounding (to nearest even) as
+     * interp_f2h; a NaN keeps the top bits of its payload. */
+    mil_fp32_to_fp16_array(src, dst, (size_t)n);
     break;
-  }
   default:
     for (int64_t i = 0; i < n; i++) mil_value_set_f64(v, i, src[i]);
     break;

@@ -24,6 +24,8 @@ struct mil_blob_file {
   uint64_t size;
   int fd; /* kept open: metadata records are read with pread, not through the mapping */
   uint32_t count; /* header count */
+  uint64_t *metas; /* offsets of the metadata records found by following the chain from the header (ascending) */
+  uint32_t n_metas;
   unsigned refs;
   char *path;
 };
@@ -120,6 +122,46 @@ bool mil_blob_should_store(const mil_value *v, int spec_version) {
 
 /* ---- open / close -------------------------------------------------------- */
 
+/* Follows the chain of metadata records from the storage header (each
+ * payload ends where the next record starts, 64-byte aligned) and keeps
+ * their offsets, so that check_meta can refuse a payload overlapping any
+ * record. Stops quietly at the first record that does not chain (a
+ * malformed file is reported when that blob is read). */
+static void find_records(mil_blob_file *f) {
+  uint64_t off = MIL_BLOB_HEADER_SIZE;
+  uint32_t cap = 0;
+  for (uint32_t i = 0; i < f->count && off <= f->size && f->size - off >= MIL_BLOB_METADATA_SIZE; i++) {
+    uint8_t m[MIL_BLOB_METADATA_SIZE];
+    if (pread(f->fd, m, sizeof m, (off_t)off) != (ssize_t)sizeof m) break;
+    if (io_le32(m + IO_BLOB_META_SENTINEL) != MIL_BLOB_SENTINEL) break;
+    uint64_t size = io_le64(m + IO_BLOB_META_SIZE), doff = io_le64(m + IO_BLOB_META_OFFSET);
+    if (doff > f->size || size > f->size - doff) break;
+    if (f->n_metas == cap) {
+      uint32_t nc = cap ? 2 * cap : 16;
+      uint64_t *nm = realloc(f->metas, (size_t)nc * sizeof *nm);
+      if (!nm) break;
+      f->metas = nm;
+      cap = nc;
+    }
+    f->metas[f->n_metas++] = off;
+    uint64_t next = io_blob_align(doff + size);
+    if (next <= off) break;
+    off = next;
+  }
+}
+
+/* The first metadata record (of those find_records found) that the byte
+ * range [a, b) overlaps; UINT64_MAX when none. */
+static uint64_t record_overlapping(const mil_blob_file *f, uint64_t a, uint64_t b) {
+  uint32_t lo = 0, hi = f->n_metas; /* first record ending after a */
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (f->metas[mid] + MIL_BLOB_METADATA_SIZE <= a) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < f->n_metas && f->metas[lo] < b ? f->metas[lo] : UINT64_MAX;
+}
+
 mil_status mil_blob_file_open(const char *path, mil_blob_file **out, mil_diag *d) {
   return io_blob_file_open_in(path, NULL, out, d);
 }
@@ -179,6 +221,7 @@ mil_status io_blob_file_open_in(const char *path, const char *root, mil_blob_fil
   f->count = io_le32(b + IO_BLOB_HDR_COUNT);
   f->refs = 1;
   f->path = p;
+  find_records(f);
   *out = f;
   return MIL_OK;
 }
@@ -193,6 +236,7 @@ void mil_blob_file_close(mil_blob_file *f) {
   if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
   munmap((void *)f->base, (size_t)f->size);
   close(f->fd);
+  free(f->metas);
   free(f->path);
   free(f);
 }
@@ -201,6 +245,20 @@ const char *mil_blob_file_path(const mil_blob_file *f) { return f ? f->path : NU
 uint64_t mil_blob_file_size(const mil_blob_file *f) { return f ? f->size : 0; }
 uint32_t mil_blob_file_count(const mil_blob_file *f) { return f ? f->count : 0; }
 const void *mil_blob_file_base(const mil_blob_file *f) { return f ? f->base : NULL; }
+
+mil_status mil_blob_file_check(const mil_blob_file *f, mil_diag *d) {
+  if (!f) return mil_diag_error(d, MIL_ERR_INVALID, "mil_blob_file_check: NULL file");
+  struct stat st;
+  if (fstat(f->fd, &st) != 0)
+    return mil_diag_error(d, MIL_ERR_IO, "%s: cannot stat the weight file: %s", f->path, strerror(errno));
+  if ((uint64_t)st.st_size < f->size)
+    return mil_diag_error(d, MIL_ERR_IO,
+                          "%s: the weight file is now %llu bytes, but was %llu bytes when the model was loaded (it "
+                          "was truncated or rewritten in place since); its weights cannot be read: load the model "
+                          "again",
+                          f->path, (unsigned long long)st.st_size, (unsigned long long)f->size);
+  return MIL_OK;
+}
 
 /* ---- metadata validation ------------------------------------------------- */
 
@@ -253,6 +311,19 @@ static mil_status check_meta(const mil_blob_file *f, uint64_t off, mil_dtype wan
                           path, ULL(off), ULL(doff), ULL(size), ULL(f->size));
   if (size == 0)
     return mil_diag_error(d, MIL_ERR_FORMAT, "%s: blob at offset %llu: sizeInBytes 0, expected > 0", path, ULL(off));
+  /* a payload never overlaps the storage header or a metadata record (the
+   * writer puts each payload after its own record); one that does would
+   * read header bytes as weights */
+  if (doff < MIL_BLOB_HEADER_SIZE)
+    return mil_diag_error(d, MIL_ERR_FORMAT,
+                          "%s: blob at offset %llu: payload [%llu, %llu) overlaps the storage header [0, %u)", path,
+                          ULL(off), ULL(doff), ULL(doff + size), MIL_BLOB_HEADER_SIZE);
+  uint64_t hit = doff < off + MIL_BLOB_METADATA_SIZE && off < doff + size ? off : record_overlapping(f, doff, doff + size);
+  if (hit != UINT64_MAX)
+    return mil_diag_error(d, MIL_ERR_FORMAT,
+                          "%s: blob at offset %llu: payload [%llu, %llu) overlaps the metadata record at offset %llu "
+                          "[%llu, %llu)", path, ULL(off), ULL(doff), ULL(doff + size), ULL(hit), ULL(hit),
+                          ULL(hit) + MIL_BLOB_METADATA_SIZE);
   int bits = t->bits;
   uint64_t n;
   if (bits < 8) {

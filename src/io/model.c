@@ -195,14 +195,14 @@ char *io_model_dir_of(const char *path) {
 /* the model object                                                           */
 /* ------------------------------------------------------------------------ */
 
-static void drop_view(mil_model *m) {
+void io_model_drop_view(mil_model *m) {
   io_desc_view_free(m->view);
   m->view = NULL;
 }
 
 void mil_model_free(mil_model *m) {
   if (!m) return;
-  drop_view(m);
+  io_model_drop_view(m);
   mil_program_free(m->prog);
   io_pb_free(m->desc);
   for (int32_t i = 0; i < m->n_weights; i++) mil_blob_file_close(m->weights[i]);
@@ -217,13 +217,13 @@ void mil_model_set_program(mil_model *m, mil_program *prog) {
   if (prog == m->prog) return;
   mil_program_free(m->prog);
   m->prog = prog;
-  drop_view(m);
+  io_model_drop_view(m);
 }
 
 mil_program *mil_model_take_program(mil_model *m) {
   mil_program *p = m->prog;
   m->prog = NULL;
-  drop_view(m);
+  io_model_drop_view(m);
   return p;
 }
 
@@ -232,7 +232,7 @@ int mil_model_spec_version(const mil_model *m) { return m->spec_version; }
 mil_status mil_model_set_spec_version(mil_model *m, int v) {
   if (v < MIL_SPEC_VERSION_MIN || v > MIL_SPEC_VERSION_MAX) return MIL_ERR_INVALID;
   m->spec_version = v;
-  drop_view(m);
+  io_model_drop_view(m);
   return MIL_OK;
 }
 
@@ -242,6 +242,14 @@ int32_t mil_model_n_weight_files(const mil_model *m) { return m->n_weights; }
 
 mil_blob_file *mil_model_weight_file(const mil_model *m, int32_t i) {
   return i >= 0 && i < m->n_weights ? m->weights[i] : NULL;
+}
+
+mil_status mil_model_check_weights(const mil_model *m, mil_diag *d) {
+  for (int32_t i = 0; m && i < m->n_weights; i++) {
+    mil_status st = mil_blob_file_check(m->weights[i], d);
+    if (st != MIL_OK) return st;
+  }
+  return MIL_OK;
 }
 
 const mil_model_desc *mil_model_description(mil_model *m) {
@@ -281,7 +289,7 @@ mil_status mil_model_set_metadata(mil_model *m, const char *key, const char *val
   Coreml__ModelDescription *desc = m->desc;
   if (!desc->metadata && !(desc->metadata = io_pb_new(&coreml__metadata__descriptor))) return MIL_ERR_NOMEM;
   Coreml__Metadata *meta = desc->metadata;
-  drop_view(m);
+  io_model_drop_view(m);
   for (size_t i = 0; i < meta->n_userdefined; i++) {
     Coreml__Metadata__UserDefinedEntry *e = meta->userdefined[i];
     if (!e->key || strcmp(e->key, key)) continue;
@@ -312,7 +320,7 @@ mil_status mil_model_sync_description(mil_model *m, mil_diag *d) {
   Coreml__ModelDescription *nd = NULL;
   mil_status st = io_desc_synthesize(m->prog, m->spec_version, m->desc, &nd, d);
   if (st != MIL_OK) return st;
-  drop_view(m);
+  io_model_drop_view(m);
   io_pb_free(m->desc);
   m->desc = nd;
   return MIL_OK;

@@ -374,6 +374,21 @@ static Coreml__FeatureDescription *synth_input(synth *s, const mil_var *v) {
 static Coreml__FeatureDescription *synth_output(synth *s, const mil_var *v) {
   const mil_type *t = v->type;
   Coreml__FeatureType *ft;
+  if (t->kind == MIL_TYPE_TENSOR && t->rank == 0 && (t->dtype == MIL_DT_STRING || t->dtype == MIL_DT_INT64)) {
+    /* a classifier's label (classify's first output): stringType / int64Type */
+    Coreml__FeatureDescription *fd = new_feature(s, v->name, &ft);
+    if (!fd) return NULL;
+    bool str = t->dtype == MIL_DT_STRING;
+    void *lt = io_pb_new(str ? &coreml__string_feature_type__descriptor : &coreml__int64_feature_type__descriptor);
+    if (!lt) {
+      io_pb_free(fd);
+      return soom(s);
+    }
+    ft->type_case = str ? COREML__FEATURE_TYPE__TYPE_STRING_TYPE : COREML__FEATURE_TYPE__TYPE_INT64_TYPE;
+    if (str) ft->stringtype = lt;
+    else ft->int64type = lt;
+    return fd;
+  }
   if (t->kind == MIL_TYPE_TENSOR) {
     Coreml__ArrayFeatureType *a = array_type(s, v, t, false, "output");
     if (!a) return NULL;

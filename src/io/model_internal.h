@@ -64,6 +64,9 @@ struct mil_model {
   io_desc_view *view;             /* decoded description, built on demand */
 };
 
+/* Drops the decoded description view (after any change to m->desc). */
+IO_MODEL_HIDDEN void io_model_drop_view(mil_model *m);
+
 /* ---- proto_check.c ---- */
 /* Walks a serialized message with its descriptor and reports the first
  * wire-level defect (offset, field path, expected and found); also enforces
@@ -271,5 +274,9 @@ IO_MODEL_HIDDEN char *io_model_dir_of(const char *path);
  * io_save_crash_signal (0: SIGKILL), simulating a crash or an interruption
  * between two steps of a save. */
 IO_MODEL_HIDDEN extern int io_save_crash_at, io_save_crash_signal;
+/* Puts tmp (a finished file, or package directory when is_dir) at path,
+ * replacing what is there atomically as mil_model_save does (for the model
+ * utilities' pipeline packages). */
+IO_MODEL_HIDDEN mil_status io_model_replace_path(const char *tmp, const char *path, bool is_dir, mil_diag *d);
 
 #endif

@@ -139,6 +139,10 @@ static mil_status replace_path(const char *tmp, const char *path, bool is_dir, m
   return st;
 }
 
+mil_status io_model_replace_path(const char *tmp, const char *path, bool is_dir, mil_diag *d) {
+  return replace_path(tmp, path, is_dir, d);
+}
+
 /* ------------------------------------------------------------------------ */
 /* .mlmodel weight files                                                      */
 /* ------------------------------------------------------------------------ */

@@ -584,8 +584,8 @@ mil_status mil_npy_write(const char *path, mil_dtype dt, int rank, const int64_t
   if (!path) return mil_diag_error(d, MIL_ERR_INVALID, "mil_npy_write: NULL path");
   const npy_type *t = type_of_dtype(dt);
   if (!t)
-    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: dtype %d has no .npy representation here; expected fp16, "
-                          "fp32, fp64, int8..int64, uint8..uint64 or bool", path, (int)dt);
+    return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: dtype %s has no .npy representation here; expected fp16, "
+                          "fp32, fp64, int8..int64, uint8..uint64 or bool", path, mil_dtype_name(dt));
   if (rank < 0 || rank > MIL_NPY_MAX_RANK || (rank > 0 && !shape))
     return mil_diag_error(d, MIL_ERR_INVALID, "%s: rank %d, expected 0..%d with a shape", path, rank, MIL_NPY_MAX_RANK);
   uint64_t n = 1;

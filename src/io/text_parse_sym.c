@@ -253,7 +253,7 @@ static int parse_dims_dtype(io_parser *P, mil_dim *dims, mil_dtype *dt, type_wor
     int c = io_lex_peek(L);
     const char *s;
     size_t n;
-    if (rank >= IO_PARSE_MAX_RANK && (c == '*' || c == '?' || (c >= '0' && c <= '9'))) {
+    if (rank >= IO_PARSE_MAX_RANK && (c == '*' || c == '?' || c == '+' || c == '-' || (c >= '0' && c <= '9'))) {
       io_lex_error(L, at, "more than %d dimensions", IO_PARSE_MAX_RANK);
       return -2;
     }

@@ -56,7 +56,11 @@ static mil_status distribution(mil_infer_ctx *c, mil_dtype dt) {
     return op_fail(c, "input 'shape' has %lld entries, more than supported (%d)", (long long)n, OP_MAX_RANK);
   mil_dim dims[OP_MAX_RANK];
   const mil_value *v = op_val(c, "shape");
-  for (int64_t i = 0; i < n; i++) dims[i] = v ? op_dim(mil_value_get_i64(v, i)) : op_dim_sym(c);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t x = v ? mil_value_get_i64(v, i) : 0;
+    if (x < 0) return op_fail(c, "input 'shape' has a negative entry: shape[%lld] = %lld", (long long)i, (long long)x);
+    dims[i] = v ? op_dim(x) : op_dim_sym(c);
+  }
   op_set_out(c, 0, op_tensor(c, dt, (int32_t)n, n ? dims : NULL));
   return MIL_OK;
 }

@@ -398,26 +398,32 @@ static inline int func_version(const mil_function *f) {
   return v < 0 ? MIL_IOS18 : v;
 }
 
-/* Bytes of the known tensor values bound to op's inputs. */
-static int64_t input_value_bytes(const mil_op *op) {
-  int64_t sum = 0;
+/* The largest known tensor value bound to op's inputs: its bytes and
+ * element count. */
+static void largest_input_value(const mil_op *op, int64_t *bytes, int64_t *numel) {
+  *bytes = 0;
+  *numel = 0;
   for (int32_t i = 0; i < op->n_inputs; i++)
     for (int32_t j = 0; j < op->inputs[i].n_args; j++) {
       const mil_arg *a = &op->inputs[i].args[j];
       const mil_value *v = a->value ? a->value : a->use.var ? a->use.var->val : NULL;
-      if (v && v->kind == MIL_VAL_TENSOR && sum < INT64_MAX / 4) sum += (int64_t)v->nbytes;
+      if (!v || v->kind != MIL_VAL_TENSOR) continue;
+      if ((int64_t)v->nbytes > *bytes) *bytes = (int64_t)v->nbytes;
+      if (v->numel > *numel) *numel = v->numel;
     }
-  return sum;
 }
 
 /* Whether folding may materialize op's outputs. An output of at most
- * MIL_FOLD_MAX_BYTES always may; a larger one only when it is no larger than
- * twice the op's known input values (a cast of a large weight folds, as in
- * coremltools; a tile, fill or broadcast that multiplies a small value into
- * a large one does not, and keeps only its type). Element counts are
- * checked for overflow before any size is computed. */
+ * MIL_FOLD_MAX_BYTES always may; a larger one only when it has no more
+ * elements than one of the op's known input values and at most twice its
+ * bytes (a cast, transpose or slice of a large weight folds, as in
+ * coremltools). Growth is refused: a tile, fill or broadcast that
+ * multiplies a small value into a large one, and a concat of a value with
+ * itself, keep only their types, so a chain of doublings (40 concats of a
+ * 1-element const) never materializes more than the cap. Element counts
+ * are checked for overflow before any size is computed. */
 static bool fold_within_bound(const mil_op *op, const mil_type **types, int32_t n) {
-  int64_t in_bytes = -1;
+  int64_t in_bytes = -1, in_numel = -1;
   for (int32_t i = 0; i < n; i++) {
     const mil_type *t = types[i];
     if (!t || t->kind != MIL_TYPE_TENSOR || t->rank <= 0) continue;
@@ -431,8 +437,8 @@ static bool fold_within_bound(const mil_op *op, const mil_type **types, int32_t 
     if (count > MIL_TENSOR_MAX_ELEMENTS) return false;
     int64_t bytes = (int64_t)mil_dtype_storage_bytes(t->dtype, count);
     if (bytes <= MIL_FOLD_MAX_BYTES) continue;
-    if (in_bytes < 0) in_bytes = input_value_bytes(op);
-    if (bytes / 2 > in_bytes) return false;
+    if (in_bytes < 0) largest_input_value(op, &in_bytes, &in_numel);
+    if (count > in_numel || bytes / 2 > in_bytes) return false;
   }
   return true;
 }

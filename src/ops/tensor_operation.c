@@ -106,8 +106,12 @@ static mil_status infer_fill(mil_infer_ctx *c) {
   if (!sv) return MIL_ERR_NOMEM;
   bool have = op_in_symval(c, "shape", 0, sv) && sv->n == n;
   for (int64_t i = 0; i < n; i++) {
-    bool neg = have && sv->e[i].kind == OP_SYM_KNOWN && sv->e[i].x < 0;
-    d[i] = have && !neg ? op_sym_dim(c, &sv->e[i]) : op_dim_sym(c);
+    if (have && sv->e[i].kind == OP_SYM_KNOWN && sv->e[i].x < 0) { /* np.full: negative dimensions are not allowed */
+      long long x = (long long)sv->e[i].x;
+      op_tmp_free(c, sv, sizeof *sv);
+      return op_fail(c, "input 'shape' has a negative entry: shape[%lld] = %lld", (long long)i, x);
+    }
+    d[i] = have ? op_sym_dim(c, &sv->e[i]) : op_dim_sym(c);
   }
   if (have && sv->opaque && c->op->n_outputs > 0) {
     const mil_type *dt_ = c->op->outputs[0]->type;

@@ -582,8 +582,10 @@ int op_need_ints(mil_infer_ctx *c, const char *name, int64_t *out, int max) {
   if (v && v->kind == MIL_VAL_TENSOR && v->numel > max)
     return op_fail(c, "input '%s' has %lld values, more than supported (%d)", name, (long long)v->numel, max), -1;
   if (!op_has(c, name)) return op_fail(c, "required input '%s' is missing", name), -1;
-  return op_fail(c, "input '%s' must be a known integer constant, got %s computed at run time", name,
-                 op_tstr(c, op_type(c, name))),
+  const mil_type *t = op_type(c, name);
+  bool is_bool = t && t->kind == MIL_TYPE_TENSOR && t->dtype == MIL_DT_BOOL;
+  return op_fail(c, "input '%s' must be a known %s constant, got %s computed at run time", name,
+                 is_bool ? "bool" : "integer", op_tstr(c, t)),
          -1;
 }
 

@@ -44,7 +44,27 @@ static bool type_match(const mil_type *d, const mil_type *e) {
 typedef struct vstate {
   mil_diag *d;
   size_t errors;
+  mil_var **lent; /* outputs given their inferred value for the walk (reset after it) */
+  size_t n_lent, cap_lent;
 } vstate;
+
+/* coremltools' value inference: an op's output whose value inference knows
+ * it (logical_not of a const, a shape of a static shape) has a .val that
+ * later ops' const-requiring inputs accept. A program read from text has
+ * no values on op outputs, so the walk lends each output its inferred
+ * value while it lasts; mil_program_validate takes them back. */
+static void lend_value(vstate *s, mil_var *v, const mil_value *val) {
+  if (!val || v->val) return;
+  if (s->n_lent == s->cap_lent) {
+    size_t nc = s->cap_lent ? 2 * s->cap_lent : 32;
+    mil_var **nl = realloc(s->lent, nc * sizeof *nl);
+    if (!nl) return; /* the value stays unknown: a later op may be refused, never wrongly accepted */
+    s->lent = nl;
+    s->cap_lent = nc;
+  }
+  s->lent[s->n_lent++] = v;
+  v->val = val;
+}
 
 static const char *func_of(const mil_op *op) {
   const mil_block *b = op->block;
@@ -77,6 +97,7 @@ static int check_one(mil_op *op, void *ud) {
     return 0;
   }
   for (int32_t i = 0; i < op->n_outputs; i++) {
+    if (type_match(op->outputs[i]->type, tp[i])) lend_value(s, op->outputs[i], vp[i]);
     if (!type_match(op->outputs[i]->type, tp[i])) {
       char a[256], b[256];
       mil_diag_add(s->d, MIL_SEV_ERROR,
@@ -92,8 +113,10 @@ static int check_one(mil_op *op, void *ud) {
 mil_status mil_program_validate(const mil_program *p, mil_diag *d) {
   mil_status st = mil_program_verify(p, d);
   if (st != MIL_OK) return st; /* type checks assume a well-formed program */
-  vstate s = {d, 0};
+  vstate s = {d, 0, NULL, 0, 0};
   mil_program_walk((mil_program *)p, check_one, &s);
+  for (size_t i = 0; i < s.n_lent; i++) s.lent[i]->val = NULL;
+  free(s.lent);
   return s.errors ? MIL_ERR_TYPE : MIL_OK;
 }
 

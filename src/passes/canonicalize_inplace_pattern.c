@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/pass_build_internal.h"
+#include "passes/pass_internal.h"
 
 #define PASS "canonicalize_inplace_pattern"
 

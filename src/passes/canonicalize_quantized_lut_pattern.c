@@ -42,7 +42,7 @@
 #include <string.h>
 
 #include "passes/fuse_util_internal.h"
-#include "passes/pass_build_internal.h"
+#include "passes/pass_internal.h"
 
 #define PASS "canonicalize_quantized_lut_pattern"
 #define LUT "constexpr_lut_to_dense"

@@ -11,7 +11,7 @@
 #ifndef MIL_CAST_QUANTIZATION_INTERNAL_H
 #define MIL_CAST_QUANTIZATION_INTERNAL_H
 
-#include "passes/pass_build_internal.h"
+#include "passes/pass_internal.h"
 
 typedef struct pass_castq pass_castq;
 /* The state of one run of a casting pass. */

@@ -19,7 +19,7 @@
  */
 #include <string.h>
 
-#include "passes/pass_build_internal.h"
+#include "passes/pass_internal.h"
 
 #define PASS "compression::WeightDecompressor"
 

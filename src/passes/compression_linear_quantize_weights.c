@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "compress/compress_internal.h"
+#include "passes/pass_internal.h"
 
 #define PASS "compression::linear_quantize_weights"
 

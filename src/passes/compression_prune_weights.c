@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "compress/compress_internal.h"
+#include "passes/pass_internal.h"
 
 #define PASS "compression::prune_weights"
 

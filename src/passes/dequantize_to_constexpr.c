@@ -40,7 +40,7 @@
 #include <string.h>
 
 #include "passes/fuse_util_internal.h"
-#include "passes/pass_build_internal.h"
+#include "passes/pass_internal.h"
 
 #define PASS "dequantize_to_constexpr"
 

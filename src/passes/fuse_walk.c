@@ -507,3 +507,24 @@ bool pass_pat_detect_prep(const pass_pat_prep *pp, mil_op *op, pass_pat_match *m
     }
   return false;
 }
+
+/* ---------- passes built on the builder ---------- */
+
+typedef struct bld_walk {
+  pass_bld c; /* first: the walk's ud is the pass_bld too */
+  pass_bld_fn fn;
+} bld_walk;
+
+static int bld_walk_at(void *ud, mil_op *op) {
+  bld_walk *w = ud;
+  return w->fn(&w->c, op);
+}
+
+mil_status pass_bld_walk(mil_program *p, mil_diag *d, const pass_walk_spec *spec, pass_bld_fn fn,
+                         mil_pass_stats *stats) {
+  bld_walk w = {{.p = p, .d = d, .pass = spec->pass}, fn};
+  mil_status st = pass_walk_run(p, d, spec, bld_walk_at, &w, &w.c.changes);
+  pass_bld_free(&w.c);
+  if (stats) stats->changes += w.c.changes;
+  return st;
+}

@@ -27,20 +27,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/pass_build_internal.h"
+#include "passes/pass_internal.h"
 
 #define PASS "image_input_preprocess"
-
-static const mil_value *declared(const mil_function *f) {
-  for (int32_t i = 0; i < f->n_attrs; i++)
-    if (strcmp(f->attrs[i].name, "channel_last_image_inputs") == 0) return f->attrs[i].value;
-  return NULL;
-}
 
 static mil_status run(mil_program *p, const mil_pass_options *o, mil_pass_stats *stats, mil_diag *d) {
   (void)o;
   mil_function *f = mil_program_find_function(p, "main");
-  const mil_value *decl = f ? declared(f) : NULL;
+  const mil_value *decl = f ? mil_function_get_attr(f, "channel_last_image_inputs") : NULL;
   if (!decl || decl->kind != MIL_VAL_TENSOR || !decl->type || decl->type->dtype != MIL_DT_STRING) return MIL_OK;
   mil_block *b = mil_function_body(f);
   if (!b) return MIL_OK;

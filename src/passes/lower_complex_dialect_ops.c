@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/pass_build_internal.h"
+#include "passes/pass_internal.h"
 
 #define PASS "lower_complex_dialect_ops"
 

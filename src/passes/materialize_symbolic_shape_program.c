@@ -49,7 +49,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "passes/pass_build_internal.h"
+#include "passes/pass_internal.h"
 
 #define PASS "materialize_symbolic_shape_program"
 

@@ -42,7 +42,7 @@
 #include <string.h>
 
 #include "passes/fuse_util_internal.h"
-#include "passes/pass_build_internal.h"
+#include "passes/pass_internal.h"
 
 #define PASS "merge_affine_dequantize_with_consecutive_ops"
 

@@ -44,7 +44,7 @@
 #include <string.h>
 
 #include "passes/fuse_util_internal.h"
-#include "passes/pass_build_internal.h"
+#include "passes/pass_internal.h"
 
 #define PASS "nullify_redundant_quantization_zero_point"
 

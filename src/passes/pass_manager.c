@@ -255,6 +255,8 @@ static mil_status set_value(popt_val *v, const mil_pass_def *pass, const mil_pas
       if (end == str || *end) goto bad;
     } else goto bad;
     if ((od->has_min && nv.f < od->min) || (od->has_max && nv.f > od->max)) goto range;
+    /* the text it was given, for mil_pass_opt_to_string (the passes format no numbers) */
+    if (!(nv.s = str ? dup_n(str, strlen(str)) : cJSON_PrintUnformatted(j))) return MIL_ERR_NOMEM;
     break;
   case MIL_POPT_STRING:
     if (str) nv.s = dup_n(str, strlen(str));
@@ -466,12 +468,7 @@ const char *mil_pass_opt_to_string(const mil_pass_options *o, const char *key, c
   switch (o->pass->options[k].type) {
   case MIL_POPT_BOOL: snprintf(buf, n, "%s", v->b ? "true" : "false"); break;
   case MIL_POPT_INT: snprintf(buf, n, "%lld", (long long)v->i); break;
-  case MIL_POPT_DOUBLE: {
-    char num[32];
-    mil_format_double(num, v->f);
-    snprintf(buf, n, "%s", num);
-    break;
-  }
+  case MIL_POPT_DOUBLE:
   case MIL_POPT_STRING:
   case MIL_POPT_JSON: snprintf(buf, n, "%s", v->s); break;
   case MIL_POPT_STRING_LIST: {
@@ -540,29 +537,6 @@ void mil_pipeline_report_free(mil_pipeline_report *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* True when `name` is listed in the comma-separated list. */
-static bool in_name_list(const char *list, const char *name) {
-  if (!list) return false;
-  const char *p = list;
-  while (*p) {
-    const char *c = strchr(p, ',');
-    size_t n = c ? (size_t)(c - p) : strlen(p);
-    char item[256];
-    if (n < sizeof item) {
-      memcpy(item, p, n);
-      item[n] = 0;
-      char *s = item;
-      while (isspace((unsigned char)*s)) s++;
-      char *e = s + strlen(s);
-      while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
-      if (*s && pass_name_matches(s, name)) return true;
-    }
-    if (!c) break;
-    p = c + 1;
-  }
-  return false;
-}
-
 static mil_status add_record(mil_pipeline_report *rep, const mil_pass_record *r) {
   if (!rep) return MIL_OK;
   mil_pass_record *nr = realloc(rep->records, (size_t)(rep->n_records + 1) * sizeof *nr);
@@ -582,16 +556,6 @@ mil_status mil_pipeline_run(mil_pipeline *pl, mil_program *p, const mil_pipeline
     mil_pipeline_report_free(rep);
     rep->ops_before = rep->ops_after = mil_program_count_ops(p);
   }
-  /* Validation against the op registry is only meaningful after a pass when
-   * the program passed it before the pipeline started. */
-  bool validate_each = false;
-  if (ro->verify_each) {
-    mil_diag tmp = {0};
-    validate_each = mil_program_validate(p, &tmp) == MIL_OK;
-    mil_diag_clear(&tmp);
-  }
-  FILE *pf = ro->print_file ? ro->print_file : stderr;
-  mil_print_options popt = {ro->print_coremltools_form ? MIL_PRINT_COREMLTOOLS : MIL_PRINT_COMPLETE, true};
   int32_t n = mil_pipeline_n_passes(pl);
   int64_t ops = mil_program_count_ops(p);
   /* marked values are filled in by the first skipped pass; later passes
@@ -605,7 +569,8 @@ mil_status mil_pipeline_run(mil_pipeline *pl, mil_program *p, const mil_pipeline
     if (!pass || !opts) return MIL_ERR_NOMEM; /* validate guaranteed the pass exists */
     mil_pass_record r = {pass->name, i, 0, 0, ops, ops, false};
     mil_pass_stats ps = {0};
-    if (ro->before_pass) ro->before_pass(ro->hook_ud, i, n, pass->name, ops);
+    for (int32_t k = 0; k < ro->n_observers; k++)
+      if (ro->observers[k].before) ro->observers[k].before(ro->observers[k].ud, pl, i, n, pass->name, p, ops);
     double t0 = pass_now_seconds();
     st = run_one(pass, p, opts, &ps, d, &inferred, &r.skipped);
     /* weights a pass replaced (fp16 casts, transposed copies) are given back
@@ -623,27 +588,14 @@ mil_status mil_pipeline_run(mil_pipeline *pl, mil_program *p, const mil_pipeline
       if (r.changes > 0) rep->n_changed++;
     }
     if (add_record(rep, &r) != MIL_OK) return MIL_ERR_NOMEM;
-    if (ro->after_pass) ro->after_pass(ro->hook_ud, &r);
     if (st != MIL_OK) {
       mil_diag_error(d, st, "pass '%s' (#%d of pipeline '%s') failed: %s", pass->name, i, mil_pipeline_name(pl),
                      mil_status_str(st));
       return st;
     }
-    if (ro->verify_each) {
-      double v0 = pass_now_seconds();
-      mil_status vs = mil_program_verify(p, d);
-      if (vs == MIL_OK && validate_each) vs = mil_program_validate(p, d);
-      if (rep) rep->verify_seconds += pass_now_seconds() - v0;
-      if (vs != MIL_OK)
-        return mil_diag_error(d, MIL_ERR_INVALID, "the program is invalid after pass '%s' (#%d of pipeline '%s')",
-                              pass->name, i, mil_pipeline_name(pl));
-    }
-    if (ro->print_after_all || in_name_list(ro->print_after, pass->name)) {
-      if (fprintf(pf, "# after pass #%d %s (%lld changes, %lld ops)\n", i, pass->name, (long long)r.changes,
-                  (long long)ops) < 0 ||
-          mil_print_program_file(p, &popt, pf) != MIL_OK)
-        return mil_diag_error(d, MIL_ERR_IO, "printing the program after pass '%s' failed", pass->name);
-    }
+    for (int32_t k = 0; k < ro->n_observers && st == MIL_OK; k++)
+      if (ro->observers[k].after) st = ro->observers[k].after(ro->observers[k].ud, pl, &r, p, d);
+    if (st != MIL_OK) return st;
   }
   mil_release_free_memory(); /* what the passes freed, before the caller writes the model */
   return MIL_OK;

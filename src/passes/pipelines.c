@@ -561,24 +561,34 @@ const mil_pass_options *mil_pipeline_options(mil_pipeline *pl, const char *pass)
 
 mil_status mil_pipeline_validate(const mil_pipeline *pl, mil_diag *d) {
   /* every pass implemented: one message listing each missing pass once */
-  mil_buf missing = {0};
+  size_t cap = 1;
+  for (int32_t i = 0; i < pl->n; i++) cap += strlen(pl->passes[i]) + 2;
+  char *missing = malloc(cap);
+  if (!missing) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
+  size_t len = 0;
+  missing[0] = 0;
   int32_t n_missing = 0;
   for (int32_t i = 0; i < pl->n; i++) {
     if (mil_pass_is_implemented(pl->passes[i])) continue;
     bool seen = false;
     for (int32_t k = 0; k < i && !seen; k++) seen = strcmp(pl->passes[k], pl->passes[i]) == 0;
     if (seen) continue;
-    mil_buf_printf(&missing, "%s%s", n_missing ? ", " : "", pl->passes[i]);
+    if (n_missing) {
+      memcpy(missing + len, ", ", 2);
+      len += 2;
+    }
+    size_t m = strlen(pl->passes[i]);
+    memcpy(missing + len, pl->passes[i], m + 1);
+    len += m;
     n_missing++;
   }
   if (n_missing) {
     mil_status st = mil_diag_error(d, MIL_ERR_UNSUPPORTED, "pipeline '%s' names %d pass%s not implemented yet: %s",
-                                   pl->name, n_missing, n_missing == 1 ? "" : "es",
-                                   missing.data ? missing.data : "");
-    mil_buf_free(&missing);
+                                   pl->name, n_missing, n_missing == 1 ? "" : "es", missing);
+    free(missing);
     return st;
   }
-  mil_buf_free(&missing);
+  free(missing);
   for (int32_t i = 0; i < pl->n_opts; i++) {
     bool found = false;
     for (int32_t k = 0; k < pl->n && !found; k++) found = strcmp(pl->passes[k], pl->opts[i].pass) == 0;

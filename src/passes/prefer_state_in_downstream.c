@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "passes/fuse_util_internal.h"
-#include "passes/pass_build_internal.h"
+#include "passes/pass_internal.h"
 
 #define PASS "prefer_state_in_downstream"
 

@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/pass_build_internal.h"
+#include "passes/pass_internal.h"
 
 #define PASS "sanitize_input_output_names"
 

@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/pass_build_internal.h"
+#include "passes/pass_internal.h"
 
 #define PASS "scaled_dot_product_attention_sliced_q"
 

@@ -38,18 +38,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/pass_build_internal.h"
+#include "passes/pass_internal.h"
 
 #define PASS "update_output_dtypes"
 
-static const mil_value *declared_types(const mil_function *f) {
-  for (int32_t i = 0; i < f->n_attrs; i++)
-    if (strcmp(f->attrs[i].name, "output_types") == 0) return f->attrs[i].value;
-  return NULL;
-}
-
 static mil_status adjust(pass_bld *c, mil_function *f) {
-  const mil_value *decl = declared_types(f);
+  const mil_value *decl = mil_function_get_attr(f, "output_types");
   mil_block *b = mil_function_body(f);
   if (!decl || !b || decl->kind != MIL_VAL_TENSOR || !decl->type || decl->type->dtype != MIL_DT_STRING ||
       decl->numel == 0)

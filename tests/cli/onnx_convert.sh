@@ -15,7 +15,7 @@ fail() {
 
 # --- usage -------------------------------------------------------------------
 "$MIL" convert --list-ops >"$tmp/ops" || fail "--list-ops"
-for op in Conv Gemm LSTM If Loop Resize Attention; do
+for op in Conv Gemm LSTM If Loop Resize Attention GroupQueryAttention SkipLayerNormalization FusedMatMul; do
   grep -q "^$op " "$tmp/ops" || fail "--list-ops lacks $op"
 done
 "$MIL" convert a.onnx b.mlpackage --target iOS14 >/dev/null 2>&1

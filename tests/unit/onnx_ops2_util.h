@@ -15,6 +15,7 @@
 
 #include "mil/interp.h"
 #include "mil/mil.h"
+#include "mil/convert.h"
 #include "mil/onnx.h"
 #include "onnx.pb-c.h"
 
@@ -178,11 +179,11 @@ static inline int64_t numel(const io *v) {
  * an interpreter on it; *m and *d to be freed by the caller. */
 static inline mil_interp *open_interp(const uint8_t *buf, size_t len, const char *path, mil_model **m, mil_diag *d) {
   mil_diag_init(d);
-  mil_onnx_options o;
+  mil_convert_options o;
   memset(&o, 0, sizeof o);
   o.fp32 = true;
   *m = NULL;
-  mil_status st = buf ? mil_onnx_import_buffer(buf, len, "ops2.onnx", NULL, &o, m, d) : mil_onnx_import(path, &o, m, d);
+  mil_status st = buf ? mil_convert_onnx_buffer(buf, len, "ops2.onnx", NULL, &o, m, d) : mil_convert(path, &o, m, d);
   if (st != MIL_OK) printf("  %s\n", mil_diag_first_error(d));
   assert_int_equal(st, MIL_OK);
   mil_interp *ip = NULL;

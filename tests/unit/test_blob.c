@@ -525,6 +525,41 @@ static void expect_read_error(const uint8_t *img, size_t len, uint64_t off, mil_
   mil_diag_clear(&d);
 }
 
+/* A payload overlapping the storage header or any metadata record is
+ * refused (it would read header bytes as weights), naming both ranges. */
+static void test_payload_overlaps_header(void **state) {
+  (void)state;
+  uint8_t base[515], img[515];
+  expected_example(base);
+  /* blob 64 (fp32 x3, 12 bytes): payload at 0 overlaps the file header */
+  memcpy(img, base, sizeof img);
+  put64(img + 0x50, 0);
+  expect_read_error(img, sizeof img, 64, MIL_DT_FP32, 3, MIL_ERR_FORMAT,
+                    "blob at offset 64: payload [0, 12) overlaps the storage header [0, 64)");
+  /* payload at 60 straddles the file header and its own record */
+  put64(img + 0x50, 60);
+  expect_read_error(img, sizeof img, 64, MIL_DT_FP32, 3, MIL_ERR_FORMAT, "payload [60, 72) overlaps the storage header");
+  /* payload inside its own record */
+  put64(img + 0x50, 64);
+  expect_read_error(img, sizeof img, 64, MIL_DT_FP32, 3, MIL_ERR_FORMAT,
+                    "blob at offset 64: payload [64, 76) overlaps the metadata record at offset 64 [64, 128)");
+  /* blob 448 (uint6, 3 bytes) reading the record of blob 320 */
+  memcpy(img, base, sizeof img);
+  put64(img + 448 + 0x10, 330);
+  expect_read_error(img, sizeof img, 448, MIL_DT_UINT6, 3, MIL_ERR_FORMAT,
+                    "blob at offset 448: payload [330, 333) overlaps the metadata record at offset 320 [320, 384)");
+  /* the records' own payloads still read */
+  mil_diag d = {0};
+  mil_status st;
+  mil_blob_file *f = open_image(base, sizeof base, &st, &d);
+  const void *p = NULL;
+  size_t nb = 0;
+  assert_int_equal(mil_blob_file_read(f, 448, MIL_DT_UINT6, 3, &p, &nb, &d), MIL_OK);
+  assert_int_equal(nb, 3);
+  mil_blob_file_close(f);
+  mil_diag_clear(&d);
+}
+
 static void test_open_errors(void **state) {
   uint8_t img[515];
   expected_example(img);
@@ -699,11 +734,13 @@ static void test_enumerate_errors(void **state) {
   put32(img + 0x144, 0);
   iterate_expect_error(img, sizeof img, 2, "blob at offset 320: data type 0, expected a BlobDataType in 1..17");
   memcpy(img, base, sizeof img);
-  put64(img + 0xD0, 0x40); /* payload of blob 2 points back at blob 1's record */
+  put64(img + 0xD0, 0x80); /* payload of blob 2 points back at blob 1's payload */
   put64(img + 0xD8, 0);
   put64(img + 0xC8, 3);
   put32(img + 0xC4, 3); /* uint8 */
-  iterate_expect_error(img, sizeof img, 1, "blob at offset 192: payload offset 64 + sizeInBytes 3");
+  iterate_expect_error(img, sizeof img, 1, "blob at offset 192: payload offset 128 + sizeInBytes 3");
+  put64(img + 0xD0, 0x40); /* ... at blob 1's record */
+  iterate_expect_error(img, sizeof img, 1, "blob at offset 192: payload [64, 67) overlaps the metadata record at offset 64");
   memcpy(img, base, sizeof img);
   put32(img + 0x140, 0x12345678);
   iterate_expect_error(img, sizeof img, 2, "blob at offset 320: sentinel 0x12345678, expected 0xDEADBEEF");
@@ -772,6 +809,7 @@ int main(void) {
       cmocka_unit_test(test_writer_errors),        cmocka_unit_test(test_writer_io_error),
       cmocka_unit_test(test_open_errors),
       cmocka_unit_test(test_sentinel_message),     cmocka_unit_test(test_read_errors),
+      cmocka_unit_test(test_payload_overlaps_header),
       cmocka_unit_test(test_enumerate_errors),     cmocka_unit_test(test_policy),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

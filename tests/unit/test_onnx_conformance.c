@@ -2,7 +2,7 @@
  * libonnx-testdata, /usr/share/libonnx-testdata/data/{node, simple,
  * pytorch-converted, pytorch-operator}/<test>/) through the importer.
  *
- * For each test: mil_onnx_import of model.onnx with fp32 precision (the
+ * For each test: mil_convert of model.onnx with fp32 precision (the
  * DEFAULT pipeline without add_fp16_cast, as `mil convert --precision fp32`)
  * for iOS15, or for iOS18 when iOS15 cannot express the model,
  * the interpreter on test_data_set_0/input_*.pb, and each output compared
@@ -45,6 +45,7 @@
 
 #include "mil/interp.h"
 #include "mil/mil.h"
+#include "mil/convert.h"
 #include "mil/onnx.h"
 #include "mil/onnx_tensor.h"
 #include "mil/ops.h"
@@ -148,16 +149,16 @@ static int run_one(const char *dir, FILE *msg) {
     return tfail(msg, "path too long");
   mil_diag d;
   mil_diag_init(&d);
-  mil_onnx_options o;
+  mil_convert_options o;
   memset(&o, 0, sizeof o);
   o.fp32 = true;
   mil_model *m = NULL;
-  mil_status st = mil_onnx_import(path, &o, &m, &d);
+  mil_status st = mil_convert(path, &o, &m, &d);
   if (st == MIL_ERR_UNSUPPORTED) {
     /* what iOS15 cannot express may be convertible for iOS18 */
     mil_diag_clear(&d);
     o.target = MIL_IOS18;
-    st = mil_onnx_import(path, &o, &m, &d);
+    st = mil_convert(path, &o, &m, &d);
   }
   if (st != MIL_OK) {
     fprintf(msg, "%s", mil_diag_first_error(&d) ? mil_diag_first_error(&d) : mil_status_str(st));

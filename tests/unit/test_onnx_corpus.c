@@ -21,6 +21,7 @@
 
 #include "mil/interp.h"
 #include "mil/mil.h"
+#include "mil/convert.h"
 #include "mil/onnx.h"
 #include "mil/onnx_tensor.h"
 #include "mil/passes.h"
@@ -94,11 +95,11 @@ static void check_variant(const char *dir) {
   assert_int_equal(mil_onnx_tensor_read(xin, &ro, &x, &d), MIL_OK);
   assert_int_equal(mil_onnx_tensor_read(yout, &ro, &y, &d), MIL_OK);
   for (int fp16 = 0; fp16 <= 1; fp16++) {
-    mil_onnx_options o;
+    mil_convert_options o;
     memset(&o, 0, sizeof o);
     o.fp32 = !fp16;
     mil_model *m = NULL;
-    mil_status st = mil_onnx_import(path, &o, &m, &d);
+    mil_status st = mil_convert(path, &o, &m, &d);
     if (st != MIL_OK) printf("  %s\n", mil_diag_first_error(&d));
     assert_int_equal(st, MIL_OK);
     assert_int_equal(mil_program_validate(mil_model_program(m), &d), MIL_OK);

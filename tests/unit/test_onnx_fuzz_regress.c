@@ -39,6 +39,7 @@
 #include <cmocka.h>
 
 #include "mil/model.h"
+#include "mil/convert.h"
 #include "mil/onnx.h"
 
 #define SEEDS MIL_TEST_DATA "/../fuzz/seeds/fuzz_onnx_model/"
@@ -46,7 +47,7 @@
 static void expect_refused(const char *file, const char *op, const char *why) {
   mil_diag d = {0};
   mil_model *m = NULL;
-  mil_status st = mil_onnx_import(file, NULL, &m, &d);
+  mil_status st = mil_convert(file, NULL, &m, &d);
   assert_int_not_equal(st, MIL_OK);
   assert_null(m);
   const char *e = mil_diag_first_error(&d);

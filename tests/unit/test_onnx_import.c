@@ -24,6 +24,7 @@
 
 #include "mil/interp.h"
 #include "mil/mil.h"
+#include "mil/convert.h"
 #include "mil/onnx.h"
 #include "mil/onnx_tensor.h"
 #include "mil/ops.h"
@@ -97,11 +98,11 @@ static double run_promoted(const char *name, unsigned promote) {
   g->n_initializer = old_n;
   mil_diag d;
   mil_diag_init(&d);
-  mil_onnx_options o;
+  mil_convert_options o;
   memset(&o, 0, sizeof o);
   o.fp32 = true;
   mil_model *mm = NULL;
-  mil_status st = mil_onnx_import_buffer(packed, plen, name, NULL, &o, &mm, &d);
+  mil_status st = mil_convert_onnx_buffer(packed, plen, name, NULL, &o, &mm, &d);
   free(packed);
   double worst = -1;
   mil_interp *ip = NULL;
@@ -290,8 +291,8 @@ static uint8_t *one_node(const char *op_type, const char *in_name, const char *o
   return mini_model_opts(op_type, &in, 1, NULL, 0, &mo, len);
 }
 
-static mil_status import(const uint8_t *buf, size_t len, const mil_onnx_options *o, mil_model **m, mil_diag *d) {
-  return mil_onnx_import_buffer(buf, len, "t.onnx", NULL, o, m, d);
+static mil_status import(const uint8_t *buf, size_t len, const mil_convert_options *o, mil_model **m, mil_diag *d) {
+  return mil_convert_onnx_buffer(buf, len, "t.onnx", NULL, o, m, d);
 }
 
 static void test_errors_name_the_node(void **state) {
@@ -328,7 +329,7 @@ static void test_names_and_shapes(void **state) {
   mil_diag d;
   mil_diag_init(&d);
   mil_model *m = NULL;
-  mil_onnx_options o;
+  mil_convert_options o;
   memset(&o, 0, sizeof o);
   o.no_pipeline = true;
   assert_int_equal(import(buf, len, &o, &m, &d), MIL_OK);
@@ -412,12 +413,12 @@ static void run_mini(const uint8_t *buf, size_t len, int target, const mini_in *
                      float *out, int64_t n) {
   mil_diag d;
   mil_diag_init(&d);
-  mil_onnx_options o;
+  mil_convert_options o;
   memset(&o, 0, sizeof o);
   o.fp32 = true;
   o.target = target;
   mil_model *m = NULL;
-  mil_status st = mil_onnx_import_buffer(buf, len, "mini.onnx", NULL, &o, &m, &d);
+  mil_status st = mil_convert_onnx_buffer(buf, len, "mini.onnx", NULL, &o, &m, &d);
   if (st != MIL_OK) printf("  %s\n", mil_diag_first_error(&d));
   assert_int_equal(st, MIL_OK);
   mil_interp *ip = NULL;
@@ -547,7 +548,7 @@ static void test_inline_weight_deferred(void **state) {
   onnx__model_proto__free_unpacked(m, NULL);
   mil_diag d;
   mil_diag_init(&d);
-  mil_onnx_options o;
+  mil_convert_options o;
   memset(&o, 0, sizeof o);
   mil_model *mm = NULL;
   mil_status st = import(buf, len, &o, &mm, &d);

@@ -114,7 +114,6 @@ static mil_model *import(const tval *ins, int n_in, const tnode *nodes, int n_no
   assert_non_null(buf);
   onnx__model_proto__pack(&m, buf);
   mil_onnx_options o = {0};
-  o.no_pipeline = true;
   mil_diag d;
   mil_diag_init(&d);
   mil_model *mm = NULL;

@@ -134,11 +134,11 @@ static void test_default_domain_without_import(void **state) {
   uint8_t *buf = model("Relu", ins, 1, outs, NULL, NULL, NULL, 0, &len);
   mil_diag d;
   mil_diag_init(&d);
-  mil_onnx_options o;
+  mil_convert_options o;
   memset(&o, 0, sizeof o);
   o.fp32 = true;
   mil_model *m = NULL;
-  assert_int_equal(mil_onnx_import_buffer(buf, len, "only_training.onnx", NULL, &o, &m, &d), MIL_ERR_INVALID);
+  assert_int_equal(mil_convert_onnx_buffer(buf, len, "only_training.onnx", NULL, &o, &m, &d), MIL_ERR_INVALID);
   assert_null(m);
   const char *e = mil_diag_first_error(&d);
   assert_non_null(strstr(e, "only_training.onnx"));

@@ -1,5 +1,5 @@
 /* Tests for the ONNX tensor reader (include/mil/onnx_tensor.h and
- * src/onnx/onnx_tensor_internal.h): messages are built with protobuf-c's
+ * src/onnx/tensor/onnx_tensor_internal.h): messages are built with protobuf-c's
  * generated structs (not with libmil's writer) and the decoded dtype, shape
  * and bytes are compared with values written out by hand. */
 #include <setjmp.h>
@@ -17,7 +17,7 @@
 
 #include "mil/ir.h"
 #include "mil/onnx_tensor.h"
-#include "onnx/onnx_tensor_internal.h"
+#include "onnx/tensor/onnx_tensor_internal.h"
 
 /* Packs an ONNX TensorProto into a malloc'ed buffer. */
 static uint8_t *pack_onnx(const Onnx__TensorProto *m, size_t *len) {

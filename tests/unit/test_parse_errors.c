@@ -253,6 +253,13 @@ static void test_nesting_limits(void **state) {
   for (int i = 0; i < 65; i++) cat(&t, &len, &cap, "1, ");
   cat(&t, &len, &cap, "%s", "fp32)(Tensor)) {\n  block0() {\n" TAIL);
   expect_error(t, "t.mil:1:212: more than 64 dimensions");
+  /* the same with signed dims ("+1", found by fuzz_model_load: they were
+   * stored past the 64th slot): the 65th is at column 20 + 64 * 4 */
+  len = 0;
+  cat(&t, &len, &cap, "main[CoreML7](%%x: (");
+  for (int i = 0; i < 70; i++) cat(&t, &len, &cap, "+1, ");
+  cat(&t, &len, &cap, "%s", "fp32)(Tensor)) {\n  block0() {\n" TAIL);
+  expect_error(t, "t.mil:1:276: more than 64 dimensions");
   free(t);
 }
 

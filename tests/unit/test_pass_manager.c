@@ -366,6 +366,31 @@ static void test_missing_passes(void **state) {
   mil_pipeline_free(pl);
 }
 
+/* A test observer: counts the calls and prints the program after the
+ * passes fixture::dead_code_elimination and fixture::noop, as `mil opt
+ * --print-after` does. */
+typedef struct print_obs {
+  FILE *f;
+  int before, after;
+} print_obs;
+
+static void obs_before(void *ud, const mil_pipeline *pl, int32_t index, int32_t n, const char *pass, mil_program *p,
+                       int64_t ops) {
+  (void)pl, (void)index, (void)n, (void)pass, (void)p, (void)ops;
+  ((print_obs *)ud)->before++;
+}
+
+static mil_status obs_after(void *ud, const mil_pipeline *pl, const mil_pass_record *r, mil_program *p, mil_diag *d) {
+  (void)pl, (void)d;
+  print_obs *o = ud;
+  o->after++;
+  if (strcmp(r->pass, "fixture::dead_code_elimination") && strcmp(r->pass, "fixture::noop")) return MIL_OK;
+  mil_print_options popt = {MIL_PRINT_COMPLETE, true};
+  fprintf(o->f, "# after pass #%d %s (%lld changes, %lld ops)\n", r->index, r->pass, (long long)r->changes,
+          (long long)r->ops_after);
+  return mil_print_program_file(p, &popt, o->f);
+}
+
 static void test_run_and_observe(void **state) {
   (void)state;
   const char *names[] = {"fixture::mark", "fixture::dead_code_elimination", "fixture::noop",
@@ -380,10 +405,10 @@ static void test_run_and_observe(void **state) {
   assert_int_equal(mil_program_count_ops(p), 6);
   FILE *pf = tmpfile();
   assert_non_null(pf);
-  mil_pipeline_run_options ro = {0};
-  ro.verify_each = true;
-  ro.print_after = "fixture::dead_code_elimination, fixture::noop";
-  ro.print_file = pf;
+  mil_pass_verifier ver = {0};
+  print_obs po = {pf, 0, 0};
+  mil_pass_observer obs[2] = {mil_pass_verifier_observer(&ver), {obs_before, obs_after, &po}};
+  mil_pipeline_run_options ro = {obs, 2};
   mil_pipeline_report rep = {0};
   g_mark_runs = 0;
   assert_int_equal(mil_pipeline_run(pl, p, &ro, &rep, &d), MIL_OK);
@@ -407,7 +432,10 @@ static void test_run_and_observe(void **state) {
     sum += rep.records[i].seconds;
   }
   assert_true(rep.seconds >= sum * 0.999 && rep.seconds <= sum * 1.001 + 1e-12);
-  /* print-after: once after each named pass, not after fixture::mark */
+  /* the observers ran around every pass; the printing one printed once
+   * after each named pass, not after fixture::mark */
+  assert_int_equal(po.before, 4);
+  assert_int_equal(po.after, 4);
   long len = ftell(pf);
   assert_true(len > 0);
   rewind(pf);
@@ -434,8 +462,9 @@ static void test_verify_each_names_pass(void **state) {
   mil_pipeline *pl = NULL;
   assert_int_equal(mil_pipeline_new_from_list("t", 3, names, &pl, NULL), MIL_OK);
   mil_program *p = parse(k_chain);
-  mil_pipeline_run_options ro = {0};
-  ro.verify_each = true;
+  mil_pass_verifier ver = {0};
+  mil_pass_observer vobs = mil_pass_verifier_observer(&ver);
+  mil_pipeline_run_options ro = {&vobs, 1};
   mil_pipeline_report rep = {0};
   mil_diag d = {0};
   assert_int_equal(mil_pipeline_run(pl, p, &ro, &rep, &d), MIL_ERR_INVALID);

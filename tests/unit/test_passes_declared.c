@@ -33,15 +33,6 @@ static const mil_value *strings(mil_program *p, int n, const char *const *s) {
   return v;
 }
 
-static void set_function_attr(mil_function *f, const char *name, const mil_value *v) {
-  mil_attr *a = mil_program_alloc(f->program, sizeof *a);
-  assert_non_null(a);
-  a->name = mil_program_intern(f->program, name, (size_t)-1);
-  a->value = v;
-  f->attrs = a;
-  f->n_attrs = 1;
-}
-
 static mil_status run_pass(const char *name, mil_program *p, mil_pass_options *o, mil_diag *d) {
   const mil_pass_def *def = mil_pass_find(name);
   assert_non_null(def);
@@ -66,7 +57,7 @@ static void test_update_output_dtypes_declared(void **state) {
   mil_program *p = parse(k_square);
   mil_function *f = mil_program_find_function(p, "main");
   const char *decl[2] = {"fp16", ""};
-  set_function_attr(f, "output_types", strings(p, 2, decl));
+  assert_int_equal(mil_function_set_attr(f, "output_types", strings(p, 2, decl)), MIL_OK);
   mil_diag d = {0};
   assert_int_equal(run_pass("update_output_dtypes", p, NULL, &d), MIL_OK);
   mil_block *b = mil_function_body(f);
@@ -93,7 +84,7 @@ static void test_update_output_dtypes_length_mismatch(void **state) {
   mil_program *p = parse(k_square);
   mil_function *f = mil_program_find_function(p, "main");
   const char *decl[1] = {"fp16"};
-  set_function_attr(f, "output_types", strings(p, 1, decl));
+  assert_int_equal(mil_function_set_attr(f, "output_types", strings(p, 1, decl)), MIL_OK);
   mil_diag d = {0};
   assert_int_equal(run_pass("update_output_dtypes", p, NULL, &d), MIL_ERR_INVALID);
   assert_non_null(strstr(mil_diag_first_error(&d), "declares 1 output types but has 2 outputs"));
@@ -110,7 +101,7 @@ static void test_image_input_preprocess_declared(void **state) {
                          "}\n");
   mil_function *f = mil_program_find_function(p, "main");
   const char *decl[1] = {"img"};
-  set_function_attr(f, "channel_last_image_inputs", strings(p, 1, decl));
+  assert_int_equal(mil_function_set_attr(f, "channel_last_image_inputs", strings(p, 1, decl)), MIL_OK);
   mil_diag d = {0};
   assert_int_equal(run_pass("image_input_preprocess", p, NULL, &d), MIL_OK);
   /* the input is now channel-first */
@@ -133,6 +124,95 @@ static void test_image_input_preprocess_declared(void **state) {
   assert_ptr_equal(mil_op_input_var(relu, "x"), tp->outputs[0]);
   assert_ptr_equal(b->outputs[1].var, tp->outputs[0]);
   assert_int_equal(f->inputs[0]->n_uses, 1);
+  mil_diag_clear(&d);
+  mil_program_free(p);
+}
+
+/* Declares n image inputs on f as the converter does (image_inputs,
+ * image_color_layouts, image_scales, image_biases). */
+static void declare_images(mil_function *f, int n, const char *const *names, const char *const *layouts,
+                           const float *scales, const float *biases) {
+  mil_program *p = f->program;
+  int64_t nn = n, b3[2] = {n, 3};
+  assert_int_equal(mil_function_set_attr(f, "image_inputs", strings(p, n, names)), MIL_OK);
+  assert_int_equal(mil_function_set_attr(f, "image_color_layouts", strings(p, n, layouts)), MIL_OK);
+  assert_int_equal(mil_function_set_attr(f, "image_scales", mil_value_new_tensor(p, MIL_DT_FP32, 1, &nn, false, scales)),
+                   MIL_OK);
+  assert_int_equal(mil_function_set_attr(f, "image_biases", mil_value_new_tensor(p, MIL_DT_FP32, 2, b3, false, biases)),
+                   MIL_OK);
+}
+
+/* The image preprocessing coremltools' backend inserts for
+ * ct.ImageType(scale=1/255, bias=[-0.485, -0.456, -0.406]) (recorded in
+ * tests/data/app/rgb_classifier.ct.mil): a mul named "<input>__scaled__",
+ * an add named "<input>__biased__" with the bias as (1, 3, 1, 1), and
+ * every later use of the input moved to the add. */
+static void test_insert_image_preprocessing_declared(void **state) {
+  (void)state;
+  mil_program *p = parse("main[CoreML6](%image: (1, 3, 2, 2, fp32)(Tensor)) {\n"
+                         "  block0() {\n"
+                         "    %c: (1, 3, 2, 2, fp16)(Tensor) = cast(x=%image, dtype=\"fp16\", name=\"cast_1\")\n"
+                         "  } -> (%c, %image)\n"
+                         "}\n");
+  mil_function *f = mil_program_find_function(p, "main");
+  const char *names[1] = {"image"}, *layouts[1] = {"RGB"};
+  float scale = 1.0f / 255.0f, bias[3] = {-0.485f, -0.456f, -0.406f};
+  declare_images(f, 1, names, layouts, &scale, bias);
+  mil_diag d = {0};
+  assert_int_equal(run_pass("mil_backend::insert_image_preprocessing_ops", p, NULL, &d), MIL_OK);
+  mil_block *b = mil_function_body(f);
+  mil_op *mul = find_op(b, "image__scaled__"), *add = find_op(b, "image__biased__");
+  assert_non_null(mul);
+  assert_non_null(add);
+  assert_string_equal(mul->type, "mul");
+  assert_string_equal(add->type, "add");
+  assert_ptr_equal(mil_op_input_var(mul, "x"), f->inputs[0]);
+  assert_ptr_equal(mil_op_input_var(add, "x"), mul->outputs[0]);
+  const mil_value *y = mil_op_input_var(mul, "y")->val;
+  assert_int_equal(y->type->rank, 0);
+  assert_true(mil_value_get_f64(y, 0) == (double)scale);
+  const mil_value *yb = mil_op_input_var(add, "y")->val;
+  assert_int_equal(yb->type->rank, 4);
+  assert_int_equal(yb->type->dims[1].size, 3);
+  for (int i = 0; i < 3; i++) assert_true(mil_value_get_f64(yb, i) == (double)bias[i]);
+  /* the cast and the block output now read the preprocessed image */
+  assert_ptr_equal(mil_op_input_var(find_op(b, "cast_1"), "x"), add->outputs[0]);
+  assert_ptr_equal(b->outputs[1].var, add->outputs[0]);
+  assert_int_equal(f->inputs[0]->n_uses, 1);
+  mil_diag_clear(&d);
+  mil_program_free(p);
+}
+
+/* Scale 1 and a zero bias: nothing is inserted; a grayscale bias is a
+ * scalar add. */
+static void test_insert_image_preprocessing_gray(void **state) {
+  (void)state;
+  mil_program *p = parse("main[CoreML6](%g: (1, 1, 2, 2, fp32)(Tensor), %h: (1, 3, 2, 2, fp32)(Tensor)) {\n"
+                         "  block0() {\n"
+                         "    %r: (1, 1, 2, 2, fp32)(Tensor) = relu(x=%g, name=\"r\")\n"
+                         "    %s: (1, 3, 2, 2, fp32)(Tensor) = relu(x=%h, name=\"s\")\n"
+                         "  } -> (%r, %s)\n"
+                         "}\n");
+  mil_function *f = mil_program_find_function(p, "main");
+  const char *names[2] = {"g", "h"}, *layouts[2] = {"G", "BGR"};
+  float scale[2] = {1.0f, 1.0f}, bias[6] = {0.5f, 0, 0, 0, 0, 0};
+  declare_images(f, 2, names, layouts, scale, bias);
+  mil_diag d = {0};
+  assert_int_equal(run_pass("mil_backend::insert_image_preprocessing_ops", p, NULL, &d), MIL_OK);
+  mil_block *b = mil_function_body(f);
+  assert_null(find_op(b, "g__scaled__"));
+  assert_null(find_op(b, "h__scaled__"));
+  assert_null(find_op(b, "h__biased__"));
+  mil_op *add = find_op(b, "g__biased__");
+  assert_non_null(add);
+  assert_int_equal(mil_op_input_var(add, "y")->val->type->rank, 0);
+  assert_ptr_equal(mil_op_input_var(find_op(b, "r"), "x"), add->outputs[0]);
+  /* attributes that disagree are an error */
+  int64_t one = 1;
+  assert_int_equal(mil_function_set_attr(f, "image_scales", mil_value_new_tensor(p, MIL_DT_FP32, 1, &one, false, scale)),
+                   MIL_OK);
+  assert_int_equal(run_pass("mil_backend::insert_image_preprocessing_ops", p, NULL, &d), MIL_ERR_INVALID);
+  assert_non_null(strstr(mil_diag_first_error(&d), "do not agree"));
   mil_diag_clear(&d);
   mil_program_free(p);
 }
@@ -268,6 +348,8 @@ int main(void) {
       cmocka_unit_test(test_update_output_dtypes_declared),
       cmocka_unit_test(test_update_output_dtypes_length_mismatch),
       cmocka_unit_test(test_image_input_preprocess_declared),
+      cmocka_unit_test(test_insert_image_preprocessing_declared),
+      cmocka_unit_test(test_insert_image_preprocessing_gray),
       cmocka_unit_test(test_add_fp16_cast_selector),
       cmocka_unit_test(test_add_fp16_cast_selector_and_skip),
       cmocka_unit_test(test_materialize_errors),

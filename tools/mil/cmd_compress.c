@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "load.h"
+#include "mil/calibrate.h"
 #include "mil/compress.h"
 #include "mil/model.h"
 #include "mil/ops.h"
@@ -21,7 +22,9 @@
 
 static void help(void) {
   printf(
-      "usage: mil compress IN -o OUT (--config FILE | QUICK FORM | --decompress) [options]\n\n"
+      "usage: mil compress IN -o OUT (--config FILE | QUICK FORM | --decompress) [options]\n"
+      "       mil compress IN -o OUT --quantize-activations int8 --calibration-data DIR\n"
+      "                    [--config FILE | QUICK FORM] [options]\n\n"
       "Compress the const weights of model IN (.mlpackage, .mlmodel or .mil) as\n"
       "coremltools.optimize.coreml does, then run the default pipeline (without\n"
       "common::add_fp16_cast) and write OUT (.mlpackage, .mlmodel, .mil, or -).\n\n"
@@ -39,19 +42,32 @@ static void help(void) {
       "  --prune-n-m N:M          n:m pruning [--dim 0|1]\n"
       "  --prune-threshold T      threshold pruning (|w| <= T)\n"
       "  --decompress             replace every constexpr op by its decompressed const\n"
+      "activation quantization (coremltools' linear_quantize_activations; alone, or\n"
+      "before a weight form: --quantize int8 --quantize-activations int8 is W8A8):\n"
+      "  --quantize-activations int8\n"
+      "                           calibrate on samples with the interpreter, then add\n"
+      "                           quantize/dequantize pairs (raises the target to iOS17)\n"
+      "  --calibration-data DIR   one subfolder per sample, holding <input>.npy for\n"
+      "                           each model input (DIR/0/x.npy, DIR/1/x.npy, ...)\n"
+      "  --activation-mode M      linear_symmetric (default) or linear\n"
       "options:\n"
       "  --weight-threshold N     compress weights of more than N elements (default 2048)\n"
       "  --target iOS16|iOS17|iOS18\n"
       "                           raise the minimum deployment target (the opset) first;\n"
-      "                           a quick form that needs iOS18 raises it by itself\n"
+      "                           without it, a program older than the compression needs\n"
+      "                           (iOS16; iOS18 for int4, per_block, per_grouped_channel,\n"
+      "                           vectors, per-channel scales, --joint) is raised to that,\n"
+      "                           with a note\n"
       "  --joint                  joint compression of already compressed weights\n"
       "  --no-pipeline            run only the compression pass\n"
-      "  --quiet                  print nothing but errors\n");
+      "  --quiet                  print nothing but errors\n\n"
+      "A run that compresses (or decompresses) no weight writes nothing and exits 1,\n"
+      "saying why.\n");
 }
 
 typedef struct cargs {
   const char *in, *out, *config, *quantize, *palettize, *prune, *prune_nm, *prune_thr;
-  const char *mode, *granularity, *target;
+  const char *mode, *granularity, *target, *qact, *calib, *act_mode;
   long long block_size, group_size, cluster_dim, weight_threshold, dim;
   bool decompress, pcs, joint, no_pipeline, quiet;
 } cargs;
@@ -83,6 +99,9 @@ static int parse_args(int argc, char **argv, cargs *a) {
     else if (!strcmp(s, "--mode")) str = &a->mode;
     else if (!strcmp(s, "--granularity")) str = &a->granularity;
     else if (!strcmp(s, "--target")) str = &a->target;
+    else if (!strcmp(s, "--quantize-activations")) str = &a->qact;
+    else if (!strcmp(s, "--calibration-data")) str = &a->calib;
+    else if (!strcmp(s, "--activation-mode")) str = &a->act_mode;
     else if (!strcmp(s, "--block-size")) num = &a->block_size;
     else if (!strcmp(s, "--group-size")) num = &a->group_size;
     else if (!strcmp(s, "--cluster-dim")) num = &a->cluster_dim;
@@ -105,6 +124,14 @@ static int parse_args(int argc, char **argv, cargs *a) {
   if (!a->in) return cli_usage_error("compress", "missing IN");
   if (!a->out) return cli_usage_error("compress", "missing -o OUT");
   int forms = !!a->config + !!a->quantize + !!a->palettize + !!a->prune + !!a->prune_nm + !!a->prune_thr + a->decompress;
+  if (a->qact) {
+    if (strcmp(a->qact, "int8") != 0)
+      return cli_usage_error("compress", "--quantize-activations supports int8 only, got '%s'", a->qact);
+    if (!a->calib) return cli_usage_error("compress", "--quantize-activations needs --calibration-data DIR");
+    if (a->decompress) return cli_usage_error("compress", "--quantize-activations cannot be combined with --decompress");
+    if (forms == 0) return CLI_OK;
+  } else if (a->calib || a->act_mode)
+    return cli_usage_error("compress", "--calibration-data and --activation-mode go with --quantize-activations");
   if (forms != 1)
     return cli_usage_error("compress", "give exactly one of --config, --quantize, --palettize, --prune, --prune-n-m, "
                                        "--prune-threshold, --decompress");
@@ -229,6 +256,37 @@ static int target_version(const char *t) {
 }
 
 static int64_t const_bytes(mil_program *p);
+static int64_t largest_float_const(mil_program *p);
+static int64_t count_constexpr(mil_program *p);
+
+/* One stage: pass (with up to two options; a NULL key is skipped), then
+ * the default pipeline without add_fp16_cast unless --no-pipeline.
+ * *changed gets the pass's rewrites. */
+static mil_status run_stage(const cargs *a, mil_program *p, const char *pass, const char *k1, const char *v1,
+                            const char *k2, const char *v2, int64_t *changed, opt_progress *pg, mil_diag *d) {
+  mil_pipeline *pl = NULL;
+  mil_status st;
+  if (a->no_pipeline) {
+    st = mil_pipeline_new_from_list("compress", 1, &pass, &pl, d);
+  } else {
+    st = mil_pipeline_new("default", &pl, d);
+    if (st == MIL_OK) st = mil_pipeline_insert(pl, 0, pass, d);
+    if (st == MIL_OK) mil_pipeline_remove_pass(pl, "common::add_fp16_cast");
+  }
+  if (st == MIL_OK && k1) st = mil_pipeline_set_option(pl, pass, k1, v1, d);
+  if (st == MIL_OK && k2) st = mil_pipeline_set_option(pl, pass, k2, v2, d);
+  if (st == MIL_OK) {
+    opt_progress_show(pg, "%s ...", pass);
+    mil_pipeline_report rep;
+    memset(&rep, 0, sizeof rep);
+    st = mil_pipeline_run(pl, p, NULL, &rep, d);
+    opt_progress_clear(pg);
+    *changed = rep.n_records > 0 ? rep.records[0].changes : 0;
+    mil_pipeline_report_free(&rep);
+  }
+  mil_pipeline_free(pl);
+  return st;
+}
 
 int cmd_compress(int argc, char **argv) {
   double t0 = opt_now();
@@ -248,14 +306,20 @@ int cmd_compress(int argc, char **argv) {
   mil_diag_init(&d);
   mil_compress_config *cfg = NULL;
   char *json = NULL;
-  mil_pipeline *pl = NULL;
   cli_loaded m;
   memset(&m, 0, sizeof m);
   opt_progress pg;
   opt_progress_init(&pg, stderr, !a.quiet);
   rc = CLI_FAIL;
-  const char *pass = "compression::WeightDecompressor";
-  if (!a.decompress) {
+  const char *pass = a.qact && !a.config && !a.quantize && !a.palettize && !a.prune && !a.prune_nm && !a.prune_thr
+                         ? NULL
+                         : "compression::WeightDecompressor";
+  static const char *const kact = "compression::linear_quantize_activations";
+  char act_json[160];
+  snprintf(act_json, sizeof act_json,
+           "{\"config_type\": \"OpLinearQuantizerConfig\", \"global_config\": {\"mode\": \"%s\", \"dtype\": \"int8\"}}",
+           a.act_mode ? a.act_mode : "linear_symmetric");
+  if (pass && !a.decompress) {
     mil_status st;
     if (a.config) {
       st = mil_compress_config_load(a.config, MIL_CFG_NONE, &cfg, &d);
@@ -282,39 +346,103 @@ int cmd_compress(int argc, char **argv) {
       fprintf(stderr, "mil: note: raising the deployment target from %s to iOS18 (%s), which this compression needs\n",
               mil_opset_target_name(have), mil_opset_name(MIL_IOS18));
   }
+  if (want >= 0 && want < have && !a.quiet) /* --target only raises: say that it did nothing */
+    fprintf(stderr, "mil: note: --target %s leaves the program at %s (%s): a deployment target is only raised\n",
+            a.target, mil_opset_target_name(have), mil_opset_name(have));
+  if (want < 0 && cfg && have < MIL_IOS16) {
+    /* constexpr_affine_dequantize, constexpr_lut_to_dense and
+     * constexpr_sparse_to_dense are iOS16 ops: coremltools asks for
+     * minimum_deployment_target >= iOS16; an older program (an iOS15
+     * conversion) would have nothing compressed */
+    want = MIL_IOS16;
+    if (!a.quiet)
+      fprintf(stderr, "mil: note: raising the deployment target from %s to iOS16 (%s), which this compression's "
+              "constexpr ops need\n", mil_opset_target_name(have), mil_opset_name(MIL_IOS16));
+  }
+  if (a.qact && have < MIL_IOS17 && want < MIL_IOS17) {
+    want = MIL_IOS17;
+    if (!a.quiet)
+      fprintf(stderr, "mil: note: raising the deployment target from %s to iOS17 (%s), which activation quantization "
+                      "(quantize, dequantize) needs\n",
+              mil_opset_target_name(have), mil_opset_name(MIL_IOS17));
+  }
   if (want > have) {
     raise_opset(m.program, want);
     if (m.model && mil_model_set_spec_version(m.model, mil_spec_version_for_opset(mil_opset_name(want))) != MIL_OK)
       goto out;
   }
   int64_t bytes_before = const_bytes(m.program);
-  /* the pass, then DEFAULT without add_fp16_cast */
-  if (a.no_pipeline) {
-    if (mil_pipeline_new_from_list("compress", 1, &pass, &pl, &d) != MIL_OK) goto out;
-  } else {
-    if (mil_pipeline_new("default", &pl, &d) != MIL_OK || mil_pipeline_insert(pl, 0, pass, &d) != MIL_OK) goto out;
-    mil_pipeline_remove_pass(pl, "common::add_fp16_cast");
+  /* each compression stage as coremltools' _apply_graph_pass: the pass,
+   * then DEFAULT without add_fp16_cast; W8A8 is two stages (activations,
+   * then weights), with the builder's name counts starting again from 0
+   * for the second as for a model saved and loaded in between */
+  int64_t changed = 0, wchanged = 0;
+  mil_status st = MIL_OK;
+  if (a.qact) {
+    /* calibrate on the samples (the interpreter), then the pass with the ranges */
+    mil_calibrator *cal = NULL;
+    char *stats = NULL;
+    opt_progress_show(&pg, "calibrating on %s ...", a.calib);
+    st = mil_calibrator_new(m.program, &cal, &d);
+    if (st == MIL_OK) st = mil_calibrator_add_dir(cal, a.calib, &d);
+    if (st == MIL_OK && !(stats = mil_calibrator_stats_json(cal))) st = mil_diag_error(&d, MIL_ERR_NOMEM, "out of memory");
+    mil_calibrator_free(cal);
+    opt_progress_clear(&pg);
+    if (st == MIL_OK)
+      st = run_stage(&a, m.program, kact, "config", act_json, "activation_stats", stats, &changed, &pg, &d);
+    free(stats);
+    if (st == MIL_OK && pass) mil_program_name_counts_reset(m.program);
   }
-  if (json && (mil_pipeline_set_option(pl, pass, "config", json, &d) != MIL_OK ||
-               mil_pipeline_set_option(pl, pass, "joint_compression", a.joint ? "true" : "false", &d) != MIL_OK))
-    goto out;
-  opt_progress_show(&pg, "%s ...", pass);
-  mil_pipeline_report rep;
-  memset(&rep, 0, sizeof rep);
-  mil_status st = mil_pipeline_run(pl, m.program, NULL, &rep, &d);
-  opt_progress_clear(&pg);
-  int64_t changed = rep.n_records > 0 ? rep.records[0].changes : 0;
-  mil_pipeline_report_free(&rep);
+  if (st == MIL_OK && pass)
+    st = run_stage(&a, m.program, pass, json ? "config" : NULL, json, json ? "joint_compression" : NULL,
+                   a.joint ? "true" : "false", a.qact ? &wchanged : &changed, &pg, &d);
   if (st != MIL_OK) goto out;
+  if (changed == 0) {
+    /* nothing done: no output, exit 1 with the reason */
+    if (a.qact) pass = kact; /* the stage that did nothing */
+    bool warned = false;
+    for (size_t i = 0; i < d.count; i++)
+      if (d.msgs[i].severity == MIL_SEV_WARNING && !strncmp(d.msgs[i].text, "compression::", 13)) {
+        fprintf(stderr, "mil: warning: %s\n", d.msgs[i].text);
+        warned = true;
+      }
+    int64_t largest = largest_float_const(m.program);
+    long long thr = cfg && cfg->global.has_weight_threshold ? (long long)cfg->global.weight_threshold : -1;
+    if (a.decompress)
+      fprintf(stderr, "mil: error: compress: %s has no compressed weight (no constexpr op) to decompress; %s not "
+              "written\n", a.in, a.out);
+    else if (!a.joint && count_constexpr(m.program) > 0)
+      fprintf(stderr, "mil: error: compress: %s compressed no weight: the weights of %s are already compressed (%lld "
+              "constexpr ops); --joint compresses them again (joint compression); %s not written\n", pass, a.in,
+              (long long)count_constexpr(m.program), a.out);
+    else if (warned)
+      fprintf(stderr, "mil: error: compress: %s compressed no weight (see the warnings above); %s not written\n",
+              pass, a.out);
+    else if (thr >= 0 && largest <= thr)
+      fprintf(stderr, "mil: error: compress: %s compressed no weight: the largest float const weight of %s has %lld "
+              "elements, and only weights of more than weight_threshold = %lld elements are compressed (lower it "
+              "with --weight-threshold); %s not written\n", pass, a.in, (long long)largest, thr, a.out);
+    else
+      fprintf(stderr, "mil: error: compress: %s compressed no weight: no const weight of %s is selected by the "
+              "config (op_type_configs / op_name_configs set to null, or no float weight of more than "
+              "weight_threshold elements); %s not written\n", pass, a.in, a.out);
+    mil_diag_clear(&d); /* reported above */
+    goto out;
+  }
   int64_t bytes_after = const_bytes(m.program);
   if (strcmp(a.out, "-") != 0) opt_progress_show(&pg, "writing %s ...", a.out);
   st = cli_write_output(a.out, a.in, &m, false, &d);
   opt_progress_clear(&pg);
   if (st != MIL_OK) goto out;
-  if (!a.quiet)
+  if (!a.quiet && a.qact)
+    fprintf(stderr, "%s: %lld quantize/dequantize rewrites\n", kact, (long long)changed);
+  if (a.qact) changed = wchanged;
+  if (!a.quiet && pass)
     fprintf(stderr, "%s: %lld weights %s; const bytes %.2f MB -> %.2f MB (%.2fx) in %.2f s\n", pass,
             (long long)changed, a.decompress ? "decompressed" : "compressed", bytes_before / 1e6, bytes_after / 1e6,
             bytes_after ? (double)bytes_before / (double)bytes_after : 0.0, opt_now() - t0);
+  if (!a.quiet)
+    opt_print_written(stderr, a.out, m.program, m.model ? mil_model_spec_version(m.model) : 0, opt_now() - t0);
   rc = CLI_OK;
 out:
   opt_progress_clear(&pg);
@@ -323,7 +451,6 @@ out:
     for (size_t i = 0; i < d.count; i++)
       if (d.msgs[i].severity == MIL_SEV_WARNING && !strncmp(d.msgs[i].text, "compression::", 13))
         fprintf(stderr, "mil: warning: %s\n", d.msgs[i].text);
-  mil_pipeline_free(pl);
   cli_unload(&m);
   mil_compress_config_free(cfg);
   free(json);
@@ -341,6 +468,35 @@ static int visit_bytes(mil_op *op, void *ud) {
 static int64_t const_bytes(mil_program *p) {
   int64_t n = 0;
   mil_program_walk(p, visit_bytes, &n);
+  return n;
+}
+
+/* constexpr_* ops of the program (compressed weights). */
+static int visit_constexpr(mil_op *op, void *ud) {
+  if (!strncmp(op->type, "constexpr_", 10)) ++*(int64_t *)ud;
+  return 0;
+}
+
+static int64_t count_constexpr(mil_program *p) {
+  int64_t n = 0;
+  mil_program_walk(p, visit_constexpr, &n);
+  return n;
+}
+
+/* Elements of the largest fp16 / fp32 const tensor. */
+static int visit_largest(mil_op *op, void *ud) {
+  if (mil_op_is_const(op) && op->n_outputs == 1 && op->outputs[0]->val) {
+    const mil_value *v = op->outputs[0]->val;
+    if (v->type && v->type->kind == MIL_TYPE_TENSOR && (v->type->dtype == MIL_DT_FP16 || v->type->dtype == MIL_DT_FP32) &&
+        v->numel > *(int64_t *)ud)
+      *(int64_t *)ud = v->numel;
+  }
+  return 0;
+}
+
+static int64_t largest_float_const(mil_program *p) {
+  int64_t n = 0;
+  mil_program_walk(p, visit_largest, &n);
   return n;
 }
 

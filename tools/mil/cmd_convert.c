@@ -1,16 +1,20 @@
 /* mil convert IN OUT: rewrite a model in the format OUT's extension names;
- * an ONNX model (.onnx) is imported (mil/onnx.h) and optimized with the
- * pipeline ct.convert runs. */
+ * an ONNX model (.onnx) is imported and optimized with the pipeline
+ * ct.convert runs. Both go through mil_convert (mil/convert.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cli.h"
+#include "convert_iface.h"
 #include "load.h"
+#include "mil/convert.h"
 #include "mil/model.h"
 #include "mil/npy.h"
 #include "mil/onnx.h"
 #include "mil/ops.h"
+#include "opt_summary.h"
 
 /* One line on stderr per ONNX input / output the import renamed. */
 static void print_rename(void *ud, bool is_output, const char *mil_name, const char *onnx_name) {
@@ -20,10 +24,9 @@ static void print_rename(void *ud, bool is_output, const char *mil_name, const c
 }
 
 static void help(void) {
-  printf("usage: mil convert [--target iOS15..iOS18] [--spec-version N] [--inline-weights] IN OUT\n"
+  printf("usage: mil convert [--target iOS15..iOS18] [--spec-version N] [--inline-weights] [--quiet] IN OUT\n"
          "       mil convert MODEL.onnx OUT [--target iOS15..iOS18] [--precision fp16|fp32]\n"
-         "                   [--pipeline NAME] [--input-shape NAME=D1,D2,...]... [--inline-weights]\n"
-         "                   [--sample NAME=FILE.npy]... [--sample-tolerance T]\n"
+         "                   [--pipeline NAME] [--inline-weights] [--quiet] [model-interface options]\n"
          "                   [--input-value NAME=V1,V2,...]...\n"
          "       mil convert --list-ops\n\n"
          "Read model IN (.mlpackage, .mlmodel, .mil or .onnx) and write it to OUT, in the\n"
@@ -50,34 +53,59 @@ static void help(void) {
          "                    For ONNX input: the deployment target (default iOS15)\n"
          "  --spec-version N  write specification version N (6..10); default: keep\n"
          "                    the input's (for .mil: the one its opset implies)\n"
-         "  --inline-weights  .mil output: every const value in the text, no weight file\n\n"
+         "  --inline-weights  .mil output: every const value in the text, no weight file\n"
+         "  --quiet           print nothing but errors\n"
+         "On success a line on standard error says what was written: the file, its\n"
+         "specification version and target, ops, weights and the time taken; on a\n"
+         "terminal, standard error also shows what is being done meanwhile.\n\n"
          "ONNX models (IN ending in .onnx) are imported: initializers become consts,\n"
          "graph inputs and outputs the function's I/O (int64 and double as int32 and\n"
          "fp32), each node the MIL ops coremltools' frontends emit; then the pass\n"
          "pipeline runs as ct.convert runs it. Options for ONNX input:\n"
          "  --precision P     fp16 (default: the pipeline with add_fp16_cast) or fp32\n"
          "  --pipeline NAME   the pass pipeline (default: default; empty: none)\n"
+         "  --nms-max-boxes N the boxes per class a NonMaxSuppression whose number of\n"
+         "                    boxes is known only at run time returns at most (default:\n"
+         "                    its constant max_output_boxes_per_class)\n"
+         "  --list-ops        print the ONNX ops libmil converts (op x opset range)\n\n"
+         "The model's interface, as ct.convert's inputs / outputs / classifier_config\n"
+         "make it (ONNX input; names are the ONNX graph's):\n"
          "  --input-shape NAME=D1,D2,...\n"
-         "                    fix the shape of input NAME (repeatable); dims the model\n"
-         "                    leaves symbolic (dim_param) stay symbolic otherwise\n"
+         "                    the shape of input NAME: each dim N (fixed), L..U\n"
+         "                    (ct.RangeDim(L, U), default L) or L..U:D (default D);\n"
+         "                    given again for NAME: ct.EnumeratedShapes (the first is\n"
+         "                    the default). Dims the model leaves symbolic (dim_param)\n"
+         "                    stay symbolic otherwise\n"
          "  --input-value NAME=V1,V2,...\n"
          "                    fix input NAME to these numbers (repeatable; its\n"
          "                    declared static shape, or a scalar for one value): it\n"
          "                    becomes a const and leaves the model's inputs, and an If\n"
          "                    on it (a sample rate) converts only the branch it takes\n"
-         "  --sample NAME=FILE.npy\n"
-         "                    a sample value of input NAME (repeatable; every input\n"
-         "                    needs one; the ONNX name or the model's). With fp16\n"
-         "                    precision the program runs with the interpreter\n"
-         "                    through the fp32 and the fp16 pipelines on the samples,\n"
-         "                    and the ops whose fp16 result overflows (inf/NaN where\n"
-         "                    fp32 is finite) or is off by more than the tolerance\n"
-         "                    stay fp32 (coremltools' FP16ComputePrecision\n"
-         "                    op_selector); each is reported on stderr with its reason\n"
-         "  --sample-tolerance T\n"
-         "                    fraction of an op's largest fp32 magnitude its fp16\n"
-         "                    result may be off by (default 0.01)\n"
-         "  --list-ops        print the ONNX ops libmil converts (op x opset range)\n");
+         "  --input-dtype NAME=fp16|fp32|int32\n"
+         "                    the input's dtype (fp16 needs --target iOS16+). With\n"
+         "                    --target iOS16+ and fp16 precision, fp32 inputs and\n"
+         "                    outputs not typed otherwise become fp16, as ct.convert\n"
+         "                    does (use_default_fp16_io)\n"
+         "  --image NAME[:scale=S][:bias=B|B1,B2,B3][:color_layout=RGB|BGR|G|G_FLOAT16]\n"
+         "                    input NAME is an image (ct.ImageType): shape (1, 3, H, W)\n"
+         "                    (G: (1, 1, H, W)); the model computes x * S + B first\n"
+         "                    (S may be a fraction such as 1/255)\n"
+         "  --output NAME[:DTYPE]\n"
+         "                    name (and dtype) of the next output, in order (repeatable)\n"
+         "  --class-labels FILE\n"
+         "                    a classifier (ct.ClassifierConfig): one label per line\n"
+         "                    (all integers: int64 labels); outputs classLabel and\n"
+         "                    classLabel_probs\n"
+         "  --predicted-feature-name NAME         the label output's name (classLabel)\n"
+         "  --predicted-probabilities-output VAR  the probabilities var (default: the\n"
+         "                    last op's output)\n"
+         "  --author S, --license S, --short-description S, --version S\n"
+         "                    the model's metadata (MLModel.author, ...)\n"
+         "  --metadata KEY=VALUE  a user-defined metadata entry (repeatable)\n"
+         "Example: an app-ready image classifier\n"
+         "  mil convert net.onnx Net.mlpackage --target iOS16 \\\n"
+         "      --image input:scale=1/255:bias=-0.485,-0.456,-0.406 --class-labels labels.txt\n"
+         "  mil run Net.mlpackage --input input=photo.jpg\n");
 }
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -96,38 +124,9 @@ static int list_ops(void) {
   return CLI_OK;
 }
 
-/* "NAME=1,3,224,224" -> shape entry; false on a malformed spec. */
-static bool parse_shape(const char *spec, mil_onnx_input_shape *out, int64_t *dims) {
-  const char *eq = strrchr(spec, '=');
-  if (!eq || eq == spec || !eq[1]) return false;
-  char *name = strndup(spec, (size_t)(eq - spec));
-  if (!name) return false;
-  int32_t r = 0;
-  const char *p = eq + 1;
-  while (*p && r < 32) {
-    char *end;
-    long long v = strtoll(p, &end, 10);
-    if (end == p || v < 0 || (*end && *end != ',')) {
-      free(name);
-      return false;
-    }
-    dims[r++] = v;
-    p = *end ? end + 1 : end;
-  }
-  out->name = name;
-  out->rank = r;
-  out->dims = dims;
-  return true;
-}
-
 typedef struct onnx_args {
-  mil_onnx_options o;
-  mil_onnx_input_shape shapes[64];
-  int64_t dims[64][32];
-  mil_onnx_sample samples[64];
-  mil_npy *npys[64];
-  void *bufs[64];
-  mil_onnx_sample values[64];
+  mil_convert_options o;
+  mil_onnx_input_value values[64];
   double vals[64][256];
 } onnx_args;
 
@@ -154,63 +153,18 @@ static bool parse_value(onnx_args *oa, const char *spec) {
   return true;
 }
 
-/* "NAME=FILE.npy" -> a sample (fp32 from any float, int32 from any
- * integer or bool array); false with an error printed. */
-static bool load_sample(onnx_args *oa, const char *spec) {
-  int32_t k = oa->o.n_samples;
-  const char *eq = strchr(spec, '=');
-  if (k >= 64 || !eq || eq == spec || !eq[1]) {
-    fprintf(stderr, "mil convert: --sample expects NAME=FILE.npy, got '%s'\n", spec);
-    return false;
-  }
-  mil_diag d;
-  mil_diag_init(&d);
-  mil_npy *a = NULL;
-  if (mil_npy_read(eq + 1, &a, &d) != MIL_OK) {
-    cli_print_diag(&d);
-    mil_diag_clear(&d);
-    return false;
-  }
-  mil_diag_clear(&d);
-  oa->npys[k] = a;
-  bool fl = a->dtype == MIL_DT_FP32 || a->dtype == MIL_DT_FP64;
-  bool in = a->dtype == MIL_DT_INT32 || a->dtype == MIL_DT_INT64 || a->dtype == MIL_DT_INT16 || a->dtype == MIL_DT_INT8 ||
-            a->dtype == MIL_DT_UINT8 || a->dtype == MIL_DT_UINT16 || a->dtype == MIL_DT_BOOL;
-  if (!fl && !in) {
-    fprintf(stderr, "mil convert: --sample %s: dtype %s; expected a float or integer array\n", spec,
-            mil_dtype_name(a->dtype));
-    return false;
-  }
-  void *buf = malloc((size_t)(a->numel ? a->numel : 1) * 4);
-  if (!buf) return false;
-  oa->bufs[k] = buf;
-  for (int64_t i = 0; i < a->numel; i++) {
-    const char *src = a->data;
-    switch (a->dtype) {
-    case MIL_DT_FP32: ((float *)buf)[i] = ((const float *)src)[i]; break;
-    case MIL_DT_FP64: ((float *)buf)[i] = (float)((const double *)src)[i]; break;
-    case MIL_DT_INT32: ((int32_t *)buf)[i] = ((const int32_t *)src)[i]; break;
-    case MIL_DT_INT64: ((int32_t *)buf)[i] = (int32_t)((const int64_t *)src)[i]; break;
-    case MIL_DT_INT16: ((int32_t *)buf)[i] = ((const int16_t *)src)[i]; break;
-    case MIL_DT_INT8: ((int32_t *)buf)[i] = ((const int8_t *)src)[i]; break;
-    case MIL_DT_UINT16: ((int32_t *)buf)[i] = ((const uint16_t *)src)[i]; break;
-    default: ((int32_t *)buf)[i] = ((const uint8_t *)src)[i]; break; /* uint8, bool */
-    }
-  }
-  oa->samples[k].name = strndup(spec, (size_t)(eq - spec));
-  oa->samples[k].value = (mil_tensor){fl ? MIL_DT_FP32 : MIL_DT_INT32, a->rank, a->shape, buf, (size_t)a->numel * 4,
-                                      a->numel};
-  oa->o.n_samples = k + 1;
-  oa->o.samples = oa->samples;
-  return oa->samples[k].name != NULL;
-}
-
 int cmd_convert(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
   int spec = 0, target = 0;
-  bool inline_weights = false;
+  bool inline_weights = false, quiet = false;
+  double t0 = opt_now();
   onnx_args *oa = calloc(1, sizeof *oa);
-  if (!oa) return CLI_FAIL;
+  convert_iface *ci = convert_iface_new();
+  if (!oa || !ci) {
+    free(oa);
+    convert_iface_free(ci);
+    return CLI_FAIL;
+  }
   bool onnx_opts = false;
   int rc = CLI_OK;
 #define USAGE(...)                                 \
@@ -220,6 +174,7 @@ int cmd_convert(int argc, char **argv) {
   } while (0)
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
+    int k;
     if (cli_is_help(argv[i])) {
       help();
       goto done;
@@ -228,42 +183,37 @@ int cmd_convert(int argc, char **argv) {
       goto done;
     } else if (strcmp(s, "--inline-weights") == 0) {
       inline_weights = true;
+    } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
+      quiet = true;
     } else if (strcmp(s, "--target") == 0) {
       if (i + 1 >= argc) USAGE("--target needs a value");
       if ((rc = cli_parse_target("convert", argv[++i], &target)) != CLI_OK) goto done;
-    } else if (strcmp(s, "--precision") == 0 || strcmp(s, "--pipeline") == 0 || strcmp(s, "--input-shape") == 0) {
+    } else if ((k = convert_iface_parse(ci, argc, argv, &i)) != 0) {
+      if (k < 0) {
+        rc = -k;
+        goto done;
+      }
+    } else if (strcmp(s, "--nms-max-boxes") == 0) {
+      if (i + 1 >= argc) USAGE("--nms-max-boxes needs a value");
+      char *end;
+      long long v = strtoll(argv[++i], &end, 10);
+      if (*end || v <= 0 || v > INT32_MAX) USAGE("--nms-max-boxes must be a positive integer, got '%s'", argv[i]);
+      oa->o.nms_max_boxes = v;
+      onnx_opts = true;
+    } else if (strcmp(s, "--precision") == 0 || strcmp(s, "--pipeline") == 0) {
       if (i + 1 >= argc) USAGE("%s needs a value", s);
       const char *v = argv[++i];
       onnx_opts = true;
       if (s[3] == 'r') {
         if (strcmp(v, "fp16") && strcmp(v, "fp32")) USAGE("--precision must be fp16 or fp32, got '%s'", v);
         oa->o.fp32 = strcmp(v, "fp32") == 0;
-      } else if (s[3] == 'i') {
-        oa->o.pipeline = v;
       } else {
-        int32_t k = oa->o.n_input_shapes;
-        if (k >= 64 || !parse_shape(v, &oa->shapes[k], oa->dims[k]))
-          USAGE("--input-shape expects NAME=D1,D2,... with dims >= 0, got '%s'", v);
-        oa->o.n_input_shapes = k + 1;
-      }
-    } else if (strcmp(s, "--sample") == 0) {
-      if (i + 1 >= argc) USAGE("--sample needs NAME=FILE.npy");
-      onnx_opts = true;
-      if (!load_sample(oa, argv[++i])) {
-        rc = CLI_FAIL;
-        goto done;
+        oa->o.pipeline = v;
       }
     } else if (strcmp(s, "--input-value") == 0) {
       if (i + 1 >= argc) USAGE("--input-value needs NAME=V1,V2,...");
       onnx_opts = true;
       if (!parse_value(oa, argv[++i])) USAGE("--input-value expects NAME=V1,V2,... (numbers), got '%s'", argv[i]);
-    } else if (strcmp(s, "--sample-tolerance") == 0) {
-      if (i + 1 >= argc) USAGE("--sample-tolerance needs a value");
-      char *end;
-      double v = strtod(argv[++i], &end);
-      if (*end || !(v > 0) || v >= 1) USAGE("--sample-tolerance must be in (0, 1), got '%s'", argv[i]);
-      oa->o.sample_tolerance = v;
-      onnx_opts = true;
     } else if (strcmp(argv[i], "--spec-version") == 0) {
       if (i + 1 >= argc) USAGE("--spec-version needs a value");
       char *end;
@@ -287,37 +237,37 @@ int cmd_convert(int argc, char **argv) {
   bool to_text = ends_with(out, ".mil");
   if (inline_weights && !to_text) USAGE("--inline-weights applies to .mil output only");
   bool onnx = ends_with(in, ".onnx");
-  if (onnx_opts && !onnx)
-    USAGE("--precision, --pipeline, --input-shape, --input-value and --sample apply to .onnx input only");
-  oa->o.input_shapes = oa->shapes;
-  if (onnx) oa->o.target = target;
+  if ((onnx_opts || convert_iface_used(ci)) && !onnx)
+    USAGE("--precision, --pipeline, --input-value and the model-interface options apply to .onnx input only");
+  oa->o.interface = convert_iface_used(ci) ? convert_iface_build(ci) : NULL;
+  oa->o.target = target;
+  oa->o.spec_version = spec;
+  oa->o.no_pipeline = !onnx; /* a Core ML / MIL model is re-saved as it is */
+  oa->o.output_path = out;
+  oa->o.inline_weights = inline_weights;
   mil_diag d;
   mil_diag_init(&d);
   mil_model *m = NULL;
-  mil_status st = onnx ? mil_onnx_import(in, &oa->o, &m, &d) : mil_model_load(in, &m, &d);
-  if (st == MIL_OK && onnx) (void)mil_onnx_renames(m, print_rename, NULL);
-  if (st == MIL_OK && target && !onnx) st = mil_program_retarget(mil_model_program(m), target, &d);
-  if (st == MIL_OK && target && !onnx && !spec) st = mil_model_set_spec_version(m, target);
-  if (st == MIL_OK && spec) st = mil_model_set_spec_version(m, spec);
-  if (st == MIL_OK)
-    st = to_text ? mil_save_text(mil_model_program(m), out, inline_weights, &d) : mil_model_save(m, out, &d);
+  opt_progress pg;
+  opt_progress_init(&pg, stderr, !quiet);
+  opt_progress_show(&pg, onnx ? "converting %s (import and the %s pipeline) ..." : "converting %s ...", in,
+                    oa->o.no_pipeline ? "no" : oa->o.pipeline ? oa->o.pipeline : "default");
+  mil_status st = mil_convert(in, &oa->o, &m, &d);
+  opt_progress_clear(&pg);
+  if (st == MIL_OK && !quiet) (void)mil_onnx_renames(m, print_rename, NULL);
+  if (st == MIL_OK && d.n_warnings && !quiet) cli_print_diag(&d);
+  if (st == MIL_OK && !quiet)
+    opt_print_written(stderr, out, mil_model_program(m), to_text ? 0 : mil_model_spec_version(m), opt_now() - t0);
   if (st != MIL_OK) {
     cli_print_diag(&d);
     if (d.n_errors == 0) fprintf(stderr, "mil: error: convert failed: %s\n", mil_status_str(st));
     rc = CLI_FAIL;
   }
-  else if (d.n_warnings || oa->o.n_samples)
-    cli_print_diag(&d);
   mil_model_free(m);
   mil_diag_clear(&d);
 done:
-  for (int32_t k = 0; k < oa->o.n_input_shapes; k++) free((char *)oa->shapes[k].name);
-  for (int32_t k = 0; k < 64; k++) {
-    free((char *)oa->samples[k].name);
-    free((char *)oa->values[k].name);
-    free(oa->bufs[k]);
-    mil_npy_free(oa->npys[k]);
-  }
+  convert_iface_free(ci);
+  for (int32_t k = 0; k < 64; k++) free((char *)oa->values[k].name);
   free(oa);
   return rc;
 #undef USAGE

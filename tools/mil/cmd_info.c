@@ -16,11 +16,13 @@ static void help(void) {
          "Summarize MODEL (.mlpackage, .mlmodel or .mil): specification version and\n"
          "opset, each function's inputs, outputs and states (name, dtype, shape, and\n"
          "the Core ML feature type from the model description), metadata, a histogram\n"
-         "of op types, and constant bytes by dtype (how many live in weight.bin).\n"
+         "of op types, constant bytes by dtype (how many live in weight.bin), and\n"
+         "numeric constant bytes by compression: the constexpr_* or dequantize op\n"
+         "they feed (quantized data, scales, offsets), or uncompressed.\n"
          "--json prints the same as one JSON object: path, specification_version,\n"
          "target, functions (name, opset, inputs, outputs: name, dtype, shape, state,\n"
-         "feature), metadata, ops (total, by_type), weights (by_dtype, total_bytes,\n"
-         "weight_file_bytes, weight_files).\n\n"
+         "feature), metadata, ops (total, by_type), weights (by_dtype, by_compression,\n"
+         "total_bytes, weight_file_bytes, weight_files).\n\n"
          "--weights lists instead every const weight of at least N elements (default\n"
          "2048) as coremltools' get_weights_metadata reports it: name, shape, dtype,\n"
          "size, sparsity, unique values and the ops it feeds.\n");
@@ -57,6 +59,29 @@ static const mil_feature *find_feature(const mil_feature *f, int32_t n, const ch
   return NULL;
 }
 
+static const char *color_name(mil_color_space c) {
+  switch (c) {
+  case MIL_COLOR_GRAYSCALE: return "GRAYSCALE";
+  case MIL_COLOR_RGB: return "RGB";
+  case MIL_COLOR_BGR: return "BGR";
+  case MIL_COLOR_GRAYSCALE_FLOAT16: return "GRAYSCALE_FLOAT16";
+  default: return "INVALID";
+  }
+}
+
+static cJSON *json_dims(const int64_t *d, int32_t n) {
+  cJSON *a = cJSON_CreateArray();
+  for (int32_t i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)d[i]));
+  return a;
+}
+
+static cJSON *json_range(mil_size_range r) {
+  cJSON *a = cJSON_CreateArray();
+  cJSON_AddItemToArray(a, cJSON_CreateNumber((double)r.lower));
+  cJSON_AddItemToArray(a, cJSON_CreateNumber((double)r.upper));
+  return a;
+}
+
 static void put_feature(const mil_feature *f) {
   if (!f) return;
   printf("  [%s", mil_feature_kind_name(f->kind));
@@ -72,10 +97,23 @@ static void put_feature(const mil_feature *f) {
       for (int32_t i = 0; i < f->n_ranges; i++)
         printf(" [%llu, %lld]", (unsigned long long)f->ranges[i].lower, (long long)f->ranges[i].upper);
     }
-    if (f->n_enumerated) printf(" %d enumerated shapes", f->n_enumerated);
+    for (int32_t k = 0; k < f->n_enumerated; k++) {
+      printf("%s(", k ? ", " : " enumerated shapes ");
+      for (int32_t i = 0; i < f->enumerated[k].rank; i++)
+        printf("%s%lld", i ? ", " : "", (long long)f->enumerated[k].dims[i]);
+      printf(")");
+    }
   } else if (f->kind == MIL_FEATURE_IMAGE) {
-    printf(" %lldx%lld color space %d", (long long)f->width, (long long)f->height, (int)f->color_space);
+    printf(" %lldx%lld %s", (long long)f->width, (long long)f->height, color_name(f->color_space));
+    for (int32_t k = 0; k < f->n_image_sizes; k++)
+      printf("%s%llux%llu", k ? ", " : " sizes ", (unsigned long long)f->image_sizes[2 * k],
+             (unsigned long long)f->image_sizes[2 * k + 1]);
+    if (f->has_image_range)
+      printf(" width [%llu, %lld] height [%llu, %lld]", (unsigned long long)f->width_range.lower,
+             (long long)f->width_range.upper, (unsigned long long)f->height_range.lower,
+             (long long)f->height_range.upper);
   }
+  if (f->short_description[0]) printf(" \"%s\"", cli_esc(f->short_description));
   if (f->is_optional) printf(" optional");
   printf("]");
 }
@@ -87,7 +125,31 @@ typedef struct hist {
   /* const bytes by dtype (index = mil_dtype, < 128) */
   uint64_t bytes[128], blob_bytes[128];
   int64_t consts[128], blob_consts[128];
+  /* const bytes by the compression op they feed (kind 0: none) */
+  const char *kinds[16];
+  uint64_t kind_bytes[16];
+  int64_t kind_consts[16];
+  int nk;
 } hist;
+
+/* The compression op (constexpr_* or dequantize) const output v feeds,
+ * "uncompressed" when it feeds none. */
+static const char *compression_kind(const mil_var *v) {
+  for (const mil_use *u = v->uses; u; u = u->next_use)
+    if (u->op && (!strncmp(u->op->type, "constexpr_", 10) || !strcmp(u->op->type, "dequantize"))) return u->op->type;
+  return "uncompressed";
+}
+
+static void add_kind(hist *h, const char *kind, uint64_t nb) {
+  int i = 0;
+  while (i < h->nk && strcmp(h->kinds[i], kind)) i++;
+  if (i == h->nk) {
+    if (h->nk == 16) return;
+    h->kinds[h->nk++] = kind;
+  }
+  h->kind_bytes[i] += nb;
+  h->kind_consts[i]++;
+}
 
 static int visit(mil_op *op, void *ud) {
   hist *h = ud;
@@ -120,6 +182,8 @@ static int visit(mil_op *op, void *ud) {
       }
       h->bytes[dt] += nb;
       h->consts[dt]++;
+      if (v->type->dtype != MIL_DT_STRING && v->type->dtype != MIL_DT_BOOL)
+        add_kind(h, compression_kind(op->outputs[0]), nb);
       if (v->blob_file) {
         h->blob_bytes[dt] += nb;
         h->blob_consts[dt]++;
@@ -162,6 +226,9 @@ static void put_function(mil_model *m, const mil_function *f) {
     if (fd) put_feature(find_feature(fd->outputs, fd->n_outputs, v->name));
     printf("\n");
   }
+  if (fd && (fd->predicted_feature_name[0] || fd->predicted_probabilities_name[0]))
+    printf("  classifier: predicted feature %s, probabilities %s\n", cli_esc(fd->predicted_feature_name),
+           cli_esc(fd->predicted_probabilities_name));
 }
 
 /* ---- --json ---------------------------------------------------------------- */
@@ -189,20 +256,46 @@ static cJSON *json_var(const mil_var *v, const mil_feature *f) {
     cJSON_AddStringToObject(fo, "kind", mil_feature_kind_name(f->kind));
     if (f->kind == MIL_FEATURE_MULTIARRAY || f->kind == MIL_FEATURE_STATE) {
       cJSON_AddStringToObject(fo, "dtype", mil_array_dtype_name(f->array_dtype));
-      cJSON *sh = cJSON_AddArrayToObject(fo, "shape");
-      for (int32_t i = 0; i < f->shape.rank; i++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)f->shape.dims[i]));
+      cJSON_AddItemToObject(fo, "shape", json_dims(f->shape.dims, f->shape.rank));
+      if (f->n_ranges) {
+        cJSON *rs = cJSON_AddArrayToObject(fo, "shape_range");
+        for (int32_t i = 0; i < f->n_ranges; i++) cJSON_AddItemToArray(rs, json_range(f->ranges[i]));
+      }
+      if (f->n_enumerated) {
+        cJSON *es = cJSON_AddArrayToObject(fo, "enumerated_shapes");
+        for (int32_t k = 0; k < f->n_enumerated; k++)
+          cJSON_AddItemToArray(es, json_dims(f->enumerated[k].dims, f->enumerated[k].rank));
+      }
+    } else if (f->kind == MIL_FEATURE_IMAGE) {
+      cJSON_AddNumberToObject(fo, "width", (double)f->width);
+      cJSON_AddNumberToObject(fo, "height", (double)f->height);
+      cJSON_AddStringToObject(fo, "color_space", color_name(f->color_space));
+      if (f->n_image_sizes) {
+        cJSON *es = cJSON_AddArrayToObject(fo, "enumerated_sizes");
+        for (int32_t k = 0; k < f->n_image_sizes; k++) {
+          int64_t wh[2] = {(int64_t)f->image_sizes[2 * k], (int64_t)f->image_sizes[2 * k + 1]};
+          cJSON_AddItemToArray(es, json_dims(wh, 2));
+        }
+      }
+      if (f->has_image_range) {
+        cJSON_AddItemToObject(fo, "width_range", json_range(f->width_range));
+        cJSON_AddItemToObject(fo, "height_range", json_range(f->height_range));
+      }
+    } else if (f->kind == MIL_FEATURE_DICTIONARY) {
+      cJSON_AddStringToObject(fo, "key", mil_feature_kind_name(f->dict_key));
     }
+    if (f->short_description[0]) cJSON_AddStringToObject(fo, "description", f->short_description);
     if (f->is_optional) cJSON_AddTrueToObject(fo, "optional");
   }
   return o;
 }
 
-static int print_json(mil_model *m) {
+static int print_json(mil_model *m, const char *path) {
   mil_program *p = mil_model_program(m);
   int spec = mil_model_spec_version(m);
   const mil_model_desc *md = mil_model_description(m);
   cJSON *root = cJSON_CreateObject();
-  cJSON_AddStringToObject(root, "path", mil_model_path(m));
+  cJSON_AddStringToObject(root, "path", path);
   cJSON_AddNumberToObject(root, "specification_version", spec);
   cJSON_AddStringToObject(root, "target", target_name(spec));
   cJSON_AddStringToObject(root, "default_function", md->default_function_name);
@@ -228,6 +321,10 @@ static int print_json(mil_model *m) {
       const mil_var *v = b->outputs[k].var;
       cJSON_AddItemToArray(outs, json_var(v, fd ? find_feature(fd->outputs, fd->n_outputs, v->name) : NULL));
     }
+    if (fd && fd->predicted_feature_name[0])
+      cJSON_AddStringToObject(fo, "predicted_feature_name", fd->predicted_feature_name);
+    if (fd && fd->predicted_probabilities_name[0])
+      cJSON_AddStringToObject(fo, "predicted_probabilities_name", fd->predicted_probabilities_name);
   }
   cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
   if (md->short_description[0]) cJSON_AddStringToObject(meta, "shortDescription", md->short_description);
@@ -264,6 +361,12 @@ static int print_json(mil_model *m) {
       cJSON_AddNumberToObject(e, "weight_file_consts", (double)h.blob_consts[dt]);
       all += h.bytes[dt];
       all_blob += h.blob_bytes[dt];
+    }
+    cJSON *bk = cJSON_AddObjectToObject(w, "by_compression");
+    for (int i = 0; i < h.nk; i++) {
+      cJSON *e = cJSON_AddObjectToObject(bk, h.kinds[i]);
+      cJSON_AddNumberToObject(e, "bytes", (double)h.kind_bytes[i]);
+      cJSON_AddNumberToObject(e, "consts", (double)h.kind_consts[i]);
     }
     cJSON_AddNumberToObject(w, "total_bytes", (double)all);
     cJSON_AddNumberToObject(w, "weight_file_bytes", (double)all_blob);
@@ -320,8 +423,12 @@ int cmd_info(int argc, char **argv) {
     return CLI_FAIL;
   }
   mil_program *p = mil_model_program(m);
+  /* an imported ONNX model has no file of its own: show the one given */
+  size_t pl = strlen(path);
+  bool onnx = pl > 5 && strcmp(path + pl - 5, ".onnx") == 0;
+  const char *shown = mil_model_path(m)[0] ? mil_model_path(m) : path;
   if (json) {
-    int jrc = print_json(m);
+    int jrc = print_json(m, shown);
     mil_model_free(m);
     mil_diag_clear(&d);
     return jrc;
@@ -334,7 +441,8 @@ int cmd_info(int argc, char **argv) {
   }
   int spec = mil_model_spec_version(m);
   const mil_model_desc *md = mil_model_description(m);
-  printf("model: %s\n", cli_esc(mil_model_path(m)));
+  printf("model: %s%s\n", cli_esc(shown),
+         onnx ? " (ONNX, imported as `mil convert` imports it: DEFAULT pipeline, fp16, iOS15)" : "");
   printf("specification version: %d (%s)\n", spec, target_name(spec));
   printf("opset: %s\n", p->n_functions ? cli_esc(p->functions[0]->opset) : "-");
   printf("functions: %d (default: %s)%s\n", p->n_functions, cli_esc(md->default_function_name),
@@ -376,6 +484,10 @@ int cmd_info(int argc, char **argv) {
     }
     printf("  %-10s %12llu bytes; weight file: %llu bytes in %d file(s)\n", "total", (unsigned long long)all,
            (unsigned long long)all_blob, mil_model_n_weight_files(m));
+    printf("numeric constants by compression (the op they feed):\n");
+    for (int i = 0; i < h.nk; i++)
+      printf("  %-40s %12llu bytes %6lld consts\n", h.kinds[i], (unsigned long long)h.kind_bytes[i],
+             (long long)h.kind_consts[i]);
   }
   if (fflush(stdout) != 0) rc = CLI_FAIL;
   free(h.types);

@@ -1,6 +1,7 @@
 /* mil opt IN [-o OUT] [--pipeline NAME | --passes P1,P2] [options]:
  * run a pass pipeline over a model, like coremltools'
  * PassPipelineManager.apply_pipeline. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "mil/model.h"
 #include "mil/ops.h"
 #include "mil/passes.h"
+#include "mil/text.h"
 #include "opt_summary.h"
 
 static void help(void) {
@@ -285,37 +287,107 @@ static int32_t skip_missing(mil_pipeline *pl, bool quiet) {
   return n;
 }
 
-/* Progress line while the pipeline runs: the pass being run, its number,
- * the op count and the time so far; cleared after each pass so that
- * printed programs and messages start on a clean line. */
+/* The observers `mil opt` installs on the pipeline run, in this order:
+ * the progress line (the pass being run, its number, the op count and the
+ * time so far; cleared after each pass so that printed programs and
+ * messages start on a clean line), --verify-each (the library's verifier,
+ * timed here) and --print-after / --print-after-all. */
 typedef struct opt_hooks {
   opt_progress *pg;
   double t_start;
+  mil_pass_verifier ver;
+  mil_pass_observer ver_obs;
+  double verify_s;
+  bool print_all;
+  const char *print_after;
 } opt_hooks;
 
-static void before_pass(void *ud, int32_t index, int32_t n, const char *pass, int64_t ops) {
+static void progress_before(void *ud, const mil_pipeline *pl, int32_t index, int32_t n, const char *pass,
+                            mil_program *p, int64_t ops) {
+  (void)pl, (void)p;
   opt_hooks *h = ud;
   opt_progress_show(h->pg, "[%d/%d] %s  (%lld ops, %.1f s)", (int)(index + 1), (int)n, pass, (long long)ops,
                     opt_now() - h->t_start);
 }
 
-static void after_pass(void *ud, const mil_pass_record *r) {
-  (void)r;
+static mil_status progress_after(void *ud, const mil_pipeline *pl, const mil_pass_record *r, mil_program *p,
+                                 mil_diag *d) {
+  (void)pl, (void)r, (void)p, (void)d;
   opt_progress_clear(((opt_hooks *)ud)->pg);
+  return MIL_OK;
+}
+
+static void verify_before(void *ud, const mil_pipeline *pl, int32_t index, int32_t n, const char *pass,
+                          mil_program *p, int64_t ops) {
+  opt_hooks *h = ud;
+  h->ver_obs.before(h->ver_obs.ud, pl, index, n, pass, p, ops);
+}
+
+static mil_status verify_after(void *ud, const mil_pipeline *pl, const mil_pass_record *r, mil_program *p,
+                               mil_diag *d) {
+  opt_hooks *h = ud;
+  double t0 = opt_now();
+  mil_status st = h->ver_obs.after(h->ver_obs.ud, pl, r, p, d);
+  h->verify_s += opt_now() - t0;
+  return st;
+}
+
+/* `name` (a full pass name) is listed in the comma-separated list, with or
+ * without "common::". */
+static bool in_name_list(const char *list, const char *name) {
+  if (!list) return false;
+  const char *p = list;
+  while (*p) {
+    const char *c = strchr(p, ',');
+    size_t n = c ? (size_t)(c - p) : strlen(p);
+    char item[256];
+    if (n < sizeof item) {
+      memcpy(item, p, n);
+      item[n] = 0;
+      char *s = item;
+      while (isspace((unsigned char)*s)) s++;
+      char *e = s + strlen(s);
+      while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+      if (*s && (strcmp(s, name) == 0 || (!strstr(s, "::") && strncmp(name, "common::", 8) == 0 &&
+                                           strcmp(name + 8, s) == 0)))
+        return true;
+    }
+    if (!c) break;
+    p = c + 1;
+  }
+  return false;
+}
+
+static mil_status print_after(void *ud, const mil_pipeline *pl, const mil_pass_record *r, mil_program *p,
+                              mil_diag *d) {
+  (void)pl;
+  opt_hooks *h = ud;
+  if (!h->print_all && !in_name_list(h->print_after, r->pass)) return MIL_OK;
+  mil_print_options popt = {MIL_PRINT_COMPLETE, true};
+  if (fprintf(stderr, "# after pass #%d %s (%lld changes, %lld ops)\n", r->index, r->pass, (long long)r->changes,
+              (long long)r->ops_after) < 0 ||
+      mil_print_program_file(p, &popt, stderr) != MIL_OK)
+    return mil_diag_error(d, MIL_ERR_IO, "printing the program after pass '%s' failed", r->pass);
+  return MIL_OK;
 }
 
 static mil_status run_pipeline(mil_pipeline *pl, mil_program *p, const opt_args *a, opt_progress *pg,
                                mil_pipeline_report *rep, mil_diag *d) {
-  opt_hooks h = {pg, opt_now()};
-  mil_pipeline_run_options ro = {0};
-  ro.verify_each = a->verify_each;
-  ro.print_after_all = a->print_all;
-  ro.print_after = a->print_after;
-  ro.print_file = stderr;
-  ro.before_pass = before_pass;
-  ro.after_pass = after_pass;
-  ro.hook_ud = &h;
+  opt_hooks h;
+  memset(&h, 0, sizeof h);
+  h.pg = pg;
+  h.t_start = opt_now();
+  h.ver_obs = mil_pass_verifier_observer(&h.ver);
+  h.print_all = a->print_all;
+  h.print_after = a->print_after;
+  mil_pass_observer obs[3];
+  int32_t n = 0;
+  obs[n++] = (mil_pass_observer){progress_before, progress_after, &h};
+  if (a->verify_each) obs[n++] = (mil_pass_observer){verify_before, verify_after, &h};
+  if (a->print_all || a->print_after) obs[n++] = (mil_pass_observer){NULL, print_after, &h};
+  mil_pipeline_run_options ro = {obs, n};
   mil_status st = mil_pipeline_run(pl, p, &ro, rep, d);
+  rep->verify_seconds = h.verify_s;
   opt_progress_clear(pg);
   return st;
 }
@@ -422,6 +494,8 @@ out:
     sum.total_s = opt_now() - t_begin;
     opt_summary_print(stderr, &sum);
   }
+  if (rc == CLI_OK && !a.quiet)
+    opt_print_written(stderr, a.out, m.program, m.model ? mil_model_spec_version(m.model) : 0, opt_now() - t_begin);
   opt_census_free(&before);
   opt_census_free(&after);
   mil_pipeline_report_free(&rep);

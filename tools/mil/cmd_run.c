@@ -6,23 +6,28 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cli.h"
 #include "mil/onnx.h"
 #include "load.h"
 #include "run_common.h"
 #include "run_dict.h"
+#include "run_pipeline.h"
+#include "mil/utils.h"
 
 static void help(void) {
   printf("usage: mil run MODEL [--input NAME=FILE.npy|FILE.pb]... [--function NAME]\n"
          "               [--output-dir DIR] [--output-format npy|pb] [--seed S] [--random-inputs]\n"
-         "               [--max-value-bytes N] [--no-write]\n\n"
+         "               [--max-value-bytes N] [--no-write] [--runs N] [--profile]\n\n"
          "Run MODEL (.mlpackage, .mlmodel or .mil) on the CPU reference interpreter.\n"
          "Each output is written to DIR/<output name>.npy (or .pb; DIR defaults to the\n"
          "current directory; '/' in names becomes '_', control characters and invalid\n"
          "UTF-8 become %%hh) and summarized on stdout: name, shape, dtype, min, max and\n"
          "mean. A classifier's class label and probability dictionary (classify) are\n"
-         "printed and written as DIR/<name>.json.\n\n"
+         "printed and written as DIR/<name>.json. A Pipeline model (.mlpackage, e.g. from\n"
+         "`mil pipeline`) runs its stages in order, each fed the pipeline inputs and the\n"
+         "outputs of the stages before it; the last stage's outputs are written.\n\n"
          "  --input NAME=FILE      value of input NAME from a .npy file or an ONNX\n"
          "                         TensorProto .pb (either dialect); FILE alone when the\n"
          "                         function has one input; a numeric array of another\n"
@@ -40,11 +45,42 @@ static void help(void) {
          "  --seed S               seed of --random-inputs and of random ops (default 0)\n"
          "  --max-value-bytes N    refuse (exit 1, nothing written) to materialize any\n"
          "                         single value larger than N bytes (default: half of\n"
-         "                         the physical memory); the total is not bounded\n");
+         "                         the physical memory); the total is not bounded\n"
+         "  --runs N               run N times on the same inputs (default 1) and print\n"
+         "                         the first and the best run time to stderr\n"
+         "  --profile              print to stderr the time per op type and the 20\n"
+         "                         slowest ops (per run; the runs after the first when\n"
+         "                         --runs is above 1)\n");
 }
 
 /* DIR/NAME.EXT with '/' in NAME replaced by '_' and control bytes or
  * invalid UTF-8 by %hh (mil_escape, MIL_ESCAPE_FILE_NAME). */
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* Runs ip `runs` times (profiling the runs after the first when there
+ * are several), printing the times to stderr when runs > 1. */
+static mil_status run_timed(mil_interp *ip, uint64_t runs, bool profile, mil_diag *d) {
+  double first = 0, best = 0;
+  mil_status st = MIL_OK;
+  if (profile && runs <= 1 && (st = mil_interp_set_profile(ip, true)) != MIL_OK) return st;
+  for (uint64_t k = 0; k < runs && st == MIL_OK; k++) {
+    double t0 = now_ms();
+    st = mil_interp_run(ip, NULL, d);
+    double ms = now_ms() - t0;
+    if (k == 0) first = best = ms;
+    else if (ms < best) best = ms;
+    if (k == 0 && profile && runs > 1 && st == MIL_OK) st = mil_interp_set_profile(ip, true);
+  }
+  if (st != MIL_OK) return st;
+  if (runs > 1) fprintf(stderr, "runs: %llu, first %.3f ms, best %.3f ms\n", (unsigned long long)runs, first, best);
+  if (profile) mil_interp_profile_report(ip, stderr, 20);
+  return MIL_OK;
+}
+
 static char *out_path(const char *dir, const char *name, const char *ext) {
   size_t k = mil_escape(name, NULL, 0, MIL_ESCAPE_FILE_NAME);
   size_t n = strlen(dir) + k + strlen(ext) + 3;
@@ -58,8 +94,8 @@ static char *out_path(const char *dir, const char *name, const char *ext) {
 
 int cmd_run(int argc, char **argv) {
   const char *model = NULL, *function = NULL, *outdir = ".", *format = "npy";
-  bool write = true, random_inputs = false;
-  uint64_t seed = 0, max_value_bytes = 0;
+  bool write = true, random_inputs = false, profile = false;
+  uint64_t seed = 0, max_value_bytes = 0, runs = 1;
   cli_input_arg *ins = calloc((size_t)argc + 1, sizeof *ins);
   int n_ins = 0;
   if (!ins) return CLI_FAIL;
@@ -84,7 +120,14 @@ int cmd_run(int argc, char **argv) {
         rc = cli_usage_error("run", "--max-value-bytes is %s; expected 1 to %lld", argv[i], (long long)MIL_TENSOR_MAX_BYTES);
         goto done;
       }
-    } else if (!strcmp(a, "--no-write")) write = false;
+    } else if (!strcmp(a, "--runs") && more) {
+      if ((rc = cli_parse_u64("run", a, argv[++i], &runs)) != CLI_OK) goto done;
+      if (runs == 0 || runs > 1000000) {
+        rc = cli_usage_error("run", "--runs is %s; expected 1 to 1000000", argv[i]);
+        goto done;
+      }
+    } else if (!strcmp(a, "--profile")) profile = true;
+    else if (!strcmp(a, "--no-write")) write = false;
     else if (!strcmp(a, "--random-inputs")) random_inputs = true;
     else if (a[0] == '-' && a[1]) {
       rc = cli_usage_error("run", "unknown or incomplete option '%s'", a);
@@ -109,7 +152,19 @@ int cmd_run(int argc, char **argv) {
   cli_loaded m;
   mil_interp *ip = NULL;
   cli_tensor *kept = NULL;
-  mil_status st = cli_load(model, &m, &d);
+  /* a Pipeline model: every stage but the last runs here, the last below */
+  cli_pipe pipe;
+  memset(&pipe, 0, sizeof pipe);
+  bool is_pipe = mil_utils_is_pipeline(model);
+  uint64_t prs = seed;
+  mil_status st = is_pipe ? cli_pipeline_run_prefix(model, ins, n_ins, random_inputs ? &prs : NULL, seed,
+                                                     max_value_bytes, &pipe, &d)
+                          : cli_load(model, &m, &d);
+  if (is_pipe) {
+    memset(&m, 0, sizeof m);
+    if (st == MIL_OK) m.program = mil_model_program(pipe.stages[pipe.n - 1]);
+    else cli_pipeline_free(&pipe);
+  }
   size_t from = d.count; /* messages from here on come after loading */
   if (st == MIL_OK) {
     /* an ONNX input name the import renamed: the model's name */
@@ -125,10 +180,15 @@ int cmd_run(int argc, char **argv) {
       mil_interp_set_seed(ip, seed);
       if (max_value_bytes) mil_interp_set_max_value_bytes(ip, (int64_t)max_value_bytes);
       kept = calloc((size_t)mil_interp_n_inputs(ip) + 1, sizeof *kept);
-      uint64_t rs = seed;
-      st = kept ? cli_set_inputs(ip, ins, n_ins, random_inputs ? &rs : NULL, kept, &d) : MIL_ERR_NOMEM;
+      uint64_t rs = is_pipe ? prs : seed;
+      const mil_function_desc *fd = m.model && !is_pipe ? mil_model_function_desc(m.model, function) : NULL;
+      st = !kept    ? MIL_ERR_NOMEM
+           : is_pipe ? cli_pipeline_feed(&pipe, ip, ins, n_ins, random_inputs ? &rs : NULL, kept, &d)
+                     : cli_set_inputs_described(ip, fd, ins, n_ins, random_inputs ? &rs : NULL, kept, &d);
     }
-    if (st == MIL_OK) st = mil_interp_run(ip, NULL, &d);
+    /* the weight files still cover their mappings (a truncated one would raise SIGBUS) */
+    if (st == MIL_OK && m.model) st = mil_model_check_weights(m.model, &d);
+    if (st == MIL_OK) st = run_timed(ip, runs, profile, &d);
     if (st == MIL_OK && write && mkdir(outdir, 0777) != 0 && errno != EEXIST)
       st = mil_diag_error(&d, MIL_ERR_IO, "%s: cannot create the output directory: %s", outdir, strerror(errno));
     for (int32_t i = 0; st == MIL_OK && i < mil_interp_n_outputs(ip); i++) {
@@ -150,7 +210,8 @@ int cmd_run(int argc, char **argv) {
     for (int32_t i = 0; kept && i < mil_interp_n_inputs(ip); i++) cli_tensor_free(&kept[i]);
     free(kept);
     mil_interp_free(ip);
-    cli_unload(&m);
+    if (is_pipe) cli_pipeline_free(&pipe);
+    else cli_unload(&m);
     cli_diag_locate(&d, from, model);
   }
   cli_print_diag(&d);

@@ -27,7 +27,8 @@ static void help(void) {
          "  --narrow        show the values as MIL holds them after coremltools' narrowing\n"
          "                  (INT64/UINT32/UINT64 -> int32, DOUBLE -> fp32; out-of-range\n"
          "                  values refused); --clamp clips them as coremltools does\n\n"
-         "mil tensor convert A B writes A's elements to B (.pb: raw_data by default).\n"
+         "mil tensor convert A B writes A's elements to B (.pb: raw_data by default;\n"
+         ".npy: BFLOAT16 is written as float32, with a note, as numpy has no bfloat16).\n"
          "  --in-dialect D  schema A is read with (default auto)\n"
          "  --dialect D     schema B is written with: onnx (default) or nd4j\n"
          "  --encoding E    raw (default), typed (float_data, int32_data, ...), nd4j\n"
@@ -177,6 +178,21 @@ static int convert(const char *a, const char *b, mil_onnx_dialect in_dia, const 
       if (l.pb) wo.onnx_type = l.pb->onnx_type; /* keep UINT32, FNUZ, ... as they were */
       st = mil_onnx_tensor_write(b, l.dtype, l.rank, l.shape, l.data, &wo, &d);
       free(name);
+    } else if (l.dtype == MIL_DT_BF16) {
+      /* numpy has no bfloat16: float32 holds every value exactly (onnx's
+       * numpy_helper.to_array reads BFLOAT16 as float32 too) */
+      float *f = malloc((size_t)(l.numel ? l.numel : 1) * sizeof *f);
+      if (!f) {
+        st = mil_diag_error(&d, MIL_ERR_NOMEM, "%s: out of memory", b);
+      } else {
+        const uint16_t *h = l.data;
+        for (int64_t i = 0; i < l.numel; i++) f[i] = mil_bf16_to_fp32(h[i]);
+        st = mil_npy_write(b, MIL_DT_FP32, l.rank, l.shape, f, &d);
+        free(f);
+        if (st == MIL_OK)
+          mil_diag_add(&d, MIL_SEV_NOTE, "%s holds BFLOAT16, which numpy has no dtype for: %s is float32 (every value "
+                       "exact), as onnx's numpy_helper.to_array reads it", a, b);
+      }
     } else {
       st = mil_npy_write(b, l.dtype, l.rank, l.shape, l.data, &d);
       if (st == MIL_ERR_UNSUPPORTED && l.pb)

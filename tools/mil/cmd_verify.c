@@ -7,6 +7,8 @@
 
 #include "cli.h"
 #include "load.h"
+#include "mil/onnx.h"
+#include "mil/ops.h"
 #include "run_common.h"
 
 static void help(void) {
@@ -24,7 +26,11 @@ static void help(void) {
          "(b from model B or the reference) and both agree on NaNs; an output of A that\n"
          "is NaN or inf where b is finite fails with a line of its own.\n"
          "For each output: max abs error, relative error (max abs error over the largest\n"
-         "|b|, so it reads right when b is near zero), PASS or FAIL.\n\n"
+         "|b|, so it reads right when b is near zero), PASS or FAIL.\n"
+         "A or B (or MODEL) may be an ONNX model (.onnx): its reference is then the ONNX\n"
+         "graph's own semantics, the graph imported in fp32 without the pass pipeline\n"
+         "(not `mil convert`'s default fp16 conversion), so an fp16 conversion shows its\n"
+         "real error against it.\n\n"
          "  --reference NAME=FILE      expected value of output NAME (MODEL mode)\n"
          "  --input NAME=FILE          value of input NAME\n"
          "  --rtol R   relative tolerance (default 1e-3; 1e-2 when either model computes\n"
@@ -51,9 +57,38 @@ static void side_free(side *s) {
   if (s->loaded) cli_unload(&s->m);
 }
 
+static bool is_onnx(const char *path) {
+  size_t n = strlen(path);
+  return n > 5 && strcmp(path + n - 5, ".onnx") == 0;
+}
+
+/* An ONNX model is verified by what its graph means, not by libmil's
+ * default conversion: imported in fp32 without the pass pipeline (the ops
+ * as the importer builds them, at the default deployment target, or iOS18
+ * when an op needs a newer one). */
+static mil_status load_onnx_reference(const char *path, cli_loaded *out, mil_diag *d) {
+  memset(out, 0, sizeof *out);
+  mil_onnx_options o = {.target = 0}; /* the importer runs no pipeline: fp32 as built */
+  mil_model *m = NULL;
+  mil_diag first;
+  mil_diag_init(&first);
+  mil_status st = mil_onnx_import(path, &o, &m, &first);
+  if (st == MIL_ERR_UNSUPPORTED) {
+    o.target = MIL_IOS18;
+    st = mil_onnx_import(path, &o, &m, d);
+  } else {
+    for (size_t i = 0; i < first.count; i++) mil_diag_add(d, first.msgs[i].severity, "%s", first.msgs[i].text);
+  }
+  mil_diag_clear(&first);
+  if (st != MIL_OK) return st;
+  out->model = m;
+  out->program = mil_model_program(m);
+  return MIL_OK;
+}
+
 static mil_status open_side(const char *path, const char *function, side *s, mil_diag *d) {
   memset(s, 0, sizeof *s);
-  mil_status st = cli_load(path, &s->m, d);
+  mil_status st = is_onnx(path) ? load_onnx_reference(path, &s->m, d) : cli_load(path, &s->m, d);
   if (st != MIL_OK) return st;
   s->loaded = true;
   if ((st = mil_interp_new(s->m.program, function, &s->ip, d)) != MIL_OK) return st;

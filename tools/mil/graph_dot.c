@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_internal.h"
 #include "graph_dot.h"
+#include "mil/ir.h"
+#include "mil/text.h"
+#include "ptr_map.h"
 
 #define LABEL_LINE_MAX 56 /* longer label lines are cut with "..." */
 
@@ -25,7 +27,7 @@ typedef struct gd {
   const graph_options *o;
   int64_t next_id, drawn, not_drawn;
   name_idx a_ops; /* --diff: the non-const ops of A by name */
-  ir_ptrmap b2a;  /* --diff: B var -> the A var it stands for (the library's pointer map) */
+  ptr_map b2a;    /* --diff: B var -> the A var it stands for */
   int64_t n_added, n_changed, n_removed;
   bool oom;
 } gd;
@@ -157,7 +159,7 @@ static bool is_const_var(const mil_var *v) { return v && v->op && mil_op_is_cons
  * through, so that the fp16 casts of a pipeline do not hide what they wrap. */
 static const mil_var *a_of(const gd *g, const mil_var *vb) {
   for (int hop = 0; vb && hop < 8; hop++) {
-    const mil_var *va = ir_ptrmap_get(&g->b2a, vb);
+    const mil_var *va = ptr_map_get(&g->b2a, vb);
     if (va) return va;
     if (!vb->op || strcmp(vb->op->type, "cast") != 0) return NULL;
     const mil_input *x = mil_op_find_input(vb->op, "x");
@@ -209,7 +211,7 @@ static bool consts_differ(const mil_op *a, const mil_op *b) {
 static void match(gd *g, mil_op *a, const mil_op *b) {
   a->aux = (void *)1; /* matched */
   for (int32_t i = 0; i < b->n_outputs && i < a->n_outputs; i++) {
-    if (!ir_ptrmap_put(&g->b2a, b->outputs[i], a->outputs[i])) g->oom = true;
+    if (!ptr_map_put(&g->b2a, b->outputs[i], a->outputs[i])) g->oom = true;
     a->outputs[i]->aux = b->outputs[i];
   }
 }
@@ -438,12 +440,12 @@ mil_status graph_dot(mil_program *p, const graph_options *o, mil_buf *out, mil_d
     for (int32_t i = 0; ok && i < f->n_inputs; i++)
       for (int32_t k = 0; k < fa->n_inputs; k++)
         if (!strcmp(fa->inputs[k]->name, f->inputs[i]->name)) {
-          ok = ir_ptrmap_put(&g.b2a, f->inputs[i], fa->inputs[k]);
+          ok = ptr_map_put(&g.b2a, f->inputs[i], fa->inputs[k]);
           fa->inputs[k]->aux = f->inputs[i];
         }
     if (!ok || !idx_sort(&g.a_ops)) {
       idx_free(&g.a_ops);
-      ir_ptrmap_free(&g.b2a);
+      ptr_map_free(&g.b2a);
       return MIL_ERR_NOMEM;
     }
   }
@@ -491,6 +493,6 @@ mil_status graph_dot(mil_program *p, const graph_options *o, mil_buf *out, mil_d
   mil_buf_free(&g.edges);
   mil_buf_puts(out, "}\n");
   idx_free(&g.a_ops);
-  ir_ptrmap_free(&g.b2a);
+  ptr_map_free(&g.b2a);
   return out->oom || g.oom ? MIL_ERR_NOMEM : MIL_OK;
 }

@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "load.h"
 #include "mil/model.h"
-#include "mil/onnx.h"
+#include "mil/convert.h"
 #include "mil/ops.h"
 #include "mil/blob.h"
 
@@ -14,7 +14,25 @@ mil_status cli_load_model(const char *path, mil_model **out, mil_diag *d) {
   size_t n = strlen(path);
   /* an ONNX model is converted as `mil convert` does (fp16 precision) */
   bool onnx = n > 5 && strcmp(path + n - 5, ".onnx") == 0;
-  return onnx ? mil_onnx_import(path, NULL, out, d) : mil_model_load(path, out, d);
+  if (!onnx) return mil_model_load(path, out, d);
+  /* at the default target (iOS15); a model whose quantized weights need
+   * iOS18's blockwise layout (MatMulNBits, blocked DequantizeLinear) is
+   * converted for iOS18 instead, so that `mil run` / `mil verify` take it */
+  mil_diag first;
+  mil_diag_init(&first);
+  mil_status st = mil_convert(path, NULL, out, &first);
+  bool retry = false;
+  for (size_t i = 0; st != MIL_OK && i < first.count; i++)
+    if (first.msgs[i].severity == MIL_SEV_ERROR && strstr(first.msgs[i].text, "--target iOS18")) retry = true;
+  if (retry) {
+    mil_diag_clear(&first);
+    mil_convert_options o = {.target = MIL_IOS18};
+    mil_diag_add(d, MIL_SEV_NOTE, "%s: converted with --target iOS18 (its quantized weights need it)", path);
+    return mil_convert(path, &o, out, d);
+  }
+  for (size_t i = 0; i < first.count; i++) mil_diag_add(d, first.msgs[i].severity, "%s", first.msgs[i].text);
+  mil_diag_clear(&first);
+  return st;
 }
 
 mil_status cli_load(const char *path, cli_loaded *out, mil_diag *d) {

@@ -23,6 +23,11 @@ CMD(verify)
 CMD(graph)
 CMD(tensor)
 CMD(compress)
+CMD(merge)
+CMD(edit)
+CMD(materialize)
+CMD(split)
+CMD(pipeline)
 #undef CMD
 
 typedef struct cmd_entry {
@@ -32,7 +37,7 @@ typedef struct cmd_entry {
 } cmd_entry;
 
 static cli_cmd_fn f_print, f_validate, f_convert, f_info, f_opt, f_passes, f_ops, f_diff, f_run, f_verify, f_graph, f_tensor,
-    f_compress;
+    f_compress, f_merge, f_edit, f_materialize, f_split, f_pipeline;
 
 static const cmd_entry k_cmds[] = {
     {"print", &f_print, "print a model as MIL text (coremltools form, or --complete)"},
@@ -48,6 +53,11 @@ static const cmd_entry k_cmds[] = {
     {"graph", &f_graph, "draw a program with Graphviz (.svg, .png, .pdf, .dot)"},
     {"tensor", &f_tensor, "describe or convert a tensor file (ONNX TensorProto .pb, .npy)"},
     {"compress", &f_compress, "quantize, palettize, prune or decompress the weights of a model"},
+    {"merge", &f_merge, "merge functions of several models into one multifunction model"},
+    {"edit", &f_edit, "rename inputs/outputs, switch fp32/fp16 I/O, set metadata"},
+    {"materialize", &f_materialize, "fixed-shape functions of a flexible-shape model"},
+    {"split", &f_split, "cut a model in two chunks of about equal weight size"},
+    {"pipeline", &f_pipeline, "chain models into one Pipeline model"},
 };
 #define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])
 
@@ -65,6 +75,11 @@ static void bind_commands(void) {
   f_graph = cmd_graph;
   f_tensor = cmd_tensor;
   f_compress = cmd_compress;
+  f_merge = cmd_merge;
+  f_edit = cmd_edit;
+  f_materialize = cmd_materialize;
+  f_split = cmd_split;
+  f_pipeline = cmd_pipeline;
 }
 
 static void usage(FILE *out) {
@@ -74,7 +89,7 @@ static void usage(FILE *out) {
           "Read, validate, optimize, run and write Core ML ML Program (MIL) models.\n\n"
           "commands:\n");
   for (size_t i = 0; i < N_CMDS; i++)
-    if (*k_cmds[i].fn) fprintf(out, "  %-10s %s\n", k_cmds[i].name, k_cmds[i].summary);
+    if (*k_cmds[i].fn) fprintf(out, "  %-12s %s\n", k_cmds[i].name, k_cmds[i].summary);
   fprintf(out, "\nRun 'mil COMMAND --help' for a command's options.\n"
                "Exit status: 0 success, 1 invalid input or failed check, 2 usage error.\n");
 }

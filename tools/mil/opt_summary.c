@@ -12,6 +12,8 @@
 #include "cli.h"
 #include "mil/blob.h"
 #include "mil/model.h"
+#include "mil/ops.h"
+#include "ptr_map.h"
 
 double opt_now(void) {
   struct timespec ts;
@@ -70,14 +72,6 @@ typedef struct census_walk {
   bool oom;
 } census_walk;
 
-static size_t ptr_hash(const void *p) {
-  uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return (size_t)x;
-}
-
 static bool census_grow(census_walk *w) {
   size_t ncap = w->cap ? w->cap * 2 : 64;
   const char **nk = calloc(ncap, sizeof *nk);
@@ -89,7 +83,7 @@ static bool census_grow(census_walk *w) {
   }
   for (size_t i = 0; i < w->cap; i++) {
     if (!w->keys[i]) continue;
-    size_t h = ptr_hash(w->keys[i]) & (ncap - 1);
+    size_t h = ptr_map_hash(w->keys[i]) & (ncap - 1);
     while (nk[h]) h = (h + 1) & (ncap - 1);
     nk[h] = w->keys[i];
     ns[h] = w->slot[i];
@@ -104,7 +98,7 @@ static bool census_grow(census_walk *w) {
 
 static int32_t census_type_slot(census_walk *w, const char *type) {
   if ((size_t)w->c->n_types * 2 + 2 > w->cap && !census_grow(w)) return -1;
-  size_t h = ptr_hash(type) & (w->cap - 1);
+  size_t h = ptr_map_hash(type) & (w->cap - 1);
   while (w->keys[h]) {
     if (w->keys[h] == type) return w->slot[h];
     h = (h + 1) & (w->cap - 1);
@@ -282,4 +276,22 @@ void opt_summary_print(FILE *f, const opt_summary *s) {
   }
   long kb = peak_rss_kb();
   if (kb > 0) fprintf(f, "peak memory: %s\n", opt_fmt_bytes((uint64_t)kb * 1024u, b1, sizeof b1));
+}
+
+void opt_print_written(FILE *f, const char *out, mil_program *p, int spec_version, double seconds) {
+  opt_census c;
+  memset(&c, 0, sizeof c);
+  bool ok = opt_census_take(p, spec_version, &c);
+  const char *opset = p && p->n_functions ? p->functions[0]->opset : NULL;
+  int spec = spec_version ? spec_version : opset ? mil_spec_version_for_opset(opset) : 0;
+  int ver = opset ? mil_opset_version(opset) : -1;
+  char bytes[32];
+  if (ok)
+    fprintf(f, "mil: wrote %s (spec %d%s%s): %lld ops, %lld weights (%s) in %.2f s\n",
+            strcmp(out, "-") == 0 ? "standard output" : cli_esc(out), spec, ver >= 0 ? ", " : "",
+            ver >= 0 ? mil_opset_target_name(ver) : "", (long long)c.ops, (long long)c.n_weights,
+            opt_fmt_bytes(c.weight_bytes, bytes, sizeof bytes), seconds);
+  else
+    fprintf(f, "mil: wrote %s in %.2f s\n", strcmp(out, "-") == 0 ? "standard output" : cli_esc(out), seconds);
+  opt_census_free(&c);
 }

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "run_common.h"
+#include "run_image.h"
 
 int cli_add_input_arg(const char *cmd, const char *s, cli_input_arg *ins, int *n) {
   cli_input_arg *a = &ins[*n];
@@ -106,7 +107,7 @@ static void put_elem(mil_dtype dt, void *p, int64_t i, double v) {
   }
 }
 
-static mil_status alloc_tensor(mil_dtype dt, int32_t rank, const int64_t *shape, cli_tensor *out, mil_diag *d) {
+mil_status cli_tensor_alloc(mil_dtype dt, int32_t rank, const int64_t *shape, cli_tensor *out, mil_diag *d) {
   memset(out, 0, sizeof *out);
   int64_t n = 1;
   for (int32_t i = 0; i < rank; i++) {
@@ -159,6 +160,110 @@ mil_status cli_tensor_from_npy(const char *path, const char *input, const mil_ty
   return st;
 }
 
+/* Integer dtypes: their range; false for the others. */
+static bool int_range(mil_dtype dt, int64_t *lo, uint64_t *hi) {
+  switch (dt) {
+  case MIL_DT_INT8: *lo = INT8_MIN, *hi = INT8_MAX; return true;
+  case MIL_DT_INT16: *lo = INT16_MIN, *hi = INT16_MAX; return true;
+  case MIL_DT_INT32: *lo = INT32_MIN, *hi = INT32_MAX; return true;
+  case MIL_DT_INT64: *lo = INT64_MIN, *hi = INT64_MAX; return true;
+  case MIL_DT_UINT8: *lo = 0, *hi = UINT8_MAX; return true;
+  case MIL_DT_UINT16: *lo = 0, *hi = UINT16_MAX; return true;
+  case MIL_DT_UINT32: *lo = 0, *hi = UINT32_MAX; return true;
+  case MIL_DT_UINT64: *lo = 0, *hi = UINT64_MAX; return true;
+  default: return false;
+  }
+}
+
+/* "[i, j, k]": the index of flat element i in shape (rank dims). */
+static void index_str(const mil_tensor *t, int64_t i, char *buf, size_t n) {
+  int64_t idx[MIL_INTERP_MAX_RANK];
+  for (int32_t k = t->rank - 1; k >= 0; k--) {
+    int64_t dim = t->shape[k] > 0 ? t->shape[k] : 1;
+    idx[k] = i % dim;
+    i /= dim;
+  }
+  size_t l = (size_t)snprintf(buf, n, "[");
+  for (int32_t k = 0; k < t->rank && l < n; k++) l += (size_t)snprintf(buf + l, n - l, "%s%lld", k ? ", " : "", (long long)idx[k]);
+  if (l < n) snprintf(buf + l, n - l, "]");
+}
+
+/* Element i of src stored into dst as dtype dt, refusing a value dt cannot
+ * hold (an integer outside dt's range, NaN or an infinity to an integer
+ * dtype, a finite float that would become infinite), as `mil tensor
+ * --narrow` refuses them: the error names the input, the file, the
+ * element's index and value. An integer dtype takes a float's integer part
+ * (numpy's astype). */
+static mil_status narrow_elem(const char *path, const char *input, const mil_tensor *src, int64_t i, mil_dtype dt,
+                              void *dst, mil_diag *d) {
+  int64_t lo, slo;
+  uint64_t hi, shi;
+  bool to_int = int_range(dt, &lo, &hi), from_int = int_range(src->dtype, &slo, &shi);
+  char val[64], at[256];
+  bool bad = false;
+  if (from_int && src->dtype == MIL_DT_UINT64) {
+    uint64_t x = ((const uint64_t *)src->data)[i];
+    snprintf(val, sizeof val, "%llu", (unsigned long long)x);
+    if (to_int) {
+      bad = x > hi;
+      if (!bad) {
+        if (dt == MIL_DT_UINT64) ((uint64_t *)dst)[i] = x;
+        else if (dt == MIL_DT_INT64) ((int64_t *)dst)[i] = (int64_t)x;
+        else put_elem(dt, dst, i, (double)x); /* exact: x < 2^32 */
+      }
+    } else {
+      bad = dt == MIL_DT_FP16 && (double)x > 65504.0;
+      if (!bad) put_elem(dt, dst, i, (double)x);
+    }
+  } else if (from_int) {
+    int64_t x = src->dtype == MIL_DT_INT64 ? ((const int64_t *)src->data)[i] : (int64_t)cli_tensor_get(src, i);
+    snprintf(val, sizeof val, "%lld", (long long)x);
+    if (to_int) {
+      bad = x < lo || (x > 0 && (uint64_t)x > hi);
+      if (!bad) {
+        if (dt == MIL_DT_UINT64) ((uint64_t *)dst)[i] = (uint64_t)x;
+        else if (dt == MIL_DT_INT64) ((int64_t *)dst)[i] = x;
+        else put_elem(dt, dst, i, (double)x); /* exact: |x| < 2^32 */
+      }
+    } else {
+      bad = dt == MIL_DT_FP16 && ((double)x > 65504.0 || (double)x < -65504.0);
+      if (!bad) put_elem(dt, dst, i, (double)x);
+    }
+  } else {
+    double x = cli_tensor_get(src, i);
+    snprintf(val, sizeof val, "%.17g", x);
+    if (to_int) {
+      double t = trunc(x);
+      /* 2^63 and 2^64 are exact doubles: compare against the bounds + 1 */
+      bad = isnan(x) || t < (double)lo || t >= ((double)(hi / 2 + 1)) * 2.0;
+      if (!bad) {
+        if (dt == MIL_DT_UINT64) ((uint64_t *)dst)[i] = (uint64_t)t;
+        else if (dt == MIL_DT_INT64) ((int64_t *)dst)[i] = (int64_t)t;
+        else put_elem(dt, dst, i, t);
+      }
+    } else if (dt == MIL_DT_BOOL) {
+      bad = isnan(x);
+      if (!bad) put_elem(dt, dst, i, x);
+    } else {
+      put_elem(dt, dst, i, x);
+      double y = cli_tensor_get(&(mil_tensor){dt, 0, NULL, (const char *)dst + (size_t)i * mil_dtype_size(dt),
+                                              mil_dtype_size(dt), 1},
+                                0);
+      bad = isinf(y) && !isinf(x);
+    }
+  }
+  if (!bad) return MIL_OK;
+  index_str(src, i, at, sizeof at);
+  return mil_diag_error(d, MIL_ERR_INVALID,
+                        "input '%s': element %s (flat index %lld) of %s is %s (%s), which the input's dtype %s cannot "
+                        "hold%s; give values %s has room for, or an array of dtype %s",
+                        cli_esc(input), at, (long long)i, cli_esc(path), val, mil_dtype_name(src->dtype),
+                        mil_dtype_name(dt),
+                        !to_int ? " (it would become infinite)" : from_int ? " (it is outside its range)"
+                                                                            : " (NaN, infinite or out of range)",
+                        mil_dtype_name(dt), mil_dtype_name(dt));
+}
+
 static mil_status convert_array(const char *path, const char *input, const mil_type *want, const mil_npy *a,
                                 cli_tensor *out, mil_diag *d) {
   mil_status st;
@@ -166,15 +271,18 @@ static mil_status convert_array(const char *path, const char *input, const mil_t
     return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "%s: rank %d is above the interpreter's limit", path, a->rank);
   mil_dtype dt = want && want->kind == MIL_TYPE_TENSOR ? want->dtype : a->dtype;
   if (mil_dtype_size(dt) == 0) dt = a->dtype;
-  st = alloc_tensor(dt, a->rank, a->shape, out, d);
+  st = cli_tensor_alloc(dt, a->rank, a->shape, out, d);
   if (st == MIL_OK) {
     if (dt == a->dtype) {
       if (a->nbytes) memcpy(out->buf, a->data, a->nbytes);
     } else {
-      fprintf(stderr, "mil: note: input '%s': converting %s from %s to %s\n", cli_esc(input), cli_esc(path),
-              mil_dtype_name(a->dtype), mil_dtype_name(dt));
       mil_tensor src = {a->dtype, a->rank, a->shape, a->data, a->nbytes, a->numel};
-      for (int64_t i = 0; i < a->numel; i++) put_elem(dt, out->buf, i, cli_tensor_get(&src, i));
+      for (int64_t i = 0; st == MIL_OK && i < a->numel; i++) st = narrow_elem(path, input, &src, i, dt, out->buf, d);
+      if (st == MIL_OK)
+        fprintf(stderr, "mil: note: input '%s': converted %s from %s to %s\n", cli_esc(input), cli_esc(path),
+                mil_dtype_name(a->dtype), mil_dtype_name(dt));
+      else
+        cli_tensor_free(out);
     }
   }
   return st;
@@ -193,7 +301,7 @@ mil_status cli_tensor_random(const char *input, const mil_type *want, uint64_t *
     return mil_diag_error(d, MIL_ERR_UNSUPPORTED, "input '%s': cannot make random values for this type", input);
   int64_t shape[MIL_INTERP_MAX_RANK];
   for (int32_t i = 0; i < want->rank; i++) shape[i] = want->dims[i].size >= 0 ? want->dims[i].size : 1;
-  mil_status st = alloc_tensor(want->dtype, want->rank, shape, out, d);
+  mil_status st = cli_tensor_alloc(want->dtype, want->rank, shape, out, d);
   if (st != MIL_OK) return st;
   bool fl = mil_dtype_is_float(want->dtype);
   for (int64_t i = 0; i < out->t.numel; i++) {
@@ -207,6 +315,11 @@ mil_status cli_tensor_random(const char *input, const mil_type *want, uint64_t *
 
 mil_status cli_set_inputs(mil_interp *ip, const cli_input_arg *args, int n_args, uint64_t *random_state,
                           cli_tensor *kept, mil_diag *d) {
+  return cli_set_inputs_described(ip, NULL, args, n_args, random_state, kept, d);
+}
+
+mil_status cli_set_inputs_described(mil_interp *ip, const mil_function_desc *fd, const cli_input_arg *args,
+                                    int n_args, uint64_t *random_state, cli_tensor *kept, mil_diag *d) {
   int32_t n = mil_interp_n_inputs(ip);
   for (int k = 0; k < n_args; k++) {
     const char *name = args[k].name;
@@ -223,7 +336,9 @@ mil_status cli_set_inputs(mil_interp *ip, const cli_input_arg *args, int n_args,
     while (i < n && strcmp(mil_interp_input_name(ip, i), name) != 0) i++;
     const mil_type *want = i < n ? mil_interp_input_type(ip, i) : NULL;
     cli_tensor t;
-    mil_status st = cli_tensor_from_npy(args[k].file, name, want, &t, d);
+    mil_status st;
+    int img = cli_image_input(fd, name, args[k].file, want, &t, &st, d);
+    if (!img) st = cli_tensor_from_npy(args[k].file, name, want, &t, d);
     if (st == MIL_OK) st = mil_interp_set_input(ip, name, &t.t, d);
     if (st != MIL_OK) {
       cli_tensor_free(&t);

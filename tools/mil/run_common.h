@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "mil/interp.h"
+#include "mil/model.h"
 #include "mil/npy.h"
 #include "mil/onnx_tensor.h"
 
@@ -36,6 +37,8 @@ typedef struct cli_tensor {
   void *buf;
 } cli_tensor;
 void cli_tensor_free(cli_tensor *t);
+/* A zeroed tensor of that dtype and shape in *out. */
+mil_status cli_tensor_alloc(mil_dtype dt, int32_t rank, const int64_t *shape, cli_tensor *out, mil_diag *d);
 
 /* Reads FILE.npy, or FILE.pb (an ONNX TensorProto, mil/onnx_tensor.h), as a
  * tensor for an input declared `want`: a numeric array of another dtype is
@@ -58,6 +61,11 @@ mil_status cli_tensor_random(const char *input, const mil_type *want, uint64_t *
  * of n_inputs entries, freed by the caller with cli_tensor_free). */
 mil_status cli_set_inputs(mil_interp *ip, const cli_input_arg *args, int n_args, uint64_t *random_state,
                           cli_tensor *kept, mil_diag *d);
+/* Same, with the function's description (may be NULL): an image input
+ * also takes a PNG or JPEG file or a (H, W, C) uint8 .npy of pixels
+ * (run_image.h). */
+mil_status cli_set_inputs_described(mil_interp *ip, const mil_function_desc *fd, const cli_input_arg *args,
+                                    int n_args, uint64_t *random_state, cli_tensor *kept, mil_diag *d);
 
 /* Element i of t as double (any numeric dtype). */
 double cli_tensor_get(const mil_tensor *t, int64_t i);

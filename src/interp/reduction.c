@@ -1,0 +1,74 @@
+/* Kernels of the "reduction" family for fp16 / fp32 tensors: reduce_mean
+ * and reduce_sum over trailing axes (the global average pool of CNNs, the
+ * squeeze-and-excite means, layer statistics), the other reductions and
+ * axes left to value inference (ops/reduction.c).
+ *
+ * The results are those of value inference, bit for bit: each group is
+ * summed in double in element order, the sum rounded to fp32 (to the
+ * input's dtype for reduce_sum), divided by the count in double and
+ * rounded to the output dtype (coremltools' numpy: a half-precision mean
+ * accumulates in float32). Only the walk differs: a group is a contiguous
+ * run of elements, read without an index map or per-element dispatch. */
+#include <stdlib.h>
+
+#include "interp/interp_internal.h"
+#include "ops/fold_internal.h"
+
+/* The reduced axes when they are a suffix of x's axes (count: elements per
+ * group); false for any other set (left to value inference). */
+static bool trailing_axes(mil_infer_ctx *c, const mil_value *x, int64_t *groups, int64_t *count) {
+  int64_t shape[MIL_INTERP_MAX_RANK], axes[2 * MIL_INTERP_MAX_RANK];
+  int32_t r = interp_vshape(x, shape);
+  bool red[MIL_INTERP_MAX_RANK] = {false};
+  int n = r;
+  if (op_has(c, "axes")) {
+    n = op_ints(c, "axes", axes, 2 * MIL_INTERP_MAX_RANK);
+    if (n <= 0) return false;
+    for (int k = 0; k < n; k++) {
+      int64_t a;
+      if (!op_axis(axes[k], r, &a) || red[a]) return false;
+      red[a] = true;
+    }
+  } else {
+    for (int32_t i = 0; i < r; i++) red[i] = true;
+  }
+  int32_t first = r;
+  while (first > 0 && red[first - 1]) first--;
+  for (int32_t i = 0; i < first; i++)
+    if (red[i]) return false;
+  *groups = interp_numel(first, shape);
+  *count = interp_numel(r - first, shape + first);
+  return *groups >= 0 && *count > 0 && r > 0;
+}
+
+static mil_status reduce(interp_run *r, mil_infer_ctx *c, bool mean) {
+  const mil_value *x = interp_fin(c, "x");
+  int64_t groups, count;
+  if (!x || x->numel == 0 || !trailing_axes(c, x, &groups, &count)) return INTERP_DECLINE;
+  mil_value *out = interp_new_value(r, c->out[0]);
+  if (!out) return interp_nomem(c);
+  if (out->numel != groups || out->type->dtype != x->type->dtype) return INTERP_DECLINE;
+  float *tx;
+  const float *xf = interp_f32(r, x, &tx);
+  if (!xf) return interp_nomem(c);
+  mil_dtype dt = x->type->dtype;
+  for (int64_t g = 0; g < groups; g++) {
+    const float *p = xf + g * count;
+    double acc = 0;
+    for (int64_t i = 0; i < count; i++) acc += p[i];
+    double v = mean ? fold_rnd(MIL_DT_FP32, acc) / (double)count : fold_rnd(dt, acc);
+    mil_value_set_f64(out, g, fold_rnd(dt, v));
+  }
+  free(tx);
+  c->val[0] = out;
+  return MIL_OK;
+}
+
+static mil_status k_reduce_mean(interp_run *r, mil_infer_ctx *c) { return reduce(r, c, true); }
+static mil_status k_reduce_sum(interp_run *r, mil_infer_ctx *c) { return reduce(r, c, false); }
+
+const interp_kernel interp_kernels_reduction[] = {
+    {"reduce_mean", k_reduce_mean, 0},
+    {"reduce_sum", k_reduce_sum, 0},
+};
+INTERP_FAMILY_COUNT(reduction);
