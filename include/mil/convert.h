@@ -61,6 +61,10 @@ typedef struct mil_convert_options {
    * in the text, no weight file. */
   const char *output_path;
   bool inline_weights;
+  /* ONNX source: inputs fixed to a value (mil_onnx_options.input_values,
+   * mil convert --input-value). Refused for other sources. */
+  int32_t n_input_values;
+  const mil_onnx_input_value *input_values;
 } mil_convert_options;
 
 /* Converts the model at `path`: .onnx is imported (mil_onnx_import);
@@ -69,8 +73,8 @@ typedef struct mil_convert_options {
  * model is returned in *out when out is not NULL (free it with
  * mil_model_free), else freed after saving. *out is NULL on failure.
  * Errors: those of mil_onnx_import / mil_model_load and
- * mil_convert_model; MIL_ERR_INVALID for input_shapes with a source that
- * is not ONNX, for neither out nor output_path given. */
+ * mil_convert_model; MIL_ERR_INVALID for input_shapes or input_values with
+ * a source that is not ONNX, for neither out nor output_path given. */
 MIL_API mil_status mil_convert(const char *path, const mil_convert_options *opts, mil_model **out, mil_diag *d);
 
 /* Same for a serialized ONNX ModelProto in memory (see

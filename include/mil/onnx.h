@@ -32,6 +32,7 @@
 #ifndef MIL_ONNX_H
 #define MIL_ONNX_H
 
+#include "interp.h"
 #include "model.h"
 #include "status.h"
 
@@ -44,6 +45,10 @@ extern "C" {
  * semantics of the newest version libmil handles. */
 #define MIL_ONNX_OPSET_KNOWN 23
 
+/* The userDefined metadata key of an imported model's renamed inputs and
+ * outputs (libmil's own key; see mil_onnx_import). */
+#define MIL_ONNX_NAMES_KEY "com.libmil.onnx_names"
+
 /* The shape of one graph input (--input-shape NAME=1,3,224,224; the shape
  * of an input type, mil/input_types.h). */
 typedef struct mil_onnx_input_shape {
@@ -53,6 +58,12 @@ typedef struct mil_onnx_input_shape {
                           model must agree), -1 a new symbolic dim */
 } mil_onnx_input_shape;
 
+/* A value for one graph input (mil convert --input-value NAME=V). */
+typedef struct mil_onnx_input_value {
+  const char *name; /* the ONNX input name */
+  mil_tensor value; /* its elements, read as numbers of the input's dtype */
+} mil_onnx_input_value;
+
 /* What the import itself needs. Precision and the pass pipeline are
  * conversion options (mil_convert_options, mil/convert.h). */
 typedef struct mil_onnx_options {
@@ -61,6 +72,15 @@ typedef struct mil_onnx_options {
   int target;
   int32_t n_input_shapes;
   const mil_onnx_input_shape *input_shapes;
+  /* Inputs fixed to a value (mil convert --input-value NAME=V,...): each
+   * becomes a const of the input's type (its elements read as numbers of
+   * any numeric dtype; value.rank < 0: the input's declared static shape,
+   * numel elements) and leaves the function's inputs, so that what depends
+   * on it alone is known at conversion: an If on a sample rate takes its
+   * branch (the other is not converted). MIL_ERR_INVALID for an unknown
+   * name or a value whose shape does not fit. */
+  int32_t n_input_values;
+  const mil_onnx_input_value *input_values;
   /* NonMaxSuppression with a number of boxes known only at run time becomes
    * MIL's non_maximum_suppression, which returns a fixed number of boxes
    * per class: this bound (> 0), or by default the node's constant
@@ -98,7 +118,14 @@ typedef struct mil_onnx_options {
  *   MIL_ERR_TYPE         type inference failed on a converted op;
  *   MIL_ERR_INVALID      bad options (unknown input in input_shapes, target
  *                        out of range), a node input never defined;
- *   MIL_ERR_NOMEM. */
+ *   MIL_ERR_NOMEM.
+ * Names: ONNX input / output names that are not MIL identifiers are
+ * renamed as coremltools' NameSanitizer renames them ("onnx::Flatten_0" ->
+ * "onnx__Flatten_0", "x.1" -> "x_1", a leading digit gets "var_"); when
+ * any is, the model's userDefined metadata key MIL_ONNX_NAMES_KEY holds
+ * the JSON object {"inputs": {MIL name: ONNX name, ...}, "outputs": {...}}
+ * (mil_onnx_original_name reads it). The graph's nodes are converted in
+ * topological order (the file's where valid); a cycle is MIL_ERR_INVALID. */
 MIL_API mil_status mil_onnx_import(const char *path, const mil_onnx_options *opts, mil_model **out, mil_diag *d);
 
 /* Same from a serialized ModelProto in memory (`name` for messages,
@@ -106,6 +133,18 @@ MIL_API mil_status mil_onnx_import(const char *path, const mil_onnx_options *opt
  * after the call. */
 MIL_API mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name, const char *dir,
                                           const mil_onnx_options *opts, mil_model **out, mil_diag *d);
+
+/* Each input (is_output false) / output an ONNX import renamed. */
+typedef void (*mil_onnx_rename_fn)(void *ud, bool is_output, const char *mil_name, const char *onnx_name);
+/* Calls fn (may be NULL) for each rename recorded in m's metadata under
+ * MIL_ONNX_NAMES_KEY, inputs first, in the model's order; returns how many
+ * (0 when m or the key is absent, -1 when the value is not the JSON
+ * mil_onnx_import writes). */
+MIL_API int32_t mil_onnx_renames(mil_model *m, mil_onnx_rename_fn fn, void *ud);
+/* The model's name of the input (output true: output) the ONNX graph
+ * called onnx_name, as a malloc'd string the caller frees; NULL when that
+ * name was not renamed (or on NULL arguments / no memory). */
+MIL_API char *mil_onnx_model_name(mil_model *m, bool output, const char *onnx_name);
 
 /* One entry of the converter table. */
 typedef struct mil_onnx_op_info {

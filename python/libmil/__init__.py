@@ -43,7 +43,8 @@ def load(path):
 
 
 def convert(model, inputs=None, outputs=None, classifier_config=None, minimum_deployment_target=None,
-            compute_precision=None, pass_pipeline="default", input_shapes=None, nms_max_boxes=None, **kwargs):
+            compute_precision=None, pass_pipeline="default", input_shapes=None, nms_max_boxes=None, input_values=None,
+            **kwargs):
     """Converts a model as coremltools' ct.convert does, with the same
     names: model is an ONNX file (path), an onnx.ModelProto (when the onnx
     package is installed) or a libmil Model / Core ML model path (.mlpackage,
@@ -62,7 +63,10 @@ def convert(model, inputs=None, outputs=None, classifier_config=None, minimum_de
     libmil.precision.FLOAT16 / FLOAT32. pass_pipeline names a pipeline
     ("default"); None runs none. input_shapes: dict ONNX input name -> tuple
     of ints fixing dims. nms_max_boxes: the bound of a NonMaxSuppression
-    whose number of boxes is known only at run time.
+    whose number of boxes is known only at run time. input_values: dict ONNX
+    input name -> array fixing that input to a const (`--input-value`: an If
+    on a sample rate takes its branch). The returned model's
+    .conversion_warnings lists the conversion's warnings.
     Returns a Model; set its metadata (author, license, short_description,
     version) and save it with .save(). Raises MILUnsupportedError naming the
     node, op_type, domain and opset of an op libmil does not convert,
@@ -93,6 +97,15 @@ def convert(model, inputs=None, outputs=None, classifier_config=None, minimum_de
         dv = (_capi.c_int64 * max(len(dims), 1))(*dims)
         keep.append(dv)
         arr[i] = _capi.OnnxInputShape(name.encode(), len(dims), dv)
+    items = list((input_values or {}).items())
+    varr = (_capi.OnnxInputValue * max(len(items), 1))()
+    for i, (name, value) in enumerate(items):
+        a = np.asarray(value)
+        a = np.ascontiguousarray(a, dtype=np.float32 if a.dtype.kind in "fc" else np.int32).reshape(a.shape)
+        sh = (_capi.c_int64 * max(a.ndim, 1))(*a.shape)
+        keep.append((a, sh))
+        varr[i] = _capi.OnnxInputValue(name.encode(), _capi.Tensor(11 if a.dtype == np.float32 else 23, a.ndim, sh,
+                                                                 a.ctypes.data, a.nbytes, a.size))
     iface = None
     if inputs is not None or outputs is not None or classifier_config is not None:
         iface = _convert._Interface(inputs, outputs, classifier_config)
@@ -100,7 +113,8 @@ def convert(model, inputs=None, outputs=None, classifier_config=None, minimum_de
                                 pipeline=pass_pipeline.encode() if pass_pipeline else None,
                                 no_pipeline=pass_pipeline is None, n_input_shapes=len(shapes), input_shapes=arr,
                                 interface=_capi.cast(_capi.byref(iface.c), _capi.c_void_p) if iface else None,
-                                nms_max_boxes=int(nms_max_boxes or 0))
+                                nms_max_boxes=int(nms_max_boxes or 0), n_input_values=len(items),
+                                input_values=varr)
     h = _capi.c_void_p()
     if isinstance(model, Model):
         import tempfile
@@ -108,20 +122,26 @@ def convert(model, inputs=None, outputs=None, classifier_config=None, minimum_de
             src = os.path.join(tmp, "source.mlpackage")
             model.save(src)
             return convert(src, inputs, outputs, classifier_config, minimum_deployment_target, compute_precision,
-                           pass_pipeline, input_shapes, nms_max_boxes)
+                           pass_pipeline, input_shapes, nms_max_boxes, input_values)
     if hasattr(model, "SerializeToString") and not isinstance(model, (str, bytes, os.PathLike)):
         data = model.SerializeToString()  # an onnx.ModelProto
         with Diag() as d:
             d.raise_for(_capi.convert_onnx_buffer(data, len(data), b"<onnx.ModelProto>", None, _capi.byref(opts),
                                                   _capi.byref(h), d.ref))
-        return Model._from_handle(h.value, None)
+            warnings = d.warnings()
+        m = Model._from_handle(h.value, None)
+        m.conversion_warnings = warnings
+        return m
     if not isinstance(model, (str, bytes, os.PathLike)):
         raise TypeError("libmil.convert(model): model must be a path, an onnx.ModelProto or a libmil Model, got %s" %
                         type(model).__name__)
     path = os.fsdecode(model)
     with Diag() as d:
         d.raise_for(_capi.convert(path.encode(), _capi.byref(opts), _capi.byref(h), d.ref))
-    return Model._from_handle(h.value, path)
+        warnings = d.warnings()
+    m = Model._from_handle(h.value, path)
+    m.conversion_warnings = warnings
+    return m
 
 
 def from_mil_text(text, spec_version=0, filename="<text>", base_dir=None):

@@ -245,15 +245,21 @@ class OnnxInputShape(Structure):  # mil_onnx_input_shape (onnx.h)
     _fields_ = [("name", c_char_p), ("rank", c_int32), ("dims", POINTER(c_int64))]
 
 
+class OnnxInputValue(Structure):  # mil_onnx_input_value (onnx.h)
+    _fields_ = [("name", c_char_p), ("value", Tensor)]
+
+
 class OnnxOptions(Structure):  # mil_onnx_options (onnx.h)
-    _fields_ = [("target", c_int), ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape))]
+    _fields_ = [("target", c_int), ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape)),
+                ("n_input_values", c_int32), ("input_values", POINTER(OnnxInputValue)), ("nms_max_boxes", c_int64)]
 
 
 class ConvertOptions(Structure):  # mil_convert_options (convert.h)
     _fields_ = [("target", c_int), ("spec_version", c_int), ("fp32", c_bool), ("pipeline", c_char_p),
                 ("no_pipeline", c_bool), ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape)),
                 ("interface", c_void_p), ("nms_max_boxes", c_int64), ("output_path", c_char_p),
-                ("inline_weights", c_bool)]
+                ("inline_weights", c_bool), ("n_input_values", c_int32),
+                ("input_values", POINTER(OnnxInputValue))]
 
 
 # The model interface (input_types.h): ct.convert's inputs, outputs, classifier_config.

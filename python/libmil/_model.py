@@ -4,6 +4,7 @@ optimize / validate / save and MIL text."""
 import collections
 import collections.abc
 import ctypes
+import json
 import os
 import threading
 import time
@@ -352,6 +353,19 @@ class Model:
     user_defined_metadata = property(lambda self: self.metadata.get("userDefined", {}),
                                      doc="Metadata userDefined (dict str -> str).")
 
+    @property
+    def onnx_names(self):
+        """For a model converted from ONNX: the inputs and outputs the
+        conversion renamed, {"inputs": {model name: ONNX name}, "outputs":
+        {...}} (metadata com.libmil.onnx_names); {} otherwise."""
+        js = self.user_defined_metadata.get("com.libmil.onnx_names")
+        if not js:
+            return {}
+        try:
+            return json.loads(js)
+        except ValueError:
+            return {}
+
     # ----------------------------------------------------------- text
     @property
     def program(self):
@@ -476,7 +490,10 @@ class Model:
         range, NaN or infinity to an integer dtype, a finite float that
         would become infinite) is refused, naming the input, the element's
         index and value. Shapes must fit the declared shape (symbolic dims
-        take any size).
+        take any size). For a model converted from ONNX, an input may also
+        be given by the ONNX name the conversion renamed ("onnx::Flatten_0"
+        for "onnx__Flatten_0"; metadata com.libmil.onnx_names); outputs keep
+        the model's names (onnx_names maps them back).
         state: a State from make_state() for stateful models.
         seed: seed of the random ops (random_*), default 0.
         Returns a dict output name -> numpy array that owns its data.
@@ -501,6 +518,10 @@ class Model:
         fn = self._pick(function)
         if state is not None and state._model is not self:
             raise MILInvalidError("the state was made by another model")
+        renamed = {onnx: mil for mil, onnx in self.onnx_names.get("inputs", {}).items()}
+        if renamed:
+            names = set(renamed.values())
+            data = {(k if k in names else renamed.get(k, k)): v for k, v in data.items()}
         arrays = self._feed(fn, data)
         ip = self._acquire(fn)
         try:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import libmil
-from conftest import EXAMPLE, corpus_models
+from conftest import EXAMPLE, ROOT, corpus_models
 
 
 def _close(a, b, rtol, atol):
@@ -168,3 +168,38 @@ def test_onnx_convert_reproduces_pytorch(path, tmp_path):
     assert np.max(np.abs(got - y) / (1 + np.abs(y))) <= 1e-4
     # load() of an .onnx runs the same import with ct.convert's defaults (fp16)
     assert "fp16" in str(libmil.load(path))
+
+
+def test_onnx_renamed_inputs_by_either_name():
+    """ONNX names that are not identifiers (tests/data/onnx_graphs/names.onnx):
+    predict takes the ONNX name or the model's; outputs keep the model's
+    names, onnx_names maps them back."""
+    data = os.path.join(ROOT, "tests", "data", "onnx_graphs")
+    if libmil._capi.onnx_import is None:
+        pytest.skip("built without the ONNX importer")
+    m = libmil.convert(os.path.join(data, "names.onnx"), compute_precision="fp32")
+    a = np.load(os.path.join(data, "names.in0.npy"))
+    b = np.load(os.path.join(data, "names.in1.npy"))
+    want = np.load(os.path.join(data, "names.out0.npy"))
+    label = '{"0": "cat", "1": "dog"}'
+    assert m.onnx_names == {"inputs": {"onnx__Flatten_0": "onnx::Flatten_0", "x_1": "x.1"},
+                            "outputs": {"__0____cat____1____dog__": label}}
+    for feed in ({"onnx::Flatten_0": a, "x.1": b}, {"onnx__Flatten_0": a, "x_1": b}, {"onnx::Flatten_0": a, "x_1": b}):
+        out = m.predict(feed)
+        assert list(out) == ["__0____cat____1____dog__"]
+        np.testing.assert_allclose(out["__0____cat____1____dog__"], want, rtol=0, atol=1e-6)
+    with pytest.raises(libmil.MILNotFoundError):
+        m.predict({"onnx::Nope": a, "x.1": b})
+
+
+def test_onnx_convert_input_values():
+    """input_values fixes an input to a const: the If of if_lstm.onnx takes
+    its then branch at conversion and the model keeps three inputs."""
+    if libmil._capi.onnx_import is None:
+        pytest.skip("built without the ONNX importer")
+    data = os.path.join(ROOT, "tests", "data", "onnx_graphs")
+    m = libmil.convert(os.path.join(data, "if_lstm.onnx"), compute_precision="fp32", input_values={"flag": 1})
+    feed = {n: np.load(os.path.join(data, "if_lstm_then.in%d.npy" % i)) for i, n in enumerate(["X", "h0", "c0"])}
+    assert sorted(m.input_description) == ["X", "c0", "h0"]
+    out = m.predict(feed)
+    np.testing.assert_allclose(out["yh"], np.load(os.path.join(data, "if_lstm_then.out0.npy")), atol=1e-5)

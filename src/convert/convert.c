@@ -105,6 +105,8 @@ static mil_status onnx_options(const mil_convert_options *o, mil_onnx_options *i
   memset(io, 0, sizeof *io);
   io->target = o->target;
   io->nms_max_boxes = o->nms_max_boxes;
+  io->n_input_values = o->n_input_values;
+  io->input_values = o->input_values;
   mil_status st = iface_import_shapes(o->interface, o->n_input_shapes, o->input_shapes, shapes);
   if (st != MIL_OK) return mil_diag_error(d, st, "out of memory");
   io->n_input_shapes = shapes->n;
@@ -128,6 +130,8 @@ mil_status mil_convert(const char *path, const mil_convert_options *opts, mil_mo
     if (st == MIL_OK) st = mil_onnx_import(path, &io, &m, d);
     iface_shapes_free(&shapes);
   } else {
+    if (o->n_input_values)
+      return mil_diag_error(d, MIL_ERR_INVALID, "%s: input values apply to ONNX models only", path);
     if (o->n_input_shapes || iface_has_shapes(o->interface))
       return mil_diag_error(d, MIL_ERR_INVALID, "%s: input shapes apply to ONNX models only (a MIL program's input "
                             "shapes are not changed)", path);

@@ -11,14 +11,23 @@
 #include "load.h"
 #include "mil/convert.h"
 #include "mil/model.h"
+#include "mil/npy.h"
 #include "mil/onnx.h"
 #include "mil/ops.h"
 #include "opt_summary.h"
+
+/* One line on stderr per ONNX input / output the import renamed. */
+static void print_rename(void *ud, bool is_output, const char *mil_name, const char *onnx_name) {
+  (void)ud;
+  fprintf(stderr, "mil convert: ONNX %s '%s' is named '%s' in the model%s\n", is_output ? "output" : "input",
+          onnx_name, mil_name, is_output ? "" : " (mil run --input takes either name)");
+}
 
 static void help(void) {
   printf("usage: mil convert [--target iOS15..iOS18] [--spec-version N] [--inline-weights] [--quiet] IN OUT\n"
          "       mil convert MODEL.onnx OUT [--target iOS15..iOS18] [--precision fp16|fp32]\n"
          "                   [--pipeline NAME] [--inline-weights] [--quiet] [model-interface options]\n"
+         "                   [--input-value NAME=V1,V2,...]...\n"
          "       mil convert --list-ops\n\n"
          "Read model IN (.mlpackage, .mlmodel, .mil or .onnx) and write it to OUT, in the\n"
          "format OUT's extension names:\n"
@@ -67,6 +76,11 @@ static void help(void) {
          "                    given again for NAME: ct.EnumeratedShapes (the first is\n"
          "                    the default). Dims the model leaves symbolic (dim_param)\n"
          "                    stay symbolic otherwise\n"
+         "  --input-value NAME=V1,V2,...\n"
+         "                    fix input NAME to these numbers (repeatable; its\n"
+         "                    declared static shape, or a scalar for one value): it\n"
+         "                    becomes a const and leaves the model's inputs, and an If\n"
+         "                    on it (a sample rate) converts only the branch it takes\n"
          "  --input-dtype NAME=fp16|fp32|int32\n"
          "                    the input's dtype (fp16 needs --target iOS16+). With\n"
          "                    --target iOS16+ and fp16 precision, fp32 inputs and\n"
@@ -112,7 +126,32 @@ static int list_ops(void) {
 
 typedef struct onnx_args {
   mil_convert_options o;
+  mil_onnx_input_value values[64];
+  double vals[64][256];
 } onnx_args;
+
+/* "NAME=V1,V2,..." -> a fixed input value (fp64; rank 0 for one value,
+ * else -1: the input's declared shape); false on a malformed spec. */
+static bool parse_value(onnx_args *oa, const char *spec) {
+  int32_t k = oa->o.n_input_values;
+  const char *eq = strrchr(spec, '=');
+  if (k >= 64 || !eq || eq == spec || !eq[1]) return false;
+  int64_t n = 0;
+  for (const char *p = eq + 1; *p && n < 256;) {
+    char *end;
+    double v = strtod(p, &end);
+    if (end == p || (*end && *end != ',')) return false;
+    oa->vals[k][n++] = v;
+    p = *end ? end + 1 : end;
+  }
+  char *name = strndup(spec, (size_t)(eq - spec));
+  if (!name) return false;
+  oa->values[k].name = name;
+  oa->values[k].value = (mil_tensor){MIL_DT_FP64, n == 1 ? 0 : -1, NULL, oa->vals[k], (size_t)n * 8, n};
+  oa->o.n_input_values = k + 1;
+  oa->o.input_values = oa->values;
+  return true;
+}
 
 int cmd_convert(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
@@ -171,6 +210,10 @@ int cmd_convert(int argc, char **argv) {
       } else {
         oa->o.pipeline = v;
       }
+    } else if (strcmp(s, "--input-value") == 0) {
+      if (i + 1 >= argc) USAGE("--input-value needs NAME=V1,V2,...");
+      onnx_opts = true;
+      if (!parse_value(oa, argv[++i])) USAGE("--input-value expects NAME=V1,V2,... (numbers), got '%s'", argv[i]);
     } else if (strcmp(argv[i], "--spec-version") == 0) {
       if (i + 1 >= argc) USAGE("--spec-version needs a value");
       char *end;
@@ -195,7 +238,7 @@ int cmd_convert(int argc, char **argv) {
   if (inline_weights && !to_text) USAGE("--inline-weights applies to .mil output only");
   bool onnx = ends_with(in, ".onnx");
   if ((onnx_opts || convert_iface_used(ci)) && !onnx)
-    USAGE("--precision, --pipeline and the model-interface options apply to .onnx input only");
+    USAGE("--precision, --pipeline, --input-value and the model-interface options apply to .onnx input only");
   oa->o.interface = convert_iface_used(ci) ? convert_iface_build(ci) : NULL;
   oa->o.target = target;
   oa->o.spec_version = spec;
@@ -211,6 +254,7 @@ int cmd_convert(int argc, char **argv) {
                     oa->o.no_pipeline ? "no" : oa->o.pipeline ? oa->o.pipeline : "default");
   mil_status st = mil_convert(in, &oa->o, &m, &d);
   opt_progress_clear(&pg);
+  if (st == MIL_OK && !quiet) (void)mil_onnx_renames(m, print_rename, NULL);
   if (st == MIL_OK && d.n_warnings && !quiet) cli_print_diag(&d);
   if (st == MIL_OK && !quiet)
     opt_print_written(stderr, out, mil_model_program(m), to_text ? 0 : mil_model_spec_version(m), opt_now() - t0);
@@ -223,6 +267,7 @@ int cmd_convert(int argc, char **argv) {
   mil_diag_clear(&d);
 done:
   convert_iface_free(ci);
+  for (int32_t k = 0; k < 64; k++) free((char *)oa->values[k].name);
   free(oa);
   return rc;
 #undef USAGE

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "mil/onnx.h"
 #include "load.h"
 #include "run_common.h"
 #include "run_dict.h"
@@ -31,7 +32,11 @@ static void help(void) {
          "  --input NAME=FILE      value of input NAME from a .npy file or an ONNX\n"
          "                         TensorProto .pb (either dialect); FILE alone when the\n"
          "                         function has one input; a numeric array of another\n"
-         "                         dtype is converted to the input's dtype\n"
+         "                         dtype is converted to the input's dtype. For a model\n"
+         "                         converted from ONNX, NAME may also be the ONNX name\n"
+         "                         the conversion renamed (onnx::Flatten_0 for\n"
+         "                         onnx__Flatten_0: metadata com.libmil.onnx_names);\n"
+         "                         outputs keep the model's names\n"
          "  --output-format F      npy (default) or pb (ONNX TensorProto, raw_data, named\n"
          "                         after the output)\n"
          "  --function NAME        function to run (default: main, or the only one)\n"
@@ -178,6 +183,14 @@ int cmd_run(int argc, char **argv) {
   }
   size_t from = d.count; /* messages from here on come after loading */
   if (st == MIL_OK) {
+    /* an ONNX input name the import renamed: the model's name */
+    for (int k = 0; k < n_ins; k++) {
+      char *mn = ins[k].name && m.model ? mil_onnx_model_name(m.model, false, ins[k].name) : NULL;
+      if (mn) {
+        free((void *)ins[k].name);
+        ins[k].name = mn;
+      }
+    }
     st = mil_interp_new(m.program, function, &ip, &d);
     if (st == MIL_OK) {
       mil_interp_set_seed(ip, seed);

@@ -23,7 +23,8 @@ static void help(void) {
          "input's dtype and shape (floats in [-1, 1), integers in [0, 10), symbolic dims\n"
          "as 1), drawn from --seed. Outputs are matched by name, or by position when the\n"
          "names differ. An output passes when every element has |a - b| <= atol + rtol * |b|\n"
-         "(b from model B or the reference) and both agree on NaNs.\n"
+         "(b from model B or the reference) and both agree on NaNs; an output of A that\n"
+         "is NaN or inf where b is finite fails with a line of its own.\n"
          "For each output: max abs error, relative error (max abs error over the largest\n"
          "|b|, so it reads right when b is near zero), PASS or FAIL.\n"
          "A or B (or MODEL) may be an ONNX model (.onnx): its reference is then the ONNX\n"
@@ -171,9 +172,10 @@ static bool compare(const char *name, const mil_tensor *a, const mil_tensor *b, 
     return diff == 0;
   }
   double max_abs = 0, max_b = 0;
-  int64_t bad = 0;
+  int64_t bad = 0, nonfinite = 0; /* NaN / inf in a where b is finite */
   for (int64_t i = 0; i < a->numel; i++) {
     double x = cli_tensor_get(a, i), y = cli_tensor_get(b, i);
+    if (!isfinite(x) && isfinite(y)) nonfinite++;
     if (isnan(x) || isnan(y)) {
       if (isnan(x) != isnan(y)) bad++;
       continue;
@@ -188,7 +190,10 @@ static bool compare(const char *name, const mil_tensor *a, const mil_tensor *b, 
          max_b > 0 ? max_abs / max_b : max_abs > 0 ? INFINITY : 0.0, max_b);
   if (bad) printf("  (%lld of %lld elements outside tolerance)", (long long)bad, (long long)a->numel);
   printf("\n");
-  return bad == 0;
+  if (nonfinite)
+    printf("%-24s FAIL  %lld of %lld elements are NaN/inf where b is finite (an fp16 overflow? see mil convert "
+           "--sample)\n", name, (long long)nonfinite, (long long)a->numel);
+  return bad == 0 && nonfinite == 0;
 }
 
 /* Compares model A's outputs with --reference arrays; returns true when all pass. */

@@ -7,6 +7,7 @@
  * the conversion's step (src/convert/). Subgraphs (If / Loop bodies) are converted by the
  * control-flow converters through onnx_convert_nodes with a nested scope. */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -263,11 +264,11 @@ mil_status onnx_convert_nodes(onnx_ctx *c, const Onnx__GraphProto *g) {
     (void)pass_ptrset_add(&c->named, op->outputs[0]);
     if ((st = onnx_bind_new(c, t->name ? t->name : "", op->outputs[0])) != MIL_OK) return st;
   }
-  for (size_t i = 0; i < g->n_node; i++) {
-    mil_status st = convert_node(c, g->node[i]);
-    if (st != MIL_OK) return st;
-  }
-  return MIL_OK;
+  size_t *order;
+  mil_status st = onnx_graph_order(c, g, &order);
+  for (size_t i = 0; st == MIL_OK && i < g->n_node; i++) st = convert_node(c, g->node[order[i]]);
+  free(order);
+  return st;
 }
 
 /* The ONNX element type of value `name` as the main graph declares it (an
@@ -318,7 +319,66 @@ static bool is_initializer(const Onnx__GraphProto *g, const char *name) {
   return false;
 }
 
+static const mil_onnx_input_value *fixed_value(const mil_onnx_options *o, const char *name) {
+  for (int32_t i = 0; o && i < o->n_input_values; i++)
+    if (o->input_values[i].name && strcmp(o->input_values[i].name, name) == 0) return &o->input_values[i];
+  return NULL;
+}
+
+static double elem_f64(const mil_tensor *t, int64_t i) {
+  switch (t->dtype) {
+  case MIL_DT_FP64: return ((const double *)t->data)[i];
+  case MIL_DT_FP32: return ((const float *)t->data)[i];
+  case MIL_DT_INT64: return (double)((const int64_t *)t->data)[i];
+  case MIL_DT_INT32: return ((const int32_t *)t->data)[i];
+  default: return NAN;
+  }
+}
+
+/* Graph input `name` of type t fixed to value v (--input-value): a const. */
+static mil_status bind_value(onnx_ctx *c, const char *name, const mil_type *t, const mil_tensor *v) {
+  bool num = v->dtype == MIL_DT_FP64 || v->dtype == MIL_DT_FP32 || v->dtype == MIL_DT_INT64 || v->dtype == MIL_DT_INT32;
+  if (!num || !v->data || v->numel < 1)
+    return mil_diag_error(c->d, MIL_ERR_INVALID, "%s: --input-value %s: expected numbers", c->path, name);
+  int64_t shape[MIL_INTERP_MAX_RANK_ONNX];
+  int32_t rank = v->rank;
+  if (rank < 0) { /* the declared shape */
+    if (t->rank < 0 || t->rank > MIL_INTERP_MAX_RANK_ONNX || !mil_type_is_static(t))
+      return mil_diag_error(c->d, MIL_ERR_INVALID, "%s: --input-value %s: the input has no static shape to take", c->path,
+                            name);
+    rank = t->rank;
+    for (int32_t k = 0; k < rank; k++) shape[k] = t->dims[k].size;
+  } else {
+    if (rank > MIL_INTERP_MAX_RANK_ONNX) return mil_diag_error(c->d, MIL_ERR_INVALID, "%s: --input-value %s: rank %d", c->path, name, (int)rank);
+    for (int32_t k = 0; k < rank; k++) shape[k] = v->shape[k];
+  }
+  int64_t n = 1;
+  for (int32_t k = 0; k < rank; k++) n *= shape[k];
+  bool fits = n == v->numel && (t->rank < 0 || t->rank == rank);
+  for (int32_t k = 0; fits && t->rank >= 0 && k < rank; k++) fits = t->dims[k].size < 0 || t->dims[k].size == shape[k];
+  if (!fits)
+    return mil_diag_error(c->d, MIL_ERR_INVALID, "%s: --input-value %s: %lld values do not fit the input's shape",
+                          c->path, name, (long long)v->numel);
+  mil_dtype dt = t->dtype == MIL_DT_BOOL ? MIL_DT_BOOL : t->dtype;
+  mil_value *val = rank == 0 ? mil_value_new_scalar_f64(c->p, dt, elem_f64(v, 0))
+                             : mil_value_new_tensor(c->p, dt, rank, shape, false, NULL);
+  if (!val) return MIL_ERR_NOMEM;
+  for (int64_t i = 0; rank > 0 && i < n; i++) mil_value_set_f64(val, i, elem_f64(v, i));
+  mil_op *op = mil_const_new(c->p, onnx_sanitize(c, name), val);
+  if (!op) return MIL_ERR_NOMEM;
+  mil_block_append(c->blk, op);
+  (void)pass_ptrset_add(&c->named, op->outputs[0]);
+  return onnx_bind_new(c, name, op->outputs[0]);
+}
+
 static mil_status add_inputs(onnx_ctx *c, mil_function *f, const Onnx__GraphProto *g, const mil_onnx_options *o) {
+  for (int32_t k = 0; o && k < o->n_input_values; k++) {
+    bool found = false;
+    for (size_t i = 0; i < g->n_input; i++)
+      found |= g->input[i]->name && o->input_values[k].name && strcmp(g->input[i]->name, o->input_values[k].name) == 0;
+    if (!found) return mil_diag_error(c->d, MIL_ERR_INVALID, "%s: --input-value names '%s', not a graph input", c->path,
+                                      o->input_values[k].name ? o->input_values[k].name : "(null)");
+  }
   for (int32_t k = 0; o && k < o->n_input_shapes; k++) {
     bool found = false;
     for (size_t i = 0; i < g->n_input; i++)
@@ -332,6 +392,12 @@ static mil_status add_inputs(onnx_ctx *c, mil_function *f, const Onnx__GraphProt
     if (is_initializer(g, name)) continue; /* an initializer with a default value: a const */
     const mil_type *t = onnx_value_info_type(c, vi);
     if (!t) return MIL_ERR_UNSUPPORTED;
+    const mil_onnx_input_value *fv = fixed_value(o, name);
+    if (fv) {
+      mil_status st = bind_value(c, name, t, &fv->value);
+      if (st != MIL_OK) return st;
+      continue;
+    }
     const mil_onnx_input_shape *fs = fixed_shape(o, name);
     if (fs) {
       if (t->rank >= 0 && t->rank != fs->rank)
@@ -469,6 +535,75 @@ mil_status onnx_block_outputs(onnx_ctx *c, mil_block *b, const Onnx__ValueInfoPr
   return st;
 }
 
+/* ---------- renamed inputs and outputs ---------- */
+
+/* Appends s to the growing buffer as a JSON string. */
+static bool json_put(char **buf, size_t *len, size_t *cap, const char *s, bool quote) {
+  size_t need = *len + strlen(s) * 6 + 4;
+  if (need > *cap) {
+    size_t nc = *cap ? *cap : 256;
+    while (nc < need) nc *= 2;
+    char *nb = realloc(*buf, nc);
+    if (!nb) return false;
+    *buf = nb;
+    *cap = nc;
+  }
+  char *o = *buf + *len;
+  if (quote) *o++ = '"';
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (!quote) *o++ = (char)*p;
+    else if (*p == '"' || *p == '\\') {
+      *o++ = '\\';
+      *o++ = (char)*p;
+    } else if (*p < 0x20)
+      o += sprintf(o, "\\u%04x", *p);
+    else
+      *o++ = (char)*p;
+  }
+  if (quote) *o++ = '"';
+  *o = 0;
+  *len = (size_t)(o - *buf);
+  return true;
+}
+
+/* The main function's inputs and outputs whose MIL name is not the ONNX
+ * name (coremltools' NameSanitizer: onnx::Flatten_0 -> onnx__Flatten_0),
+ * as the JSON object {"inputs": {MIL: ONNX, ...}, "outputs": {...}} kept
+ * for the model's metadata under MIL_ONNX_NAMES_KEY (none when no name
+ * changed). */
+static mil_status names_metadata(onnx_ctx *c, mil_function *f, const Onnx__GraphProto *g) {
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  bool ok = json_put(&buf, &len, &cap, "{\"inputs\": {", false), any = false;
+  int32_t n = 0;
+  for (size_t i = 0; ok && i < g->n_input; i++) {
+    const char *name = g->input[i]->name ? g->input[i]->name : "";
+    if (is_initializer(g, name)) continue;
+    const char *mil = onnx_sanitize(c, name); /* memoized: the input's name, when it is one */
+    bool is_input = false;
+    for (int32_t k = 0; mil && k < f->n_inputs; k++) is_input |= f->inputs[k]->name == mil;
+    if (!is_input || !strcmp(mil, name)) continue;
+    ok = json_put(&buf, &len, &cap, n++ ? ", " : "", false) && json_put(&buf, &len, &cap, mil, true) &&
+         json_put(&buf, &len, &cap, ": ", false) && json_put(&buf, &len, &cap, name, true);
+  }
+  any = n > 0;
+  n = 0;
+  ok = ok && json_put(&buf, &len, &cap, "}, \"outputs\": {", false);
+  const mil_block *b = mil_function_body(f);
+  for (size_t i = 0; ok && i < g->n_output && (int32_t)i < b->n_outputs; i++) {
+    const char *name = g->output[i]->name ? g->output[i]->name : "";
+    const char *mil = b->outputs[i].var->name;
+    if (!strcmp(mil, name)) continue;
+    ok = json_put(&buf, &len, &cap, n++ ? ", " : "", false) && json_put(&buf, &len, &cap, mil, true) &&
+         json_put(&buf, &len, &cap, ": ", false) && json_put(&buf, &len, &cap, name, true);
+  }
+  any |= n > 0;
+  ok = ok && json_put(&buf, &len, &cap, "}}", false);
+  if (ok && any) c->names_json = mil_program_intern(c->p, buf, len);
+  free(buf);
+  return ok && (!any || c->names_json) ? MIL_OK : MIL_ERR_NOMEM;
+}
+
 static mil_status convert_model(onnx_ctx *c, const mil_onnx_options *o) {
   const Onnx__ModelProto *m = c->model;
   const Onnx__GraphProto *g = m->graph;
@@ -493,7 +628,8 @@ static mil_status convert_model(onnx_ctx *c, const mil_onnx_options *o) {
   if ((st = add_inputs(c, f, g, o)) != MIL_OK) return st;
   if ((st = onnx_convert_nodes(c, g)) != MIL_OK) return st;
   const Onnx__ValueInfoProto *const *outs = (const Onnx__ValueInfoProto *const *)g->output;
-  return onnx_block_outputs(c, c->blk, outs, g->n_output, true);
+  if ((st = onnx_block_outputs(c, c->blk, outs, g->n_output, true)) != MIL_OK) return st;
+  return names_metadata(c, f, g);
 }
 
 static void drop_model(void *ud) { onnx__model_proto__free_unpacked(ud, &onnx_sized_allocator); }
@@ -559,7 +695,13 @@ static mil_status import_model(Onnx__ModelProto *m, const char *name, const char
     mil_program_free(p);
     return st;
   }
-  return mil_model_from_program(p, target, out, d);
+  const char *names = c.names_json;
+  st = mil_model_from_program(p, target, out, d);
+  if (st == MIL_OK && names && (st = mil_model_set_metadata(*out, MIL_ONNX_NAMES_KEY, names)) != MIL_OK) {
+    mil_model_free(*out);
+    *out = NULL;
+  }
+  return st;
 }
 
 mil_status mil_onnx_import_buffer(const void *data, size_t len, const char *name, const char *dir,

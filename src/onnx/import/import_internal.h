@@ -13,6 +13,7 @@
 #define MIL_INTERP_MAX_RANK_ONNX 16
 
 typedef struct onnx_ctx onnx_ctx;
+
 typedef struct onnx_scope onnx_scope;
 
 /* A node being converted: its proto, resolved inputs and opset. */
@@ -63,6 +64,7 @@ struct onnx_ctx {
   onnx_scope *san;      /* ONNX name -> sanitized MIL name */
   onnx_scope *seqs;     /* ONNX name -> onnx_seq (sequences known at conversion) */
   bool views;           /* some value views the decoded message's raw_data */
+  const char *names_json; /* renamed inputs / outputs (MIL_ONNX_NAMES_KEY), interned; NULL: none */
   struct onnx_clip *clips; /* int64 constants clipped to int32 (arena list; shape inputs refuse them) */
   int64_t nms_max_boxes; /* mil_onnx_options.nms_max_boxes */
 };
@@ -203,6 +205,12 @@ mil_status onnx_seq_bind(onnx_ctx *c, const char *name, onnx_seq *s);
  * scope whose parent is the current one (outer values visible). Graph
  * inputs must already be bound by the caller (onnx_bind). */
 mil_status onnx_convert_nodes(onnx_ctx *c, const Onnx__GraphProto *g);
+/* The order to convert g's nodes in (import_order.c): *order (malloc'd,
+ * g->n_node indices) is the file's order with each node's producers moved
+ * before it where the file lists them later (a subgraph's references to
+ * g's values count as inputs of its node). MIL_ERR_INVALID naming a node
+ * on a cycle; MIL_ERR_NOMEM. Both recorded in c->d. */
+mil_status onnx_graph_order(onnx_ctx *c, const Onnx__GraphProto *g, size_t **order);
 /* Binds ONNX name to var in the current scope. */
 mil_status onnx_bind(onnx_ctx *c, const char *name, mil_var *v);
 /* The same for a name the graph defines (an input, an initializer, a node

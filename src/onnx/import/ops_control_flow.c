@@ -43,6 +43,28 @@ static mil_status build_block(onnx_ctx *c, mil_block *b, const Onnx__GraphProto 
   return st;
 }
 
+/* MIL's cond needs its branches' outputs to agree (one dtype and rank,
+ * sizes equal or symbolic on either side; coremltools' is_compatible_type):
+ * outputs that do not are refused here with both types named (ONNX
+ * Runtime picks a branch at run time; a branch output whose size depends
+ * on the branch has no MIL type). */
+static mil_status check_branches(onnx_ctx *c, mil_block *tb, mil_block *fb) {
+  for (int32_t i = 0; i < tb->n_outputs; i++) {
+    const mil_type *a = tb->outputs[i].var->type, *b = fb->outputs[i].var->type;
+    if (!mil_type_is_tensor(a) || !mil_type_is_tensor(b) || mil_type_equal(a, b)) continue;
+    bool ok = a->dtype == b->dtype && a->rank == b->rank;
+    for (int32_t k = 0; ok && k < a->rank; k++)
+      ok = a->dims[k].size < 0 || b->dims[k].size < 0 || a->dims[k].size == b->dims[k].size;
+    if (!ok) {
+      char s1[128], s2[128];
+      return ONNX_UNSUP(c, "output %d is %s in then_branch but %s in else_branch: MIL's cond needs one dtype, rank "
+                        "and size (--input-shape can make a shape-dependent condition known)",
+                        (int)i, mil_type_to_string(a, s1, sizeof s1), mil_type_to_string(b, s2, sizeof s2));
+    }
+  }
+  return MIL_OK;
+}
+
 static mil_status conv_if(onnx_ctx *c, onnx_node *n) {
   mil_var *pred = onnx_req(c, n, 0);
   const Onnx__GraphProto *tg = graph_attr(n, "then_branch"), *fg = graph_attr(n, "else_branch");
@@ -83,6 +105,10 @@ static mil_status conv_if(onnx_ctx *c, onnx_node *n) {
   mil_status st = build_block(c, tb, tg, NULL, 0);
   if (st == MIL_OK) st = build_block(c, fb, fg, NULL, 0);
   if (st != MIL_OK) return st;
+  if (tb->n_outputs != fb->n_outputs)
+    return onnx_fail(c, MIL_ERR_INVALID, "then_branch returns %d values, else_branch %d", (int)tb->n_outputs,
+                     (int)fb->n_outputs);
+  if ((st = check_branches(c, tb, fb)) != MIL_OK) return st;
   for (int32_t i = 0; i < tb->n_outputs; i++)
     if (!mil_op_add_output(op, pass_names_fresh(names, c->p, op->name), tb->outputs[i].var->type)) return MIL_ERR_NOMEM;
   if ((st = pass_finish_op(op, c->d)) != MIL_OK) return st;

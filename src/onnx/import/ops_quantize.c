@@ -172,7 +172,15 @@ static mil_status conv_dynamic_quantize(onnx_ctx *c, onnx_node *n) {
   if (!x) return MIL_ERR_INVALID;
   mil_var *mx = ONNX_OP(c, "maximum", A("x", ONNX_OP(c, "reduce_max", A("x", x))), K("y", onnx_f32(c, 0)));
   mil_var *mn = ONNX_OP(c, "minimum", A("x", ONNX_OP(c, "reduce_min", A("x", x))), K("y", onnx_f32(c, 0)));
-  mil_var *scale = ONNX_OP(c, "real_div", A("x", ONNX_OP(c, "sub", A("x", mx), A("y", mn))), K("y", onnx_f32(c, 255)));
+  /* ONNX's reference and ONNX Runtime: scale = (max - min) / 255 in fp32,
+   * 1 when max == min (an all-zero x). The divisor is a run-time value
+   * (a select of equal branches) so that divide_to_multiply does not turn
+   * the division into a product with 1/255, which rounds differently and
+   * moves x / scale across a .5 boundary now and then. */
+  mil_var *same = ONNX_OP(c, "equal", A("x", mx), A("y", mn));
+  mil_var *range = ONNX_OP(c, "select", A("cond", same), K("a", onnx_f32(c, 1)), A("b", ONNX_OP(c, "sub", A("x", mx), A("y", mn))));
+  mil_var *den = ONNX_OP(c, "select", A("cond", same), K("a", onnx_f32(c, 255)), K("b", onnx_f32(c, 255)));
+  mil_var *scale = ONNX_OP(c, "real_div", A("x", range), A("y", den));
   mil_var *zpf = ONNX_OP(c, "clip", A("x", ONNX_OP(c, "round", A("x", ONNX_OP(c, "real_div", A("x", ONNX_OP(c, "mul", A("x", mn), K("y", onnx_f32(c, -1)))), A("y", scale))))),
                          K("alpha", onnx_f32(c, 0)), K("beta", onnx_f32(c, 255)));
   mil_var *q = ONNX_OP(c, "add", A("x", ONNX_OP(c, "round", A("x", ONNX_OP(c, "real_div", A("x", x), A("y", scale))))), A("y", zpf));
@@ -186,6 +194,6 @@ static mil_status conv_dynamic_quantize(onnx_ctx *c, onnx_node *n) {
 const onnx_op_entry onnx_ops_quantize[] = {
     {"DequantizeLinear", "", 10, 0, conv_dequantize, "constexpr_affine_dequantize, constexpr_blockwise_shift_scale, dequantize, cast, sub, mul"},
     {"QuantizeLinear", "", 10, 0, conv_quantize, "quantize, real_div, round, add, clip, cast"},
-    {"DynamicQuantizeLinear", "", 11, 0, conv_dynamic_quantize, "reduce_max, reduce_min, real_div, round, clip, cast"},
+    {"DynamicQuantizeLinear", "", 11, 0, conv_dynamic_quantize, "reduce_max, reduce_min, equal, select, real_div, round, clip, cast"},
     {NULL, NULL, 0, 0, NULL, NULL},
 };

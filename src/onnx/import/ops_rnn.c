@@ -55,6 +55,43 @@ static const char *act_name(const char *onnx) {
   return NULL;
 }
 
+/* For inputs whose sequence or batch length is known only at run time:
+ * the last axis of v (rank r, D*H long) split into (D, H), through
+ * expand_dims or split + stack, which need no static shape. */
+static mil_var *split_dirs(onnx_ctx *c, mil_var *v, int D) {
+  int32_t r = onnx_rank(v);
+  if (!v || r < 1) return NULL;
+  if (D == 1) return ONNX_OP(c, "expand_dims", A("x", v), K("axes", onnx_i32s(c, 1, (int64_t[]){r - 1})));
+  mil_op *sp = onnx_op_full(c, "split", 3,
+                            (pass_barg[]){A("x", v), K("num_splits", onnx_i32(c, D)), K("axis", onnx_i32(c, r - 1))});
+  if (!sp || sp->n_outputs != D) return NULL;
+  return ONNX_OP(c, "stack", AT("values", sp->outputs, D), K("axis", onnx_i32(c, r - 1)));
+}
+
+/* The inverse: (B, D, H) -> (B, D*H) through squeeze or split + concat. */
+static mil_var *join_dirs(onnx_ctx *c, mil_var *v, int D) {
+  if (!v || onnx_rank(v) != 3) return NULL;
+  if (D == 2) {
+    mil_op *sp = onnx_op_full(c, "split", 3,
+                              (pass_barg[]){A("x", v), K("num_splits", onnx_i32(c, D)), K("axis", onnx_i32(c, 1))});
+    if (!sp || sp->n_outputs != D) return NULL;
+    v = ONNX_OP(c, "concat", AT("values", sp->outputs, D), K("axis", onnx_i32(c, 2)));
+  }
+  return v ? ONNX_OP(c, "squeeze", A("x", v), K("axes", onnx_i32s(c, 1, (int64_t[]){1}))) : NULL;
+}
+
+/* Zeros (B, D*H) where B is x's dim 1, known at run time only. */
+static mil_var *zero_state(onnx_ctx *c, mil_var *x, int64_t DH) {
+  mil_var *shp = onnx_shape_of(c, x);
+  if (!shp) return NULL;
+  mil_var *b = ONNX_OP(c, "slice_by_index", A("x", shp), K("begin", onnx_i32s(c, 1, (int64_t[]){1})),
+                       K("end", onnx_i32s(c, 1, (int64_t[]){2})));
+  mil_var *want = b ? ONNX_OP(c, "concat", AT("values", ((mil_var *[]){b, onnx_const(c, onnx_i32s(c, 1, &DH))}), 2),
+                              K("axis", onnx_i32(c, 0)))
+                    : NULL;
+  return want ? ONNX_OP(c, "fill", A("shape", want), K("value", onnx_f32(c, 0))) : NULL;
+}
+
 static mil_status conv_recurrent(onnx_ctx *c, onnx_node *n) {
   rnn_kind kind = !strcmp(n->op_type, "LSTM")  ? (rnn_kind){"lstm", 4, k_lstm_order}
                   : !strcmp(n->op_type, "GRU") ? (rnn_kind){"gru", 3, k_gru_order}
@@ -63,7 +100,10 @@ static mil_status conv_recurrent(onnx_ctx *c, onnx_node *n) {
   mil_var *seq_lens = onnx_in(n, 4), *h0 = onnx_in(n, 5), *c0 = kind.gates == 4 ? onnx_in(n, 6) : NULL;
   mil_var *P = kind.gates == 4 ? onnx_in(n, 7) : NULL;
   if (!x || !W || !R) return MIL_ERR_INVALID;
-  if (onnx_rank(x) != 3 || !mil_type_is_static(x->type)) return ONNX_UNSUP(c, "needs a static rank-3 input");
+  if (onnx_rank(x) != 3) return ONNX_UNSUP(c, "needs a rank-3 input X, got rank %d", (int)onnx_rank(x));
+  /* sequence and batch lengths known only at run time (a dynamic input,
+   * an If branch's value): the same ops, reshaped without static shapes */
+  bool dyn = !mil_type_is_static(x->type);
   const char *dir = onnx_attr_s(c, n, "direction", "forward");
   int D = !strcmp(dir, "bidirectional") ? 2 : 1;
   bool reverse = !strcmp(dir, "reverse");
@@ -80,6 +120,7 @@ static mil_status conv_recurrent(onnx_ctx *c, onnx_node *n) {
   int64_t S = x->type->dims[0].size, Bt = x->type->dims[1].size;
   if (seq_lens) {
     const mil_value *sl = onnx_val(seq_lens);
+    if (dyn) return ONNX_UNSUP(c, "sequence_lens with a sequence length known only at run time");
     bool full = sl != NULL;
     for (int64_t i = 0; full && i < sl->numel; i++) full = mil_value_get_i64(sl, i) == S;
     if (!full) return ONNX_UNSUP(c, "sequence_lens shorter than the sequence");
@@ -100,7 +141,12 @@ static mil_status conv_recurrent(onnx_ctx *c, onnx_node *n) {
   mil_var *st0[2] = {h0, c0};
   for (int k = 0; k < (kind.gates == 4 ? 2 : 1); k++) {
     mil_var *s = st0[k], *r;
-    if (!s) r = onnx_const(c, mil_value_new_tensor(c->p, MIL_DT_FP32, 2, (int64_t[]){Bt, D * H}, false, NULL));
+    if (dyn && !s)
+      r = Bt >= 0 ? onnx_const(c, mil_value_new_tensor(c->p, MIL_DT_FP32, 2, (int64_t[]){Bt, D * H}, false, NULL))
+                  : zero_state(c, x, D * H);
+    else if (dyn)
+      r = join_dirs(c, batch_first ? s : ONNX_OP(c, "transpose", A("x", s), K("perm", onnx_i32s(c, 3, (int64_t[]){1, 0, 2}))), D);
+    else if (!s) r = onnx_const(c, mil_value_new_tensor(c->p, MIL_DT_FP32, 2, (int64_t[]){Bt, D * H}, false, NULL));
     else if (batch_first)
       r = ONNX_OP(c, "reshape", A("x", s), K("shape", onnx_i32s(c, 2, (int64_t[]){Bt, D * H})));
     else {
@@ -142,13 +188,14 @@ static mil_status conv_recurrent(onnx_ctx *c, onnx_node *n) {
   /* Y (S, B, D*H) -> (S, D, B, H); Y_h, Y_c (B, D*H) -> (D, B, H) */
   mil_var *y = op->outputs[0];
   if (reverse) y = ONNX_OP(c, "reverse", A("x", y), K("axes", onnx_i32s(c, 1, (int64_t[]){0})));
-  y = ONNX_OP(c, "reshape", A("x", y), K("shape", onnx_i32s(c, 4, (int64_t[]){S, Bt, D, H})));
+  y = dyn ? split_dirs(c, y, D) : ONNX_OP(c, "reshape", A("x", y), K("shape", onnx_i32s(c, 4, (int64_t[]){S, Bt, D, H})));
   y = ONNX_OP(c, "transpose", A("x", y),
               K("perm", onnx_i32s(c, 4, batch_first ? (int64_t[]){1, 0, 2, 3} : (int64_t[]){0, 2, 1, 3})));
   mil_status st = onnx_set_out(c, n, 0, y);
   for (int k = 1; st == MIL_OK && k < op->n_outputs && k < 3; k++) {
     if (!onnx_out_used(n, k)) continue;
-    mil_var *s = ONNX_OP(c, "reshape", A("x", op->outputs[k]), K("shape", onnx_i32s(c, 3, (int64_t[]){Bt, D, H})));
+    mil_var *s = dyn ? split_dirs(c, op->outputs[k], D)
+                     : ONNX_OP(c, "reshape", A("x", op->outputs[k]), K("shape", onnx_i32s(c, 3, (int64_t[]){Bt, D, H})));
     if (!batch_first) s = ONNX_OP(c, "transpose", A("x", s), K("perm", onnx_i32s(c, 3, (int64_t[]){1, 0, 2})));
     st = onnx_set_out(c, n, k, s);
   }

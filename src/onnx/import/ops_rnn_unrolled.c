@@ -55,6 +55,8 @@ mil_status onnx_rnn_unrolled(onnx_ctx *c, onnx_node *n, int G) {
   if (batch_first) x = ONNX_OP(c, "transpose", A("x", x), K("perm", onnx_i32s(c, 3, (int64_t[]){1, 0, 2})));
   if (!x || onnx_rank(W) != 3 || W->type->dims[1].size < 0) return ONNX_UNSUP(c, "weights of unknown shape");
   int64_t S = x->type->dims[0].size, Bt = x->type->dims[1].size, H = W->type->dims[1].size / G;
+  if (S < 0 || Bt < 0)
+    return ONNX_UNSUP(c, "weights computed at run time need a static sequence and batch length (unrolled)");
   if (S > 4096) return ONNX_UNSUP(c, "a sequence of %lld steps is too long to unroll", (long long)S);
   const Onnx__AttributeProto *aa = onnx_attr(n, "activations");
   int nact = G == 4 ? 3 : G == 3 ? 2 : 1;

@@ -176,7 +176,30 @@ static mil_status conv_squeeze(onnx_ctx *c, onnx_node *n) {
   mil_var *r;
   if (onnx_rank(x) == 0) r = ONNX_OP(c, "identity", A("x", x));
   else if (k < 0) r = ONNX_OP(c, "squeeze", A("x", x));
-  else r = ONNX_OP(c, "squeeze", A("x", x), K("axes", onnx_i32s(c, k, axes)));
+  else {
+    /* ONNX removes each listed axis (its dim must be 1); MIL's squeeze
+     * keeps a dim whose size is known only at run time (coremltools'
+     * type inference): then a reshape to the kept dims of shape(x) */
+    int32_t rk = onnx_rank(x);
+    bool drop[MIL_INTERP_MAX_RANK_ONNX] = {false}, sym = false;
+    for (int32_t i = 0; i < k && rk > 0 && rk <= MIL_INTERP_MAX_RANK_ONNX; i++) {
+      int64_t a = axes[i];
+      if (!onnx_axis(&a, rk)) return onnx_fail(c, MIL_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)axes[i], (int)rk);
+      drop[a] = true;
+      sym |= x->type->dims[a].size < 0;
+    }
+    if (sym) {
+      int64_t keep[MIL_INTERP_MAX_RANK_ONNX];
+      int32_t nk = 0;
+      for (int32_t i = 0; i < rk; i++)
+        if (!drop[i]) keep[nk++] = i;
+      mil_var *shape = nk ? ONNX_OP(c, "gather", A("x", onnx_shape_of(c, x)), K("indices", onnx_i32s(c, nk, keep)),
+                                    K("axis", onnx_i32(c, 0)))
+                          : onnx_const(c, onnx_i32s(c, 0, NULL));
+      r = shape ? ONNX_OP(c, "reshape", A("x", x), A("shape", shape)) : NULL;
+    } else
+      r = ONNX_OP(c, "squeeze", A("x", x), K("axes", onnx_i32s(c, k, axes)));
+  }
   return onnx_set_out(c, n, 0, r);
 }
 
