@@ -49,6 +49,14 @@ extern "C" {
  * outputs (libmil's own key; see mil_onnx_import). */
 #define MIL_ONNX_NAMES_KEY "com.libmil.onnx_names"
 
+/* The op attribute (bool true) the importer marks the ops of integer
+ * arithmetic with (ConvInteger, MatMulInteger, QLinearConv, QLinearMatMul,
+ * DynamicQuantizeLinear: exact in fp32, not in fp16): mil_convert's
+ * add_fp16_cast leaves them in fp32 (its op_selector) and removes the mark
+ * from every op after the pipeline, so it is never saved. A program from
+ * mil_onnx_import itself still holds it (mil_convert_model removes it). */
+#define MIL_ONNX_KEEP_FP32_ATTR "com.libmil.keep_fp32"
+
 /* The shape of one graph input (--input-shape NAME=1,3,224,224; the shape
  * of an input type, mil/input_types.h). */
 typedef struct mil_onnx_input_shape {

@@ -19,8 +19,44 @@ static bool ends_with(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+/* add_fp16_cast's op_selector (coremltools' FP16ComputePrecision
+ * op_selector): an op the importer marked MIL_ONNX_KEEP_FP32_ATTR stays
+ * fp32, and so does an op reading (through a cast) the int32 result of a
+ * marked op (the accumulator of ConvInteger before its rescaling, beyond
+ * fp16's range). */
+static bool marked(const mil_op *op) { return op && mil_op_get_attr(op, MIL_ONNX_KEEP_FP32_ATTR) != NULL; }
+
+static bool fp16_selector(const mil_op *op, void *ud) {
+  (void)ud;
+  if (marked(op)) return false;
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    for (int32_t k = 0; k < op->inputs[i].n_args; k++) {
+      const mil_var *v = op->inputs[i].args[k].use.var;
+      if (!v || !v->op || strcmp(v->op->type, "cast") != 0) continue;
+      const mil_var *src = mil_op_input_var(v->op, "x");
+      if (src && src->type->dtype == MIL_DT_INT32 && marked(src->op)) return false;
+    }
+  return true;
+}
+
+static int find_mark(mil_op *op, void *ud) {
+  (void)ud;
+  return marked(op);
+}
+
+/* Removes the mark from every op (it is never saved). */
+static int drop_mark(mil_op *op, void *ud) {
+  (void)ud;
+  int32_t j = 0;
+  for (int32_t i = 0; i < op->n_attrs; i++)
+    if (strcmp(op->attrs[i].name, MIL_ONNX_KEEP_FP32_ATTR) != 0) op->attrs[j++] = op->attrs[i];
+  op->n_attrs = j;
+  return 0;
+}
+
 /* The pipeline ct.convert runs: pass_pipeline (DEFAULT), without the fp16 /
- * int16 casts for compute_precision fp32. */
+ * int16 casts for compute_precision fp32; with ops marked by the importer
+ * kept fp32 by add_fp16_cast. */
 static mil_status run_pipeline(mil_program *p, const mil_convert_options *o, mil_diag *d) {
   if (o->no_pipeline) return MIL_OK;
   mil_pipeline *pl = NULL;
@@ -29,8 +65,14 @@ static mil_status run_pipeline(mil_program *p, const mil_convert_options *o, mil
   if (o->fp32) {
     mil_pipeline_remove_pass(pl, "common::add_fp16_cast");
     mil_pipeline_remove_pass(pl, "common::add_int16_cast");
+  } else if (mil_program_walk(p, find_mark, NULL)) {
+    for (int32_t i = 0; i < mil_pipeline_n_passes(pl); i++)
+      if (!strcmp(mil_pipeline_pass_at(pl, i), "common::add_fp16_cast")) {
+        st = mil_pipeline_set_selector(pl, "common::add_fp16_cast", "op_selector", fp16_selector, NULL, d);
+        break;
+      }
   }
-  st = mil_pipeline_run(pl, p, NULL, NULL, d);
+  if (st == MIL_OK) st = mil_pipeline_run(pl, p, NULL, NULL, d);
   mil_pipeline_free(pl);
   return st;
 }
@@ -64,6 +106,7 @@ mil_status mil_convert_model(mil_model *m, const mil_convert_options *opts, bool
     st = run_pipeline(mil_model_program(m), o, d);
     if (st == MIL_OK) st = mil_model_sync_description(m, d);
   }
+  (void)mil_program_walk(mil_model_program(m), drop_mark, NULL);
   if (st == MIL_OK && with_interface(o)) st = mil_interface_finish(m, o->interface, d);
   /* the tool's own conversion record (coremltools writes its
    * com.github.apple.coremltools.* keys; these are libmil's) */

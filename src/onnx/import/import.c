@@ -181,6 +181,20 @@ static int domain_opset(onnx_ctx *c, const char *domain) {
 
 const onnx_op_entry *onnx_registry_find(const char *op_type, const char *domain, int opset, const onnx_op_entry **any);
 
+/* Nodes whose MIL ops compute integer arithmetic in fp32 (exact there,
+ * not in fp16: products of uint8 operands reach 255 * 255 * K) and
+ * DynamicQuantizeLinear (ONNX's rounding of x / scale in fp32): their ops
+ * get the MIL_ONNX_KEEP_FP32_ATTR mark, which mil_convert's add_fp16_cast
+ * op_selector reads (and removes after the pipeline). */
+static bool keeps_fp32(const onnx_node *n) {
+  static const char *const k_ops[] = {"ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul",
+                                      "DynamicQuantizeLinear", NULL};
+  if (n->domain[0]) return false;
+  for (const char *const *k = k_ops; *k; k++)
+    if (!strcmp(n->op_type, *k)) return true;
+  return false;
+}
+
 static mil_status convert_node(onnx_ctx *c, const Onnx__NodeProto *np) {
   onnx_node n;
   memset(&n, 0, sizeof n);
@@ -230,6 +244,7 @@ static mil_status convert_node(onnx_ctx *c, const Onnx__NodeProto *np) {
       break;
     }
   }
+  mil_op *before = c->blk ? c->blk->last : NULL;
   if (st == MIL_OK) {
     size_t errs = c->d ? c->d->n_errors : 0;
     st = e->fn(c, &n);
@@ -245,6 +260,12 @@ static mil_status convert_node(onnx_ctx *c, const Onnx__NodeProto *np) {
                        np->output[i]);
         break;
       }
+  if (st == MIL_OK && keeps_fp32(&n)) {
+    mil_value *mark = mil_value_new_bool(c->p, true);
+    if (!mark) st = MIL_ERR_NOMEM;
+    for (mil_op *op = before ? before->next : c->blk->first; mark && op; op = op->next)
+      mil_op_set_attr(op, MIL_ONNX_KEEP_FP32_ATTR, mark);
+  }
   if (in != ins) free(in);
   c->node = NULL;
   return st;
