@@ -50,6 +50,15 @@ static mil_status conv_reshape(onnx_ctx *c, onnx_node *n) {
     bool x_nonempty = onnx_rank(x) >= 0;
     for (int32_t i = 0; x_nonempty && i < onnx_rank(x); i++) x_nonempty = x->type->dims[i].size > 0;
     bool known = onnx_val_ints(c, shape, &s, &k);
+    bool x_empty = false; /* a static 0 dim */
+    for (int32_t i = 0; i < onnx_rank(x); i++) x_empty |= x->type->dims[i].size == 0;
+    if (!known && x_empty && (x->type->dtype == MIL_DT_FP32 || x->type->dtype == MIL_DT_FP16 ||
+                              x->type->dtype == MIL_DT_INT32)) {
+      /* x has no elements, so neither has the result (ONNX requires equal
+       * volumes): the run-time shape, its 0s empty dims, filled with nothing */
+      mil_var *sh = onnx_cast(c, shape, MIL_DT_INT32);
+      return onnx_set_out(c, n, 0, ONNX_OP(c, "fill", A("shape", sh), K("value", onnx_fscalar(c, x->type->dtype, 0))));
+    }
     if (!known && !x_nonempty)
       return ONNX_UNSUP(c, "allowzero=1 with a shape not known at conversion and an input that may be empty (MIL "
                            "reshape reads a 0 as the input's dim, so a 0 meaning an empty dim cannot be expressed)");
