@@ -150,6 +150,13 @@ static void test_dynamic_quant_conv_integer(void **state) {
   g_fp16 = false;
 }
 
+/* SplitToSequence along a symbolic axis, split sizes given at run time
+ * (their count known): each part a run-time slice (gen_split_seq.py). */
+static void test_split_to_sequence_runtime_sizes(void **state) {
+  (void)state;
+  run_case("split_seq_runtime.onnx", "split_seq_runtime", 2, 2, 0);
+}
+
 static void test_input_value_fixes_if_branch(void **state) {
   (void)state;
   char p[1024];
@@ -271,6 +278,7 @@ int main(void) {
       cmocka_unit_test(test_names_renamed_and_recorded),
       cmocka_unit_test(test_dynamic_quant_conv_integer),
       cmocka_unit_test(test_input_value_fixes_if_branch),
+      cmocka_unit_test(test_split_to_sequence_runtime_sizes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,6 +101,46 @@ static mil_status conv_seq_length(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, onnx_const(c, onnx_i32(c, s->n)));
 }
 
+/* A split whose sizes are computed at run time but whose count k is known
+ * (a rank-1 split input of static length): part i is the slice
+ * [exclusive cumsum i, inclusive cumsum i) along axis, also of a dim that
+ * is symbolic. */
+static mil_var *runtime_bound(onnx_ctx *c, mil_var *sums, int32_t i, int32_t rank, int64_t axis) {
+  mil_var *b = ONNX_OP(c, "slice_by_index", A("x", sums), K("begin", onnx_i32s(c, 1, (int64_t[]){i})),
+                       K("end", onnx_i32s(c, 1, (int64_t[]){i + 1})));
+  if (!b || rank == 1) return b;
+  mil_var *parts[3];
+  int32_t np = 0;
+  int64_t zeros[8] = {0};
+  if (axis > 0) parts[np++] = onnx_const(c, onnx_i32s(c, (int32_t)axis, zeros));
+  parts[np++] = b;
+  if (axis < rank - 1) parts[np++] = onnx_const(c, onnx_i32s(c, (int32_t)(rank - 1 - axis), zeros));
+  return ONNX_OP(c, "concat", AT("values", parts, np), K("axis", onnx_i32(c, 0)));
+}
+
+static mil_status split_runtime_sizes(onnx_ctx *c, onnx_node *n, mil_var *x, mil_var *sp, int64_t axis) {
+  int32_t rank = onnx_rank(x);
+  int64_t k = onnx_rank(sp) == 1 ? sp->type->dims[0].size : -1;
+  if (k < 1 || k > 1023 || rank > 8) return ONNX_UNSUP(c, "split sizes computed at run time (of a count not known)");
+  mil_var *sz = onnx_cast(c, sp, MIL_DT_INT32);
+  mil_var *hi = ONNX_OP(c, "cumsum", A("x", sz), K("axis", onnx_i32(c, 0)));
+  mil_var *lo = ONNX_OP(c, "cumsum", A("x", sz), K("axis", onnx_i32(c, 0)), K("exclusive", onnx_bool(c, true)));
+  if (!hi || !lo) return MIL_ERR_TYPE;
+  mil_value *m = mil_value_new_tensor(c->p, MIL_DT_BOOL, 1, (int64_t[]){rank}, false, NULL);
+  if (!m) return MIL_ERR_NOMEM;
+  for (int32_t i = 0; i < rank; i++) mil_value_set_i64(m, i, i != axis);
+  onnx_seq *s = seq_new(c, (int32_t)k, onnx_dtype(x));
+  if (!s) return MIL_ERR_NOMEM;
+  for (int32_t i = 0; i < (int32_t)k; i++) {
+    mil_var *b = runtime_bound(c, lo, i, rank, axis), *e = runtime_bound(c, hi, i, rank, axis);
+    if (!b || !e) return MIL_ERR_TYPE;
+    s->items[i] = ONNX_OP(c, "slice_by_index", A("x", x), A("begin", b), A("end", e), K("begin_mask", m),
+                          K("end_mask", m));
+    if (!s->items[i]) return MIL_ERR_TYPE;
+  }
+  return seq_out(c, n, s);
+}
+
 static mil_status conv_split_to_seq(onnx_ctx *c, onnx_node *n) {
   mil_var *x = onnx_req(c, n, 0), *sp = onnx_in(n, 1);
   if (!x) return MIL_ERR_INVALID;
@@ -108,6 +148,7 @@ static mil_status conv_split_to_seq(onnx_ctx *c, onnx_node *n) {
   if (rank < 1) return onnx_fail(c, MIL_ERR_INVALID, "input of rank %d: nothing to split", (int)rank);
   int64_t axis = onnx_attr_i(n, "axis", 0);
   if (!onnx_axis(&axis, rank)) return onnx_fail(c, MIL_ERR_INVALID, "axis out of range");
+  if (sp && !onnx_val(sp) && onnx_rank(sp) == 1) return split_runtime_sizes(c, n, x, sp, axis);
   int64_t dim = x->type->dims[axis].size;
   if (dim < 0) return ONNX_UNSUP(c, "splitting a symbolic dim");
   int64_t sizes[1024];
@@ -164,7 +205,7 @@ const onnx_op_entry onnx_ops_sequence[] = {
     {"SequenceErase", "", 11, 0, conv_seq_erase, "(none)"},
     {"SequenceAt", "", 11, 0, conv_seq_at, "identity"},
     {"SequenceLength", "", 11, 0, conv_seq_length, "const"},
-    {"SplitToSequence", "", 11, 0, conv_split_to_seq, "split, squeeze"},
+    {"SplitToSequence", "", 11, 0, conv_split_to_seq, "split, squeeze / cumsum, slice_by_index"},
     {"ConcatFromSequence", "", 11, 0, conv_concat_from_seq, "concat / stack"},
     {NULL, NULL, 0, 0, NULL, NULL},
 };
