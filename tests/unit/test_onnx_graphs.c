@@ -157,6 +157,14 @@ static void test_split_to_sequence_runtime_sizes(void **state) {
   run_case("split_seq_runtime.onnx", "split_seq_runtime", 2, 2, 0);
 }
 
+/* GridSample bicubic with border padding and align_corners, and with
+ * zeros padding without (gen_grid_bicubic.py, PyTorch's references). */
+static void test_grid_sample_bicubic(void **state) {
+  (void)state;
+  run_case("grid_bicubic_border.onnx", "grid_bicubic_border", 2, 1, 1e-5);
+  run_case("grid_bicubic_zeros.onnx", "grid_bicubic_zeros", 2, 1, 1e-5);
+}
+
 static void test_input_value_fixes_if_branch(void **state) {
   (void)state;
   char p[1024];
@@ -279,6 +287,7 @@ int main(void) {
       cmocka_unit_test(test_dynamic_quant_conv_integer),
       cmocka_unit_test(test_input_value_fixes_if_branch),
       cmocka_unit_test(test_split_to_sequence_runtime_sizes),
+      cmocka_unit_test(test_grid_sample_bicubic),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

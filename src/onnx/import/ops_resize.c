@@ -167,6 +167,70 @@ static mil_var *grid_pixels(onnx_ctx *c, mil_var *grid, bool align, bool nearest
   return ONNX_OP(c, "select", A("cond", out), A("a", refl), A("b", p));
 }
 
+/* ONNX's cubic convolution coefficient (A = -0.75) of a tap at distance d
+ * (1 + t, t, 1 - t, 2 - t for taps -1, 0, 1, 2 of fraction t): for d <= 1
+ * ((A + 2) d - (A + 3)) d d + 1, for 1 < d < 2 ((A d - 5A) d + 8A) d - 4A. */
+static mil_var *cubic_coeff(onnx_ctx *c, mil_var *d, bool near) {
+  const double A = -0.75;
+  mil_dtype dt = onnx_dtype(d);
+  mil_var *r;
+  if (near) {
+    r = ONNX_OP(c, "sub", A("x", ONNX_OP(c, "mul", A("x", d), K("y", onnx_fscalar(c, dt, A + 2)))),
+                K("y", onnx_fscalar(c, dt, A + 3)));
+    r = ONNX_OP(c, "mul", A("x", ONNX_OP(c, "mul", A("x", r), A("y", d))), A("y", d));
+    return ONNX_OP(c, "add", A("x", r), K("y", onnx_fscalar(c, dt, 1)));
+  }
+  r = ONNX_OP(c, "sub", A("x", ONNX_OP(c, "mul", A("x", d), K("y", onnx_fscalar(c, dt, A)))),
+              K("y", onnx_fscalar(c, dt, 5 * A)));
+  r = ONNX_OP(c, "add", A("x", ONNX_OP(c, "mul", A("x", r), A("y", d))), K("y", onnx_fscalar(c, dt, 8 * A)));
+  return ONNX_OP(c, "sub", A("x", ONNX_OP(c, "mul", A("x", r), A("y", d))), K("y", onnx_fscalar(c, dt, 4 * A)));
+}
+
+/* the (N, Ho, Wo) component k (0: x, 1: y) of a (N, Ho, Wo, 2) var */
+static mil_var *grid_axis(onnx_ctx *c, mil_var *v, int64_t k) {
+  return ONNX_OP(c, "gather", A("x", v), K("indices", onnx_i32(c, k)), K("axis", onnx_i32(c, 3)));
+}
+
+/* GridSample bicubic (ONNX's reference: 4 x 4 taps around floor(p) - 1,
+ * weighted by cubic_coeff per axis; a tap outside reads 0 with zeros
+ * padding, the nearest edge pixel with border padding; the point itself
+ * is not clamped, as in PyTorch's grid_sample): each tap is a nearest resample at whole
+ * unnormalized pixels (exact there), the 16 weighted taps summed. */
+static mil_status grid_sample_bicubic(onnx_ctx *c, onnx_node *n, mil_var *x, mil_var *grid, bool align,
+                                      const char *pm) {
+  int64_t H = x->type->dims[2].size, W = x->type->dims[3].size;
+  if (H < 0 || W < 0) return ONNX_UNSUP(c, "mode 'bicubic' with H or W known only at run time");
+  if (!strcmp(pm, "reflection")) return ONNX_UNSUP(c, "mode 'bicubic' with padding_mode 'reflection'");
+  mil_dtype dt = onnx_dtype(x);
+  mil_var *p = grid_pixels(c, grid, align, false, "zeros", (double)W, (double)H);
+  mil_var *f = ONNX_OP(c, "floor", A("x", p));
+  mil_var *t = ONNX_OP(c, "sub", A("x", p), A("y", f));
+  if (!t) return MIL_ERR_TYPE;
+  mil_var *w[2][4];
+  for (int64_t k = 0; k < 2; k++) {
+    mil_var *tk = grid_axis(c, t, k);
+    mil_var *u = ONNX_OP(c, "sub", K("x", onnx_fscalar(c, dt, 1)), A("y", tk));
+    w[k][0] = cubic_coeff(c, ONNX_OP(c, "add", A("x", tk), K("y", onnx_fscalar(c, dt, 1))), false);
+    w[k][1] = cubic_coeff(c, tk, true);
+    w[k][2] = cubic_coeff(c, u, true);
+    w[k][3] = cubic_coeff(c, ONNX_OP(c, "add", A("x", u), K("y", onnx_fscalar(c, dt, 1))), false);
+  }
+  mil_var *acc = NULL;
+  for (int j = 0; j < 4; j++)
+    for (int i = 0; i < 4; i++) {
+      mil_var *at = ONNX_OP(c, "add", A("x", f), A("y", wh_const(c, dt, i - 1, j - 1)));
+      mil_var *tap = ONNX_OP(c, "resample", A("x", x), A("coordinates", at), K("sampling_mode", onnx_str(c, "nearest")),
+                             K("padding_mode", onnx_str(c, pm)), K("padding_value", onnx_fscalar(c, dt, 0)),
+                             K("coordinates_mode", onnx_str(c, "unnormalized")), K("align_corners", onnx_bool(c, align)));
+      mil_var *wt = ONNX_OP(c, "mul", A("x", w[0][i]), A("y", w[1][j]));
+      wt = ONNX_OP(c, "expand_dims", A("x", wt), K("axes", onnx_i32s(c, 1, (int64_t[]){1})));
+      mil_var *term = ONNX_OP(c, "mul", A("x", tap), A("y", wt));
+      acc = acc ? ONNX_OP(c, "add", A("x", acc), A("y", term)) : term;
+      if (!acc) return MIL_ERR_TYPE;
+    }
+  return onnx_set_out(c, n, 0, acc);
+}
+
 /* GridSample (16; 20 renames the modes linear / cubic): resample with
  * normalized [-1, 1] coordinates, as coremltools' torch grid_sampler,
  * where MIL's resample means what ONNX means: bilinear with zeros or
@@ -186,10 +250,13 @@ static mil_status conv_grid_sample(onnx_ctx *c, onnx_node *n) {
   const char *mode = onnx_attr_s(c, n, "mode", n->opset < 20 ? "bilinear" : "linear");
   const char *pad = onnx_attr_s(c, n, "padding_mode", "zeros");
   const char *sm = !strcmp(mode, "bilinear") || !strcmp(mode, "linear") ? "bilinear" : !strcmp(mode, "nearest") ? "nearest" : NULL;
-  if (!sm) return ONNX_UNSUP(c, "mode '%s' (MIL's resample samples bilinear or nearest)", mode);
+  bool cubic = !strcmp(mode, "bicubic") || !strcmp(mode, "cubic");
+  if (!sm && !cubic) return ONNX_UNSUP(c, "mode '%s'", mode);
   const char *pm = !strcmp(pad, "zeros") ? "constant" : !strcmp(pad, "border") ? "border" : !strcmp(pad, "reflection") ? "reflection" : NULL;
   if (!pm) return ONNX_UNSUP(c, "padding_mode '%s'", pad);
-  bool align = onnx_attr_i(n, "align_corners", 0) != 0, nearest = !strcmp(sm, "nearest");
+  bool align = onnx_attr_i(n, "align_corners", 0) != 0;
+  if (cubic) return grid_sample_bicubic(c, n, x, grid, align, pm);
+  bool nearest = !strcmp(sm, "nearest");
   const char *cm = "normalized_minus_one_to_one";
   if (nearest || (!strcmp(pm, "reflection") && !align)) {
     int64_t H = x->type->dims[2].size, W = x->type->dims[3].size;
@@ -208,7 +275,7 @@ static mil_status conv_grid_sample(onnx_ctx *c, onnx_node *n) {
 }
 
 const onnx_op_entry onnx_ops_resize[] = {
-    {"GridSample", "", 16, 0, conv_grid_sample, "resample (nearest, reflection: add, mul, round, mod, select first)"},
+    {"GridSample", "", 16, 0, conv_grid_sample, "resample (nearest, reflection: add, mul, round, mod, select first; bicubic: 16 nearest taps, floor, mul, add)"},
     {"Resize", "", 10, 0, conv_resize, "upsample_nearest_neighbor / resize_bilinear / gather"},
     {"Upsample", "", 7, 9, conv_upsample, "upsample_nearest_neighbor / resize_bilinear / gather"},
     {NULL, NULL, 0, 0, NULL, NULL},
