@@ -72,12 +72,15 @@ for n in $NETS; do
       node "$HERE/ort_run.js" "$onnx" "$x" "$RUNS" "$THREADS" >"$SCRATCH/$n.ort.out" 2>&1 &&
       ort_ms=$(awk '{ print $4 }' "$SCRATCH/$n.ort.out") && ort_rss=$(rss_of "$SCRATCH/$n.ort.time")
   fi
+  # libmil's intra-op threads (--threads, default the machine's CPUs) follow THREADS too
+  thr=""
+  [ "$THREADS" -gt 0 ] 2>/dev/null && thr="--threads $THREADS"
   for p in fp32 fp16; do
     pkg=$MODELS/$n.$p.mlpackage
     "$MIL" convert "$onnx" "$pkg" --precision "$p" >"$SCRATCH/$n.$p.convert.log" 2>&1
     ms="" rss=""
     if /usr/bin/time -f "maxrss %M" -o "$SCRATCH/$n.$p.time" "$MIL" run "$pkg" --input "$x" --no-write \
-      --runs "$RUNS" >/dev/null 2>"$SCRATCH/$n.$p.run.log"; then
+      --runs "$RUNS" $thr >/dev/null 2>"$SCRATCH/$n.$p.run.log"; then
       ms=$(sed -n 's/^runs: .*best \([0-9.]*\) ms$/\1/p' "$SCRATCH/$n.$p.run.log")
       rss=$(rss_of "$SCRATCH/$n.$p.time")
     fi
