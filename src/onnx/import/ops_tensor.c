@@ -47,11 +47,12 @@ static mil_status conv_reshape(onnx_ctx *c, onnx_node *n) {
      * iOS15 / iOS17 reshape), never as an empty dim. A shape computed at
      * run time is fine when x is known not to be empty: a 0 would give an
      * empty result of another volume than x's, which ONNX rejects. */
-    bool x_nonempty = onnx_rank(x) >= 0;
-    for (int32_t i = 0; x_nonempty && i < onnx_rank(x); i++) x_nonempty = x->type->dims[i].size > 0;
+    bool x_nonempty = onnx_rank(x) >= 0, x_empty = false; /* every dim known > 0; a static 0 dim */
+    for (int32_t i = 0; i < onnx_rank(x); i++) {
+      x_nonempty = x_nonempty && x->type->dims[i].size > 0;
+      x_empty = x_empty || x->type->dims[i].size == 0;
+    }
     bool known = onnx_val_ints(c, shape, &s, &k);
-    bool x_empty = false; /* a static 0 dim */
-    for (int32_t i = 0; i < onnx_rank(x); i++) x_empty |= x->type->dims[i].size == 0;
     if (!known && x_empty && (x->type->dtype == MIL_DT_FP32 || x->type->dtype == MIL_DT_FP16 ||
                               x->type->dtype == MIL_DT_INT32)) {
       /* x has no elements, so neither has the result (ONNX requires equal
