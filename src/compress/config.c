@@ -4,6 +4,7 @@
  * compression passes. */
 #include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -594,12 +595,20 @@ const mil_op_compress_config *mil_compress_config_for_op(const mil_compress_conf
 
 /* ---------- back to the dictionary form ---------- */
 
-/* A float option; infinities (threshold: .inf in YAML) as 1e999, which
- * reads back as infinity (cJSON would print null, which does not read
- * back as a number). */
+/* A float option, printed so that it reads back to the same double:
+ * the shortest of %.15g / %.17g that does (cJSON's own printer accepts a
+ * 15-digit form within a relative epsilon, so 4888888888888888888 would
+ * come back as a different double). Infinities (threshold: .inf in YAML)
+ * as 1e999, which reads back as infinity (cJSON would print null, which
+ * does not read back as a number). */
 static void add_float(cJSON *o, const char *key, double x) {
-  if (isinf(x)) cJSON_AddRawToObject(o, key, x > 0 ? "1e999" : "-1e999");
-  else cJSON_AddNumberToObject(o, key, x);
+  char b[40];
+  if (isinf(x)) snprintf(b, sizeof b, "%s", x > 0 ? "1e999" : "-1e999");
+  else {
+    snprintf(b, sizeof b, "%.15g", x);
+    if (strtod(b, NULL) != x) snprintf(b, sizeof b, "%.17g", x);
+  }
+  cJSON_AddRawToObject(o, key, b);
 }
 
 static cJSON *op_config_json(const mil_op_compress_config *c) {

@@ -2,6 +2,7 @@
  * into the cJSON tree config.c reads (yaml.safe_load's typing of plain
  * scalars: null, bools, ints, floats; quoted scalars stay strings). */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -40,7 +41,7 @@ static cJSON *plain_scalar(const char *s) {
     if (!*end && !errno) return i > (1LL << 53) || i < -(1LL << 53) ? cJSON_CreateRaw(clean) : cJSON_CreateNumber((double)i);
     if (!*end && errno == ERANGE) return cJSON_CreateRaw(clean);
     double x = strtod(clean, &end);
-    if (!*end && strcasecmp(clean, "nan") != 0 && strcasecmp(clean, "inf") != 0) return cJSON_CreateNumber(x);
+    if (!*end && !isnan(x) && strcasecmp(clean, "inf") != 0) return cJSON_CreateNumber(x);
     if (strcmp(clean, ".inf") == 0 || strcmp(clean, "+.inf") == 0) return cJSON_CreateNumber(1e308 * 10);
     if (strcmp(clean, "-.inf") == 0) return cJSON_CreateNumber(-1e308 * 10);
   }

@@ -200,12 +200,41 @@ static void test_huge_integer_message(void **state) {
   mil_diag_clear(&d);
 }
 
+/* fuzz_config_yaml (CI, round 14): threshold 4888888888888888888 printed
+ * back with 15 digits read as a different double; and a YAML scalar
+ * nan(1), which strtod reads as NaN, is a string, not a number. */
+static void test_float_round_trip_exact(void **state) {
+  (void)state;
+  mil_diag d = {0};
+  mil_compress_config *c = NULL, *c2 = NULL;
+  assert_int_equal(mil_compress_config_from_yaml("global_config: {threshold: 4888888888888888888, "
+                                                 "minimum_sparsity_percentile: 0.1}\n",
+                                                 (size_t)-1, "cfg", MIL_CFG_THRESHOLD_PRUNER, &c, &d),
+                   MIL_OK);
+  char *j = mil_compress_config_to_json(c);
+  assert_non_null(j);
+  assert_int_equal(mil_compress_config_from_json(j, (size_t)-1, "back", MIL_CFG_NONE, &c2, &d), MIL_OK);
+  assert_true(c2->global.threshold == c->global.threshold);
+  assert_true(c2->global.minimum_sparsity_percentile == 0.1);
+  free(j);
+  mil_compress_config_free(c);
+  mil_compress_config_free(c2);
+  c = NULL;
+  assert_int_equal(mil_compress_config_from_yaml("global_config: {threshold: nan(1)}\n", (size_t)-1, "cfg",
+                                                 MIL_CFG_THRESHOLD_PRUNER, &c, &d),
+                   MIL_ERR_INVALID);
+  assert_null(c);
+  assert_non_null(strstr(mil_diag_first_error(&d), "must be a number"));
+  mil_diag_clear(&d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_yaml_alias_bomb), cmocka_unit_test(test_yaml_self_alias),
       cmocka_unit_test(test_yaml_deep),       cmocka_unit_test(test_json_deep),
       cmocka_unit_test(test_load_deep_json_file), cmocka_unit_test(test_yaml_nonscalar_key),
       cmocka_unit_test(test_inf_round_trip),   cmocka_unit_test(test_huge_integer_message),
+      cmocka_unit_test(test_float_round_trip_exact),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
