@@ -22,6 +22,19 @@
 extern "C" {
 #endif
 
+/* A sample value of one input for the fp16 check (mil convert --sample
+ * NAME=FILE, libmil.convert(sample_data=)). name: the model's input name,
+ * or the ONNX name the import renamed. value: fp32 for a float input
+ * (fp16 too), int32 for an integer or bool input (its values must fit). */
+typedef struct mil_convert_sample {
+  const char *name;
+  mil_tensor value;
+} mil_convert_sample;
+
+/* The default tolerance of the fp16 check: an op's fp16 result may be off
+ * by this fraction of the largest magnitude of its fp32 result. */
+#define MIL_CONVERT_SAMPLE_TOLERANCE 1e-2
+
 /* Zero-initialize; every zero field is ct.convert's default. */
 typedef struct mil_convert_options {
   /* Minimum deployment target, an opset version of ops.h. ONNX source:
@@ -65,6 +78,20 @@ typedef struct mil_convert_options {
    * mil convert --input-value). Refused for other sources. */
   int32_t n_input_values;
   const mil_onnx_input_value *input_values;
+  /* The fp16 check (fp16 conversions with a pipeline; ignored for fp32 and
+   * without a pipeline): with samples of every input, the program is run
+   * with the interpreter through the fp32 and the fp16 pipelines on them,
+   * and the ops whose fp16 results overflow (inf / NaN where fp32 is
+   * finite) or are off by more than sample_tolerance (0: the default
+   * MIL_CONVERT_SAMPLE_TOLERANCE; else in (0, 1)) of the largest magnitude
+   * of their fp32 results stay fp32, through add_fp16_cast's op_selector
+   * (coremltools' FP16ComputePrecision(op_selector=...)); each is reported
+   * as a warning naming the op and why. Without samples, an ONNX import
+   * warns about ops whose value ranges, known statically from consts and
+   * integer inputs' declared types, reach beyond fp16's 65504. */
+  int32_t n_samples;
+  const mil_convert_sample *samples;
+  double sample_tolerance;
 } mil_convert_options;
 
 /* Converts the model at `path`: .onnx is imported (mil_onnx_import);
@@ -91,7 +118,10 @@ MIL_API mil_status mil_convert_onnx_buffer(const void *data, size_t len, const c
  * those of mil_interface_prepare / mil_interface_finish, of the passes,
  * mil_program_retarget (MIL_ERR_TYPE, MIL_ERR_INVALID),
  * mil_model_set_spec_version (MIL_ERR_INVALID) and the writers
- * (MIL_ERR_IO, ...). On error the model may hold a partly optimized
+ * (MIL_ERR_IO, ...); those of the fp16 check with samples (n_samples:
+ * MIL_ERR_INVALID for a sample of no input, an input without a sample or
+ * a sample that does not fit its input; the interpreter's errors on the
+ * runs). On error the model may hold a partly optimized
  * program; nothing half-written is left at output_path. */
 MIL_API mil_status mil_convert_model(mil_model *m, const mil_convert_options *opts, bool retarget, mil_diag *d);
 

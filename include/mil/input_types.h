@@ -108,7 +108,9 @@ typedef struct mil_model_interface {
 MIL_API mil_input_type mil_input_type_default(const char *name, bool is_image);
 
 /* The first step (after import, before the pipeline), for main:
- *  - each input of mi must be an input of main; an image must have rank 4
+ *  - each input of mi must be an input of main, named as the model names
+ *    it or, for an ONNX import, by the ONNX name the import renamed
+ *    (metadata MIL_ONNX_NAMES_KEY: x.1 -> x_1); an image must have rank 4
  *    and shape (1, 3, H, W) (RGB/BGR) or (1, 1, H, W) (grayscale);
  *  - an fp32 tensor input typed fp16 (or, with use_default_fp16_io, any fp32
  *    tensor input not typed otherwise) becomes an fp16 input feeding a cast

@@ -95,6 +95,14 @@ typedef struct mil_onnx_options {
    * max_output_boxes_per_class (when it is at most 65536), as coremltools'
    * torch frontend bounds torchvision.ops.nms. 0: the default. */
   int64_t nms_max_boxes;
+  /* true: warn (MIL_SEV_WARNING in d, naming the op and the value it can
+   * reach) about each op of main's body whose value range, known
+   * statically from the consts and integer inputs' declared types (int16
+   * audio spans +-32768), goes beyond fp16's 65504 although an fp16
+   * conversion computes it in fp16 (ops the importer marks
+   * MIL_ONNX_KEEP_FP32_ATTR excepted). mil_convert sets it for fp16
+   * conversions without sample inputs. */
+  bool fp16_range_check;
 } mil_onnx_options;
 
 /* Imports the ONNX model at `path` (opts may be NULL for the defaults) and

@@ -44,7 +44,7 @@ def load(path):
 
 def convert(model, inputs=None, outputs=None, classifier_config=None, minimum_deployment_target=None,
             compute_precision=None, pass_pipeline="default", input_shapes=None, nms_max_boxes=None, input_values=None,
-            **kwargs):
+            sample_data=None, sample_tolerance=None, **kwargs):
     """Converts a model as coremltools' ct.convert does, with the same
     names: model is an ONNX file (path), an onnx.ModelProto (when the onnx
     package is installed) or a libmil Model / Core ML model path (.mlpackage,
@@ -65,8 +65,15 @@ def convert(model, inputs=None, outputs=None, classifier_config=None, minimum_de
     of ints fixing dims. nms_max_boxes: the bound of a NonMaxSuppression
     whose number of boxes is known only at run time. input_values: dict ONNX
     input name -> array fixing that input to a const (`--input-value`: an If
-    on a sample rate takes its branch). The returned model's
-    .conversion_warnings lists the conversion's warnings.
+    on a sample rate takes its branch). sample_data: dict input name (ONNX
+    or the model's) -> array, a sample of every input: with fp16 precision
+    the program runs on it in fp32 and fp16 and the ops whose fp16 result
+    overflows (inf/NaN where fp32 is finite) or is off by more than
+    sample_tolerance (default 0.01) of its largest fp32 magnitude stay fp32
+    (coremltools' FP16ComputePrecision(op_selector=...)); without it, ops
+    whose static ranges reach beyond fp16 are warned about. The returned
+    model's .conversion_warnings lists the conversion's warnings (the kept
+    ops with their reasons).
     Returns a Model; set its metadata (author, license, short_description,
     version) and save it with .save(). Raises MILUnsupportedError naming the
     node, op_type, domain and opset of an op libmil does not convert,
@@ -97,15 +104,28 @@ def convert(model, inputs=None, outputs=None, classifier_config=None, minimum_de
         dv = (_capi.c_int64 * max(len(dims), 1))(*dims)
         keep.append(dv)
         arr[i] = _capi.OnnxInputShape(name.encode(), len(dims), dv)
-    items = list((input_values or {}).items())
-    varr = (_capi.OnnxInputValue * max(len(items), 1))()
-    for i, (name, value) in enumerate(items):
-        a = np.asarray(value)
-        a = np.ascontiguousarray(a, dtype=np.float32 if a.dtype.kind in "fc" else np.int32).reshape(a.shape)
-        sh = (_capi.c_int64 * max(a.ndim, 1))(*a.shape)
-        keep.append((a, sh))
-        varr[i] = _capi.OnnxInputValue(name.encode(), _capi.Tensor(11 if a.dtype == np.float32 else 23, a.ndim, sh,
-                                                                 a.ctypes.data, a.nbytes, a.size))
+    def named_arrays(d, what):
+        if d is not None and not isinstance(d, dict):
+            raise TypeError("libmil.convert(%s=...): expected a dict of input name -> array, got %s" %
+                            (what, type(d).__name__))
+        items = list((d or {}).items())
+        out = (_capi.OnnxInputValue * max(len(items), 1))()
+        for i, (name, value) in enumerate(items):
+            a = np.asarray(value)
+            if a.dtype.kind not in "fciub":
+                raise TypeError("libmil.convert(%s=...): %r must be numeric, got dtype %s" % (what, name, a.dtype))
+            if a.dtype.kind in "iu" and a.size and (a.min() < -2**31 or a.max() >= 2**31):
+                raise MILInvalidError("libmil.convert(%s=...): %r holds values beyond int32" % (what, name))
+            a = np.ascontiguousarray(a, dtype=np.float32 if a.dtype.kind in "fc" else np.int32).reshape(a.shape)
+            sh = (_capi.c_int64 * max(a.ndim, 1))(*a.shape)
+            keep.append((a, sh))
+            out[i] = _capi.OnnxInputValue(str(name).encode(), _capi.Tensor(11 if a.dtype == np.float32 else 23, a.ndim,
+                                                                         sh, a.ctypes.data, a.nbytes, a.size))
+        return items, out
+    items, varr = named_arrays(input_values, "input_values")
+    samples, sarr = named_arrays(sample_data, "sample_data")
+    if sample_tolerance is not None and not (0 < float(sample_tolerance) < 1):
+        raise MILInvalidError("sample_tolerance must be in (0, 1), got %r" % (sample_tolerance,))
     iface = None
     if inputs is not None or outputs is not None or classifier_config is not None:
         iface = _convert._Interface(inputs, outputs, classifier_config)
@@ -114,7 +134,8 @@ def convert(model, inputs=None, outputs=None, classifier_config=None, minimum_de
                                 no_pipeline=pass_pipeline is None, n_input_shapes=len(shapes), input_shapes=arr,
                                 interface=_capi.cast(_capi.byref(iface.c), _capi.c_void_p) if iface else None,
                                 nms_max_boxes=int(nms_max_boxes or 0), n_input_values=len(items),
-                                input_values=varr)
+                                input_values=varr, n_samples=len(samples), samples=sarr,
+                                sample_tolerance=float(sample_tolerance or 0))
     h = _capi.c_void_p()
     if isinstance(model, Model):
         import tempfile
@@ -122,7 +143,7 @@ def convert(model, inputs=None, outputs=None, classifier_config=None, minimum_de
             src = os.path.join(tmp, "source.mlpackage")
             model.save(src)
             return convert(src, inputs, outputs, classifier_config, minimum_deployment_target, compute_precision,
-                           pass_pipeline, input_shapes, nms_max_boxes, input_values)
+                           pass_pipeline, input_shapes, nms_max_boxes, input_values, sample_data, sample_tolerance)
     if hasattr(model, "SerializeToString") and not isinstance(model, (str, bytes, os.PathLike)):
         data = model.SerializeToString()  # an onnx.ModelProto
         with Diag() as d:

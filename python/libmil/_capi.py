@@ -251,7 +251,8 @@ class OnnxInputValue(Structure):  # mil_onnx_input_value (onnx.h)
 
 class OnnxOptions(Structure):  # mil_onnx_options (onnx.h)
     _fields_ = [("target", c_int), ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape)),
-                ("n_input_values", c_int32), ("input_values", POINTER(OnnxInputValue)), ("nms_max_boxes", c_int64)]
+                ("n_input_values", c_int32), ("input_values", POINTER(OnnxInputValue)), ("nms_max_boxes", c_int64),
+                ("fp16_range_check", c_bool)]
 
 
 class ConvertOptions(Structure):  # mil_convert_options (convert.h)
@@ -259,7 +260,8 @@ class ConvertOptions(Structure):  # mil_convert_options (convert.h)
                 ("no_pipeline", c_bool), ("n_input_shapes", c_int32), ("input_shapes", POINTER(OnnxInputShape)),
                 ("interface", c_void_p), ("nms_max_boxes", c_int64), ("output_path", c_char_p),
                 ("inline_weights", c_bool), ("n_input_values", c_int32),
-                ("input_values", POINTER(OnnxInputValue))]
+                ("input_values", POINTER(OnnxInputValue)), ("n_samples", c_int32),
+                ("samples", POINTER(OnnxInputValue)), ("sample_tolerance", c_double)]
 
 
 # The model interface (input_types.h): ct.convert's inputs, outputs, classifier_config.

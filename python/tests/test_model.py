@@ -203,3 +203,29 @@ def test_onnx_convert_input_values():
     assert sorted(m.input_description) == ["X", "c0", "h0"]
     out = m.predict(feed)
     np.testing.assert_allclose(out["yh"], np.load(os.path.join(data, "if_lstm_then.out0.npy")), atol=1e-5)
+
+
+def test_onnx_convert_sample_data_keeps_overflowing_ops_fp32():
+    """fp16 safety: a Pow / ReduceSum chain beyond fp16's range gives inf in
+    the default conversion; with sample_data the overflowing ops stay fp32
+    and the output is finite and within 1e-3 of the numpy reference."""
+    if libmil._capi.onnx_import is None:
+        pytest.skip("built without the ONNX importer")
+    data = os.path.join(ROOT, "tests", "data", "onnx_graphs")
+    path = os.path.join(data, "fp16_chain.onnx")
+    x = np.load(os.path.join(data, "fp16_chain.in0.npy"))
+    want = np.load(os.path.join(data, "fp16_chain.out0.npy"))
+    plain = libmil.convert(path).predict({"x": x})["y"]
+    assert not np.isfinite(plain).all()
+    m = libmil.convert(path, sample_data={"x": x.astype(np.float64)})
+    y = m.predict({"x": x})["y"]
+    assert np.isfinite(y).all()
+    np.testing.assert_allclose(y, want, rtol=1e-3)
+    kept = [w for w in m.conversion_warnings if "stays fp32" in w]
+    assert len(kept) == 3 and any("'sq' (pow)" in w for w in kept)
+    with pytest.raises(libmil.MILInvalidError):
+        libmil.convert(path, sample_data={"x": x}, sample_tolerance=2)
+    with pytest.raises(libmil.MILInvalidError):
+        libmil.convert(path, sample_data={"nope": x})
+    with pytest.raises(TypeError):
+        libmil.convert(path, sample_data=[x])

@@ -7,6 +7,7 @@
  * mil_convert: frontend, then the pass pipeline, then the backend). */
 #include <string.h>
 
+#include "convert/convert_internal.h"
 #include "convert/interface_internal.h"
 #include "mil/convert.h"
 #include "mil/version.h"
@@ -20,21 +21,37 @@ static bool ends_with(const char *s, const char *suffix) {
 }
 
 /* add_fp16_cast's op_selector (coremltools' FP16ComputePrecision
- * op_selector): an op the importer marked MIL_ONNX_KEEP_FP32_ATTR stays
- * fp32, and so does an op reading (through a cast) the int32 result of a
- * marked op (the accumulator of ConvInteger before its rescaling, beyond
- * fp16's range). */
+ * op_selector): an op the importer marked MIL_ONNX_KEEP_FP32_ATTR or the
+ * fp16 check named stays fp32, and so does an op reading (through a cast)
+ * the int32 result of such an op (the accumulator of ConvInteger before
+ * its rescaling, beyond fp16's range). */
 static bool marked(const mil_op *op) { return op && mil_op_get_attr(op, MIL_ONNX_KEEP_FP32_ATTR) != NULL; }
 
+bool convert_keep_add(convert_keep *keep, const char *name) {
+  const char *k = mil_program_intern(keep->p, name, (size_t)-1);
+  return k && pass_ptrset_add(&keep->names, k);
+}
+
+static bool kept(const convert_keep *keep, const mil_op *op) {
+  if (marked(op)) return true;
+  if (!keep || !keep->names.n || !op) return false;
+  for (int32_t i = 0; i < op->n_outputs; i++) {
+    const mil_var *v = op->outputs[i];
+    const char *k = op->program == keep->p ? v->name : mil_program_find_string(keep->p, v->name, (size_t)-1);
+    if (k && pass_ptrset_has(&keep->names, k)) return true;
+  }
+  return false;
+}
+
 static bool fp16_selector(const mil_op *op, void *ud) {
-  (void)ud;
-  if (marked(op)) return false;
+  const convert_keep *keep = ud;
+  if (kept(keep, op)) return false;
   for (int32_t i = 0; i < op->n_inputs; i++)
     for (int32_t k = 0; k < op->inputs[i].n_args; k++) {
       const mil_var *v = op->inputs[i].args[k].use.var;
       if (!v || !v->op || strcmp(v->op->type, "cast") != 0) continue;
       const mil_var *src = mil_op_input_var(v->op, "x");
-      if (src && src->type->dtype == MIL_DT_INT32 && marked(src->op)) return false;
+      if (src && src->type->dtype == MIL_DT_INT32 && kept(keep, src->op)) return false;
     }
   return true;
 }
@@ -56,24 +73,33 @@ static int drop_mark(mil_op *op, void *ud) {
 
 /* The pipeline ct.convert runs: pass_pipeline (DEFAULT), without the fp16 /
  * int16 casts for compute_precision fp32; with ops marked by the importer
- * kept fp32 by add_fp16_cast. */
-static mil_status run_pipeline(mil_program *p, const mil_convert_options *o, mil_diag *d) {
-  if (o->no_pipeline) return MIL_OK;
+ * or named in keep kept fp32 by add_fp16_cast. */
+mil_status convert_run_pipeline(mil_program *p, const mil_convert_options *o, bool fp32, const convert_keep *keep,
+                                mil_diag *d) {
   mil_pipeline *pl = NULL;
   mil_status st = mil_pipeline_new(o->pipeline ? o->pipeline : "default", &pl, d);
   if (st != MIL_OK) return st;
-  if (o->fp32) {
+  if (fp32) {
     mil_pipeline_remove_pass(pl, "common::add_fp16_cast");
     mil_pipeline_remove_pass(pl, "common::add_int16_cast");
-  } else if (mil_program_walk(p, find_mark, NULL)) {
+  } else if ((keep && keep->names.n) || mil_program_walk(p, find_mark, NULL)) {
     for (int32_t i = 0; i < mil_pipeline_n_passes(pl); i++)
       if (!strcmp(mil_pipeline_pass_at(pl, i), "common::add_fp16_cast")) {
-        st = mil_pipeline_set_selector(pl, "common::add_fp16_cast", "op_selector", fp16_selector, NULL, d);
+        st = mil_pipeline_set_selector(pl, "common::add_fp16_cast", "op_selector", fp16_selector, (void *)keep, d);
         break;
       }
   }
   if (st == MIL_OK) st = mil_pipeline_run(pl, p, NULL, NULL, d);
   mil_pipeline_free(pl);
+  return st;
+}
+
+static mil_status run_pipeline(mil_model *m, const mil_convert_options *o, mil_diag *d) {
+  convert_keep keep = {mil_model_program(m), {0}};
+  mil_status st = MIL_OK;
+  if (o->n_samples > 0 && !o->fp32) st = convert_fp16_sample(m, o, &keep, d);
+  if (st == MIL_OK) st = convert_run_pipeline(mil_model_program(m), o, o->fp32, &keep, d);
+  pass_ptrset_free(&keep.names);
   return st;
 }
 
@@ -103,7 +129,7 @@ mil_status mil_convert_model(mil_model *m, const mil_convert_options *opts, bool
   mil_status st = MIL_OK;
   if (with_interface(o)) st = mil_interface_prepare(m, o->interface, interface_target(m, o), !o->fp32 && !o->no_pipeline, d);
   if (st == MIL_OK && !o->no_pipeline) {
-    st = run_pipeline(mil_model_program(m), o, d);
+    st = run_pipeline(m, o, d);
     if (st == MIL_OK) st = mil_model_sync_description(m, d);
   }
   (void)mil_program_walk(mil_model_program(m), drop_mark, NULL);
@@ -150,6 +176,7 @@ static mil_status onnx_options(const mil_convert_options *o, mil_onnx_options *i
   io->nms_max_boxes = o->nms_max_boxes;
   io->n_input_values = o->n_input_values;
   io->input_values = o->input_values;
+  io->fp16_range_check = !o->fp32 && !o->no_pipeline && o->n_samples == 0;
   mil_status st = iface_import_shapes(o->interface, o->n_input_shapes, o->input_shapes, shapes);
   if (st != MIL_OK) return mil_diag_error(d, st, "out of memory");
   io->n_input_shapes = shapes->n;

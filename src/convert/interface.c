@@ -244,17 +244,58 @@ static mil_status restore_output_names(pass_bld *c, mil_function *f) {
   return MIL_OK;
 }
 
-mil_status mil_interface_prepare(mil_model *m, const mil_model_interface *mi, int target, bool fp16_precision,
+/* mi with its input types named as the model names them: an ONNX input
+ * the import renamed (state -> state_workaround, x.1 -> x_1) is given by
+ * its ONNX name. *copy holds the renamed inputs (free iface_names_free);
+ * returns mi itself when nothing is renamed, NULL on out of memory. */
+typedef struct iface_names {
+  mil_model_interface mi;
+  mil_input_type *inputs;
+  char **names;
+  int32_t n;
+} iface_names;
+
+static void iface_names_free(iface_names *r) {
+  for (int32_t i = 0; i < r->n; i++) free(r->names[i]);
+  free(r->names);
+  free(r->inputs);
+}
+
+static const mil_model_interface *iface_model_names(mil_model *m, const mil_model_interface *mi, iface_names *r) {
+  memset(r, 0, sizeof *r);
+  if (!mi || !mi->n_inputs || !mil_model_metadata(m, MIL_ONNX_NAMES_KEY)) return mi;
+  r->mi = *mi;
+  r->inputs = malloc((size_t)mi->n_inputs * sizeof *r->inputs);
+  r->names = calloc((size_t)mi->n_inputs, sizeof *r->names);
+  if (!r->inputs || !r->names) {
+    iface_names_free(r);
+    return NULL;
+  }
+  r->n = mi->n_inputs;
+  for (int32_t i = 0; i < mi->n_inputs; i++) {
+    r->inputs[i] = mi->inputs[i];
+    r->names[i] = mi->inputs[i].name ? mil_onnx_model_name(m, false, mi->inputs[i].name) : NULL;
+    if (r->names[i]) r->inputs[i].name = r->names[i];
+  }
+  r->mi.inputs = r->inputs;
+  return &r->mi;
+}
+
+mil_status mil_interface_prepare(mil_model *m, const mil_model_interface *mi0, int target, bool fp16_precision,
                                  mil_diag *d) {
   mil_program *p = mil_model_program(m);
   mil_function *f = p ? iface_main(p) : NULL;
   if (!f || !mil_function_body(f)) return mil_diag_error(d, MIL_ERR_INVALID, "the model has no main function");
   bool fp16_io = target >= MIL_IOS16 && fp16_precision;
+  iface_names rn;
+  const mil_model_interface *mi = iface_model_names(m, mi0, &rn);
+  if (mi0 && !mi) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
   pass_bld c = {.p = p, .d = d, .pass = "convert"};
   mil_status st = prepare_inputs(&c, f, mi, target, fp16_io);
   if (st == MIL_OK) st = prepare_outputs(&c, f, mi, target, fp16_io);
   if (st == MIL_OK && mi) st = declare_images(f, mi);
   pass_bld_free(&c);
+  iface_names_free(&rn);
   if (st == MIL_ERR_NOMEM && !mil_diag_first_error(d)) mil_diag_error(d, st, "out of memory");
   return st;
 }
@@ -267,10 +308,13 @@ static mil_status run_pass(mil_program *p, const char *name, mil_diag *d) {
   return mil_pass_run(def, p, NULL, NULL, d);
 }
 
-mil_status mil_interface_finish(mil_model *m, const mil_model_interface *mi, mil_diag *d) {
+mil_status mil_interface_finish(mil_model *m, const mil_model_interface *mi0, mil_diag *d) {
   mil_program *p = mil_model_program(m);
   mil_function *f = p ? iface_main(p) : NULL;
   if (!f || !mil_function_body(f)) return mil_diag_error(d, MIL_ERR_INVALID, "the model has no main function");
+  iface_names rn;
+  const mil_model_interface *mi = iface_model_names(m, mi0, &rn);
+  if (mi0 && !mi) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory");
   pass_bld c = {.p = p, .d = d, .pass = "convert"};
   mil_status st = restore_output_names(&c, f);
   pass_bld_free(&c);
@@ -280,6 +324,7 @@ mil_status mil_interface_finish(mil_model *m, const mil_model_interface *mi, mil
   if (st == MIL_OK) st = mil_model_sync_description(m, d);
   if (st == MIL_OK) st = iface_describe(m, f, mi, d);
   if (st == MIL_OK && label) st = mil_model_set_predicted_names(m, NULL, label, probs, d);
+  iface_names_free(&rn);
   return st;
 }
 

@@ -13,7 +13,14 @@
  *                    in fp32
  *   names            ONNX names that are not identifiers: renamed as
  *                    coremltools renames them, recorded in the metadata,
- *                    and the inputs fed by their ONNX names */
+ *                    and the inputs fed by their ONNX names
+ *   fp16_chain       Pow / ReduceSum beyond fp16's range: inf in the default
+ *                    fp16 conversion; with a sample input the overflowing
+ *                    ops stay fp32 (mil_convert_options samples)
+ *   fp16_if          the same chain inside the branches of an If on a
+ *                    run-time flag: with samples the If's blocks stay fp32
+ *   fp16_static      int16 audio squared: without a sample the static check
+ *                    warns (the declared int16 range reaches 1.07e9) */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -277,6 +284,176 @@ static void test_names_renamed_and_recorded(void **state) {
   mil_diag_clear(&d);
 }
 
+/* Converts fp16_chain (fp16, samples: NULL for none) and runs it on its
+ * input; the output value. */
+static float chain_output(const mil_convert_sample *samples, int n, mil_diag *d) {
+  char p[1024];
+  path_of(p, sizeof p, "fp16_chain.onnx");
+  mil_convert_options o;
+  memset(&o, 0, sizeof o);
+  o.samples = samples;
+  o.n_samples = n;
+  mil_model *m = NULL;
+  if (mil_convert(p, &o, &m, d) != MIL_OK) fail_msg("%s", mil_diag_first_error(d));
+  mil_interp *ip = NULL;
+  assert_int_equal(mil_interp_new(mil_model_program(m), NULL, &ip, d), MIL_OK);
+  mil_npy *x = npy("fp16_chain.in0.npy");
+  mil_tensor t = {x->dtype, x->rank, x->shape, x->data, x->nbytes, x->numel};
+  assert_int_equal(mil_interp_set_input(ip, "x", &t, d), MIL_OK);
+  assert_int_equal(mil_interp_run(ip, NULL, d), MIL_OK);
+  const mil_tensor *y = mil_interp_output_at(ip, 0);
+  assert_int_equal(y->numel, 1);
+  assert_int_equal(y->dtype, MIL_DT_FP32);
+  float v = ((const float *)y->data)[0];
+  mil_interp_free(ip);
+  mil_model_free(m);
+  mil_npy_free(x);
+  return v;
+}
+
+static int count_warnings(const mil_diag *d, const char *a, const char *b) {
+  int n = 0;
+  for (size_t i = 0; i < d->count; i++)
+    n += d->msgs[i].severity == MIL_SEV_WARNING && strstr(d->msgs[i].text, a) && (!b || strstr(d->msgs[i].text, b));
+  return n;
+}
+
+static void test_fp16_sample_keeps_overflowing_ops_fp32(void **state) {
+  (void)state;
+  mil_npy *want = npy("fp16_chain.out0.npy"), *x = npy("fp16_chain.in0.npy");
+  double ref = ((const float *)want->data)[0];
+  mil_diag d;
+  mil_diag_init(&d);
+  /* the default fp16 conversion overflows */
+  float plain = chain_output(NULL, 0, &d);
+  assert_false(isfinite(plain));
+  mil_diag_clear(&d);
+  /* with the sample: finite, within 1e-3, the three overflowing ops reported */
+  mil_convert_sample smp = {"x", {x->dtype, x->rank, x->shape, x->data, x->nbytes, x->numel}};
+  float sampled = chain_output(&smp, 1, &d);
+  assert_true(isfinite(sampled));
+  if (fabs(sampled - ref) > 1e-3 * fabs(ref)) fail_msg("sampled %g, reference %g", sampled, ref);
+  const char *kept[] = {"'sq' (pow)", "'ssum' (reduce_sum)", "'scaled' (mul)"};
+  for (int k = 0; k < 3; k++)
+    if (count_warnings(&d, kept[k], "stays fp32 (--sample): in fp16 it gives inf/NaN") != 1)
+      fail_msg("no warning for op %s", kept[k]);
+  /* the sqrt of ~6e3 stays fp16 */
+  assert_int_equal(d.n_warnings, 3);
+  mil_diag_clear(&d);
+  /* a sample of no input, and an input without a sample, are refused */
+  char p[1024];
+  path_of(p, sizeof p, "fp16_chain.onnx");
+  mil_convert_options o;
+  memset(&o, 0, sizeof o);
+  mil_convert_sample two[2] = {smp, {"nope", smp.value}};
+  o.samples = two;
+  o.n_samples = 2;
+  mil_model *m = NULL;
+  assert_int_equal(mil_convert(p, &o, &m, &d), MIL_ERR_INVALID);
+  assert_null(m);
+  assert_non_null(strstr(mil_diag_first_error(&d), "--sample nope: the model has no input of that name"));
+  mil_diag_clear(&d);
+  mil_npy_free(want);
+  mil_npy_free(x);
+}
+
+/* The overflowing chain inside the branches of an If on a run-time flag:
+ * the probes cannot see into the branches; the cond's result is off, so
+ * every op of its blocks stays fp32 (reported) and the output is finite. */
+static void test_fp16_sample_inside_if(void **state) {
+  (void)state;
+  char p[1024];
+  path_of(p, sizeof p, "fp16_if.onnx");
+  mil_npy *x = npy("fp16_if.in0.npy"), *flag = npy("fp16_if.in1.npy"), *want = npy("fp16_if.out0.npy");
+  mil_convert_sample smp[2] = {{"x", {x->dtype, x->rank, x->shape, x->data, x->nbytes, x->numel}},
+                               {"flag", {flag->dtype, flag->rank, flag->shape, flag->data, flag->nbytes, flag->numel}}};
+  for (int with = 0; with < 2; with++) {
+    mil_convert_options o;
+    memset(&o, 0, sizeof o);
+    o.samples = with ? smp : NULL;
+    o.n_samples = with ? 2 : 0;
+    mil_diag d;
+    mil_diag_init(&d);
+    mil_model *m = NULL;
+    if (mil_convert(p, &o, &m, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
+    assert_int_equal(count_warnings(&d, "ops inside op 'y' (cond)", NULL), with);
+    mil_interp *ip = NULL;
+    assert_int_equal(mil_interp_new(mil_model_program(m), NULL, &ip, &d), MIL_OK);
+    assert_int_equal(mil_interp_set_input(ip, "x", &smp[0].value, &d), MIL_OK);
+    assert_int_equal(mil_interp_set_input(ip, "flag", &smp[1].value, &d), MIL_OK);
+    assert_int_equal(mil_interp_run(ip, NULL, &d), MIL_OK);
+    float y = ((const float *)mil_interp_output_at(ip, 0)->data)[0], ref = ((const float *)want->data)[0];
+    if (with) assert_true(isfinite(y) && fabs(y - ref) <= 1e-3 * fabs(ref));
+    else assert_false(isfinite(y));
+    mil_interp_free(ip);
+    mil_model_free(m);
+    mil_diag_clear(&d);
+  }
+  mil_npy_free(x);
+  mil_npy_free(flag);
+  mil_npy_free(want);
+}
+
+/* Without samples an fp16 conversion warns about int16 audio squared; an
+ * fp32 one does not, nor does a float input (no range known). */
+static void test_fp16_static_warning(void **state) {
+  (void)state;
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_model *m = NULL;
+  g_fp16 = true;
+  assert_int_equal(import("fp16_static.onnx", &m, &d), MIL_OK);
+  g_fp16 = false;
+  assert_int_equal(d.n_warnings, 1);
+  assert_int_equal(count_warnings(&d, "op 'sq' (mul) can reach 1.07e+09", "--sample"), 1);
+  mil_model_free(m);
+  mil_diag_clear(&d);
+  assert_int_equal(import("fp16_static.onnx", &m, &d), MIL_OK);
+  assert_int_equal(d.n_warnings, 0);
+  mil_model_free(m);
+  g_fp16 = true;
+  assert_int_equal(import("fp16_chain.onnx", &m, &d), MIL_OK);
+  g_fp16 = false;
+  assert_int_equal(d.n_warnings, 0);
+  mil_model_free(m);
+  mil_diag_clear(&d);
+}
+
+/* An input type (ct.convert inputs=) names an ONNX input by its ONNX name
+ * although the import renamed it (x.1 -> x_1; Silero's state ->
+ * state_workaround): fp16 I/O at iOS16 leaves the typed input fp32 and
+ * makes the other fp16. */
+static void test_input_type_by_onnx_name(void **state) {
+  (void)state;
+  char p[1024];
+  path_of(p, sizeof p, "names.onnx");
+  mil_input_type it = mil_input_type_default("x.1", false);
+  it.dtype = MIL_DT_FP32;
+  mil_model_interface mi;
+  memset(&mi, 0, sizeof mi);
+  mi.n_inputs = 1;
+  mi.inputs = &it;
+  mil_convert_options o;
+  memset(&o, 0, sizeof o);
+  o.target = MIL_IOS16;
+  o.interface = &mi;
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_model *m = NULL;
+  if (mil_convert(p, &o, &m, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
+  mil_function *f = mil_program_find_function(mil_model_program(m), "main");
+  assert_non_null(f);
+  int seen = 0;
+  for (int32_t i = 0; i < f->n_inputs; i++) {
+    const mil_var *v = f->inputs[i];
+    if (!strcmp(v->name, "x_1")) seen++, assert_int_equal(v->type->dtype, MIL_DT_FP32);
+    if (!strcmp(v->name, "onnx__Flatten_0")) seen++, assert_int_equal(v->type->dtype, MIL_DT_FP16);
+  }
+  assert_int_equal(seen, 2);
+  mil_model_free(m);
+  mil_diag_clear(&d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_topo_cast_listed_after_users),
@@ -288,6 +465,10 @@ int main(void) {
       cmocka_unit_test(test_input_value_fixes_if_branch),
       cmocka_unit_test(test_split_to_sequence_runtime_sizes),
       cmocka_unit_test(test_grid_sample_bicubic),
+      cmocka_unit_test(test_fp16_sample_keeps_overflowing_ops_fp32),
+      cmocka_unit_test(test_fp16_sample_inside_if),
+      cmocka_unit_test(test_fp16_static_warning),
+      cmocka_unit_test(test_input_type_by_onnx_name),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

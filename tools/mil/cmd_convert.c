@@ -28,6 +28,7 @@ static void help(void) {
          "       mil convert MODEL.onnx OUT [--target iOS15..iOS18] [--precision fp16|fp32]\n"
          "                   [--pipeline NAME] [--inline-weights] [--quiet] [model-interface options]\n"
          "                   [--input-value NAME=V1,V2,...]...\n"
+         "                   [--sample NAME=FILE.npy]... [--sample-tolerance T]\n"
          "       mil convert --list-ops\n\n"
          "Read model IN (.mlpackage, .mlmodel, .mil or .onnx) and write it to OUT, in the\n"
          "format OUT's extension names:\n"
@@ -76,6 +77,20 @@ static void help(void) {
          "                    given again for NAME: ct.EnumeratedShapes (the first is\n"
          "                    the default). Dims the model leaves symbolic (dim_param)\n"
          "                    stay symbolic otherwise\n"
+         "  --sample NAME=FILE.npy\n"
+         "                    a sample value of input NAME (repeatable; every input\n"
+         "                    needs one; the ONNX name or the model's). With fp16\n"
+         "                    precision the program runs with the interpreter\n"
+         "                    through the fp32 and the fp16 pipelines on the samples,\n"
+         "                    and the ops whose fp16 result overflows (inf/NaN where\n"
+         "                    fp32 is finite) or is off by more than the tolerance\n"
+         "                    stay fp32 (coremltools' FP16ComputePrecision\n"
+         "                    op_selector); each is reported on stderr with its reason.\n"
+         "                    Without a sample, ops whose ranges (from consts and\n"
+         "                    integer inputs' types) reach beyond fp16 are warned about\n"
+         "  --sample-tolerance T\n"
+         "                    fraction of an op's largest fp32 magnitude its fp16\n"
+         "                    result may be off by (default 0.01)\n"
          "  --input-value NAME=V1,V2,...\n"
          "                    fix input NAME to these numbers (repeatable; its\n"
          "                    declared static shape, or a scalar for one value): it\n"
@@ -128,7 +143,71 @@ typedef struct onnx_args {
   mil_convert_options o;
   mil_onnx_input_value values[64];
   double vals[64][256];
+  mil_convert_sample samples[64];
+  mil_npy *npys[64];
+  void *bufs[64];
 } onnx_args;
+
+/* "NAME=FILE.npy" -> a sample (fp32 from any float, int32 from any
+ * integer or bool array); false with an error printed. */
+static bool load_sample(onnx_args *oa, const char *spec) {
+  int32_t k = oa->o.n_samples;
+  const char *eq = strchr(spec, '=');
+  if (k >= 64 || !eq || eq == spec || !eq[1]) {
+    fprintf(stderr, "mil: error: convert: --sample expects NAME=FILE.npy, got '%s'\n", spec);
+    return false;
+  }
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_npy *a = NULL;
+  if (mil_npy_read(eq + 1, &a, &d) != MIL_OK) {
+    cli_print_diag(&d);
+    mil_diag_clear(&d);
+    return false;
+  }
+  mil_diag_clear(&d);
+  oa->npys[k] = a;
+  bool fl = a->dtype == MIL_DT_FP32 || a->dtype == MIL_DT_FP64 || a->dtype == MIL_DT_FP16;
+  bool in = a->dtype == MIL_DT_INT32 || a->dtype == MIL_DT_INT64 || a->dtype == MIL_DT_INT16 || a->dtype == MIL_DT_INT8 ||
+            a->dtype == MIL_DT_UINT8 || a->dtype == MIL_DT_UINT16 || a->dtype == MIL_DT_BOOL;
+  if (!fl && !in) {
+    fprintf(stderr, "mil: error: convert: --sample %s: dtype %s; expected a float or integer array\n", spec,
+            mil_dtype_name(a->dtype));
+    return false;
+  }
+  void *buf = malloc((size_t)(a->numel ? a->numel : 1) * 4);
+  if (!buf) return false;
+  oa->bufs[k] = buf;
+  for (int64_t i = 0; i < a->numel; i++) {
+    const char *src = a->data;
+    switch (a->dtype) {
+    case MIL_DT_FP32: ((float *)buf)[i] = ((const float *)src)[i]; break;
+    case MIL_DT_FP64: ((float *)buf)[i] = (float)((const double *)src)[i]; break;
+    case MIL_DT_FP16: ((float *)buf)[i] = mil_fp16_to_fp32(((const uint16_t *)src)[i]); break;
+    case MIL_DT_INT32: ((int32_t *)buf)[i] = ((const int32_t *)src)[i]; break;
+    case MIL_DT_INT64: {
+      int64_t x = ((const int64_t *)src)[i];
+      if (x < INT32_MIN || x > INT32_MAX) {
+        fprintf(stderr, "mil: error: convert: --sample %s: element %lld is %lld, beyond int32\n", spec, (long long)i,
+                (long long)x);
+        return false;
+      }
+      ((int32_t *)buf)[i] = (int32_t)x;
+      break;
+    }
+    case MIL_DT_INT16: ((int32_t *)buf)[i] = ((const int16_t *)src)[i]; break;
+    case MIL_DT_INT8: ((int32_t *)buf)[i] = ((const int8_t *)src)[i]; break;
+    case MIL_DT_UINT16: ((int32_t *)buf)[i] = ((const uint16_t *)src)[i]; break;
+    default: ((int32_t *)buf)[i] = ((const uint8_t *)src)[i]; break; /* uint8, bool */
+    }
+  }
+  oa->samples[k].name = strndup(spec, (size_t)(eq - spec));
+  oa->samples[k].value = (mil_tensor){fl ? MIL_DT_FP32 : MIL_DT_INT32, a->rank, a->shape, buf, (size_t)a->numel * 4,
+                                      a->numel};
+  oa->o.n_samples = k + 1;
+  oa->o.samples = oa->samples;
+  return oa->samples[k].name != NULL;
+}
 
 /* "NAME=V1,V2,..." -> a fixed input value (fp64; rank 0 for one value,
  * else -1: the input's declared shape); false on a malformed spec. */
@@ -214,6 +293,20 @@ int cmd_convert(int argc, char **argv) {
       if (i + 1 >= argc) USAGE("--input-value needs NAME=V1,V2,...");
       onnx_opts = true;
       if (!parse_value(oa, argv[++i])) USAGE("--input-value expects NAME=V1,V2,... (numbers), got '%s'", argv[i]);
+    } else if (strcmp(s, "--sample") == 0) {
+      if (i + 1 >= argc) USAGE("--sample needs NAME=FILE.npy");
+      onnx_opts = true;
+      if (!load_sample(oa, argv[++i])) {
+        rc = CLI_FAIL;
+        goto done;
+      }
+    } else if (strcmp(s, "--sample-tolerance") == 0) {
+      if (i + 1 >= argc) USAGE("--sample-tolerance needs a value");
+      char *end;
+      double v = strtod(argv[++i], &end);
+      if (*end || !(v > 0) || v >= 1) USAGE("--sample-tolerance must be in (0, 1), got '%s'", argv[i]);
+      oa->o.sample_tolerance = v;
+      onnx_opts = true;
     } else if (strcmp(argv[i], "--spec-version") == 0) {
       if (i + 1 >= argc) USAGE("--spec-version needs a value");
       char *end;
@@ -238,7 +331,7 @@ int cmd_convert(int argc, char **argv) {
   if (inline_weights && !to_text) USAGE("--inline-weights applies to .mil output only");
   bool onnx = ends_with(in, ".onnx");
   if ((onnx_opts || convert_iface_used(ci)) && !onnx)
-    USAGE("--precision, --pipeline, --input-value and the model-interface options apply to .onnx input only");
+    USAGE("--precision, --pipeline, --input-value, --sample and the model-interface options apply to .onnx input only");
   oa->o.interface = convert_iface_used(ci) ? convert_iface_build(ci) : NULL;
   oa->o.target = target;
   oa->o.spec_version = spec;
@@ -255,7 +348,7 @@ int cmd_convert(int argc, char **argv) {
   mil_status st = mil_convert(in, &oa->o, &m, &d);
   opt_progress_clear(&pg);
   if (st == MIL_OK && !quiet) (void)mil_onnx_renames(m, print_rename, NULL);
-  if (st == MIL_OK && d.n_warnings && !quiet) cli_print_diag(&d);
+  if (st == MIL_OK && (d.n_warnings || oa->o.n_samples) && !quiet) cli_print_diag(&d);
   if (st == MIL_OK && !quiet)
     opt_print_written(stderr, out, mil_model_program(m), to_text ? 0 : mil_model_spec_version(m), opt_now() - t0);
   if (st != MIL_OK) {
@@ -267,7 +360,12 @@ int cmd_convert(int argc, char **argv) {
   mil_diag_clear(&d);
 done:
   convert_iface_free(ci);
-  for (int32_t k = 0; k < 64; k++) free((char *)oa->values[k].name);
+  for (int32_t k = 0; k < 64; k++) {
+    free((char *)oa->values[k].name);
+    free((char *)oa->samples[k].name);
+    free(oa->bufs[k]);
+    mil_npy_free(oa->npys[k]);
+  }
   free(oa);
   return rc;
 #undef USAGE

@@ -671,6 +671,32 @@ static mil_status unpack(const void *data, size_t len, const char *name, const m
 }
 
 /* The program of unpacked model m (taken: freed, or kept by the program). */
+/* The value ranges of the graph's integer inputs by their declared ONNX
+ * types, for the static fp16 check (*out malloc'd, by MIL input name). */
+static mil_status input_ranges(onnx_ctx *c, onnx_input_range **out, int32_t *n) {
+  const Onnx__GraphProto *g = c->model->graph;
+  size_t n_in = g ? g->n_input : 0;
+  *n = 0;
+  *out = calloc(n_in + 1, sizeof **out);
+  if (!*out) return MIL_ERR_NOMEM;
+  for (size_t i = 0; i < n_in; i++) {
+    const char *nm = g->input[i]->name ? g->input[i]->name : "";
+    double lo, hi;
+    switch (onnx_declared_elem_type(c, nm)) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: lo = -128, hi = 127; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: lo = 0, hi = 255; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: lo = -32768, hi = 32767; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: lo = 0, hi = 65535; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: lo = 0, hi = 1; break;
+    default: continue;
+    }
+    const char *k = mil_program_find_string(c->p, nm, (size_t)-1);
+    const char *san = k ? onnx_san_get(c, k) : NULL;
+    if (san) (*out)[(*n)++] = (onnx_input_range){san, lo, hi};
+  }
+  return MIL_OK;
+}
+
 static mil_status import_model(Onnx__ModelProto *m, const char *name, const char *dir, const mil_onnx_options *o,
                                mil_model **out, mil_diag *d) {
   int target = o->target ? o->target : MIL_IOS15;
@@ -692,6 +718,9 @@ static mil_status import_model(Onnx__ModelProto *m, const char *name, const char
   c.dir = dir ? dir : ".";
   c.model = m;
   mil_status st = convert_model(&c, o);
+  onnx_input_range *ranges = NULL;
+  int32_t n_ranges = 0;
+  if (st == MIL_OK && o->fp16_range_check) st = input_ranges(&c, &ranges, &n_ranges);
   c.model = NULL;
   /* large raw_data initializers are viewed in place (onnx_tensor_value):
    * then the decoded message lives as long as the program; otherwise
@@ -712,6 +741,8 @@ static mil_status import_model(Onnx__ModelProto *m, const char *name, const char
   }
   pass_bld_free(&c.bld);
   pass_ptrset_free(&c.named);
+  if (st == MIL_OK && o->fp16_range_check) (void)onnx_static_fp16_check(p, ranges, n_ranges, name, d);
+  free(ranges);
   if (st != MIL_OK) {
     mil_program_free(p);
     return st;

@@ -211,6 +211,18 @@ mil_status onnx_convert_nodes(onnx_ctx *c, const Onnx__GraphProto *g);
  * g's values count as inputs of its node). MIL_ERR_INVALID naming a node
  * on a cycle; MIL_ERR_NOMEM. Both recorded in c->d. */
 mil_status onnx_graph_order(onnx_ctx *c, const Onnx__GraphProto *g, size_t **order);
+/* A graph input's value range known from its declared ONNX type (int16:
+ * -32768..32767); name is the MIL input name (interned). */
+typedef struct onnx_input_range {
+  const char *name;
+  double lo, hi;
+} onnx_input_range;
+/* The static fp16 check (import_fp16_static.c): warns (in d) about each op
+ * of p's main body whose value range, propagated from ins and the consts,
+ * goes beyond fp16's 65504 while add_fp16_cast (with mil_convert's
+ * selector) would compute it in fp16; returns how many. */
+int32_t onnx_static_fp16_check(mil_program *p, const onnx_input_range *ins, int32_t n_ins, const char *path,
+                               mil_diag *d);
 /* Binds ONNX name to var in the current scope. */
 mil_status onnx_bind(onnx_ctx *c, const char *name, mil_var *v);
 /* The same for a name the graph defines (an input, an initializer, a node
