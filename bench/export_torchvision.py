@@ -4,10 +4,12 @@
 
 For each network: OUTDIR/NAME.onnx (opset 13), OUTDIR/NAME.x.npy (the
 input, seeded) and OUTDIR/NAME.torch.json (PyTorch's forward: best of 5
-in ms, default threads). Networks: torchvision's resnet18, mobilenet_v2,
-mobilenet_v3_small, efficientnet_b0, shufflenet_v2_x1_0, regnet_x_400mf
-(1x3x224x224), a 4-layer BERT-like encoder (hidden 256, 4 heads, 128
-tokens, on embeddings) and a U-Net at 1x3x1024x1024 (unet1024). Needs torch
+in ms, default threads). Networks: torchvision's resnet18, resnet50,
+mobilenet_v2, mobilenet_v3_small, efficientnet_b0, mnasnet0_5,
+shufflenet_v2_x1_0, regnet_x_400mf, googlenet, vit_b_16 (1x3x224x224), a
+4-layer BERT-like encoder (hidden 256, 4 heads, 128 tokens, on embeddings),
+a 4-layer GPT-style decoder (the same layers with a causal mask; gpt4) and
+a U-Net at 1x3x1024x1024 (unet1024). Needs torch
 and torchvision (Debian's python3-torch / torchvision); exits 2 without
 them.
 """
@@ -37,13 +39,16 @@ class Layer(nn.Module):
         self.f2 = nn.Linear(4 * d, d)
         self.n2 = nn.LayerNorm(d)
 
-    def forward(self, x):
+    def forward(self, x, mask=None):
         b, t, d = x.shape
         q, k, v = self.qkv(x).split(d, dim=-1)
         def heads(z):
             return z.reshape(b, t, self.h, d // self.h).transpose(1, 2)
         q, k, v = heads(q), heads(k), heads(v)
-        a = torch.softmax(q @ k.transpose(-1, -2) / (d // self.h) ** 0.5, dim=-1) @ v
+        s = q @ k.transpose(-1, -2) / (d // self.h) ** 0.5
+        if mask is not None:
+            s = s + mask
+        a = torch.softmax(s, dim=-1) @ v
         x = self.n1(x + self.o(a.transpose(1, 2).reshape(b, t, d)))
         return self.n2(x + self.f2(torch.nn.functional.gelu(self.f1(x))))
 
@@ -55,6 +60,20 @@ class Bert(nn.Module):
 
     def forward(self, x):
         return self.layers(x)
+
+
+class Gpt(nn.Module):
+    """Decoder layers: causal self-attention (an additive -inf mask above
+    the diagonal, as GPT-2 exports carry it) on embeddings."""
+    def __init__(self, d=256, h=4, n=4, t=128):
+        super().__init__()
+        self.layers = nn.ModuleList([Layer(d, h) for _ in range(n)])
+        self.register_buffer("mask", torch.triu(torch.full((t, t), float("-inf")), diagonal=1))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x, self.mask)
+        return x
 
 
 def block(i, o):
@@ -97,15 +116,23 @@ def build(name):
     tv = torchvision.models
     if name == "bert4":
         return Bert(), (1, 128, 256)
+    if name == "gpt4":
+        return Gpt(), (1, 128, 256)
+    if name == "googlenet":
+        return tv.googlenet(aux_logits=False, init_weights=True), (1, 3, 224, 224)
     if name == "unet1024":
         return UNet(), (1, 3, 1024, 1024)
-    return getattr(tv, name)(), (1, 3, 224, 224)
+    m = getattr(tv, name)()
+    if name == "vit_b_16":  # torchvision zero-initializes the head: every output would be 0
+        nn.init.normal_(m.heads.head.weight, std=0.02)
+    return m, (1, 3, 224, 224)
 
 
 def main():
     out = sys.argv[1]
-    names = sys.argv[2:] or ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
-                             "shufflenet_v2_x1_0", "regnet_x_400mf", "bert4", "unet1024"]
+    names = sys.argv[2:] or ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
+                             "mnasnet0_5", "shufflenet_v2_x1_0", "regnet_x_400mf", "googlenet", "vit_b_16",
+                             "bert4", "gpt4", "unet1024"]
     os.makedirs(out, exist_ok=True)
     for name in names:
         torch.manual_seed(0)
@@ -113,8 +140,10 @@ def main():
         m.eval()
         x = torch.from_numpy(np.random.RandomState(0).standard_normal(shape).astype(np.float32))
         path = os.path.join(out, name + ".onnx")
+        # traced with gradients on: under no_grad torchvision's ViT takes
+        # nn.MultiheadAttention's fused fast path, which has no ONNX export
+        torch.onnx.export(m, (x,), path, opset_version=13, input_names=["x"], output_names=["y"])
         with torch.no_grad():
-            torch.onnx.export(m, (x,), path, opset_version=13, input_names=["x"], output_names=["y"])
             best = None
             for _ in range(5):
                 t = time.perf_counter()
