@@ -33,10 +33,39 @@ static void map_part(void *ctx, int64_t lo, int64_t hi) {
   j->fn(j->x + lo, j->y + lo, hi - lo, j->p);
 }
 
+/* fp16 in and out: blocks converted to fp32 in the cache, fn applied,
+ * rounded back (the same bits as converting whole tensors). */
+typedef struct map_job_h {
+  interp_unary_fn fn;
+  const uint16_t *x;
+  uint16_t *y;
+  const float *p;
+} map_job_h;
+
+static void map_part_h(void *ctx, int64_t lo, int64_t hi) {
+  map_job_h *j = ctx;
+  float fx[1024], fy[1024];
+  for (int64_t i = lo; i < hi; i += 1024) {
+    int64_t m = hi - i < 1024 ? hi - i : 1024;
+    mil_fp16_to_fp32_array(j->x + i, fx, (size_t)m);
+    j->fn(fx, fy, m, j->p);
+    mil_fp32_to_fp16_array(fy, j->y + i, (size_t)m);
+  }
+}
+
 mil_status interp_map(interp_run *r, mil_infer_ctx *c, interp_unary_fn fn, const float *p) {
   const mil_value *x = interp_fin(c, "x");
   if (!x || !c->out[0] || c->out[0]->kind != MIL_TYPE_TENSOR || !mil_dtype_is_float(c->out[0]->dtype))
     return INTERP_DECLINE;
+  if (x->kind == MIL_VAL_TENSOR && x->type->dtype == MIL_DT_FP16 && c->out[0]->dtype == MIL_DT_FP16) {
+    mil_value *v = interp_new_value(r, c->out[0]);
+    if (!v) return interp_nomem(c);
+    if (v->numel != x->numel) return INTERP_DECLINE;
+    map_job_h job = {fn, mil_value_data(x), mil_value_data_mut(v), p};
+    interp_parallel(x->numel, MAP_MIN_PER_THREAD, 16, map_part_h, &job);
+    c->val[0] = v;
+    return MIL_OK;
+  }
   float *tx;
   const float *xf = interp_f32(r, x, &tx);
   interp_fout o;
@@ -194,9 +223,35 @@ static void bin_run(bop k, const float *a, int64_t sa, const float *b, int64_t s
   for (int64_t i = 0; i < n; i++) y[i] = fbin(k, a[i * sa], b[i * sb]);
 }
 
-/* Computes y = a (op) b over the broadcast shape `shape` (rank r). */
-static bool bin_broadcast(bop k, const float *a, const mil_value *va, const float *b, const mil_value *vb, int32_t r,
-                          const int64_t *shape, float *y) {
+/* fp16 operands and output: each run converted in blocks that stay in the
+ * cache, computed in fp32 as bin_run does and rounded once at the output
+ * (the same bits as converting whole tensors, without their fp32 copies). */
+#define H_BLOCK 1024
+static void bin_run_h(bop k, const uint16_t *a, int64_t sa, const uint16_t *b, int64_t sb, uint16_t *y, int64_t n) {
+  float fa[H_BLOCK], fb[H_BLOCK], fy[H_BLOCK];
+  for (int64_t i = 0; i < n; i += H_BLOCK) {
+    int64_t m = n - i < H_BLOCK ? n - i : H_BLOCK;
+    if (sa) mil_fp16_to_fp32_array(a + i, fa, (size_t)m);
+    else fa[0] = interp_h2f(a[0]);
+    if (sb) mil_fp16_to_fp32_array(b + i, fb, (size_t)m);
+    else fb[0] = interp_h2f(b[0]);
+    bin_run(k, fa, sa, fb, sb, fy, m);
+    mil_fp32_to_fp16_array(fy, y + i, (size_t)m);
+  }
+}
+
+/* One run of n outputs at element offsets oy, oa, ob: fp32 (h false) or
+ * fp16 (h true) pointers. */
+static void bin_run_at(bop k, bool h, const void *a, int64_t oa, int64_t sa, const void *b, int64_t ob, int64_t sb,
+                       void *y, int64_t oy, int64_t n) {
+  if (h) bin_run_h(k, (const uint16_t *)a + oa, sa, (const uint16_t *)b + ob, sb, (uint16_t *)y + oy, n);
+  else bin_run(k, (const float *)a + oa, sa, (const float *)b + ob, sb, (float *)y + oy, n);
+}
+
+/* Computes y = a (op) b over the broadcast shape `shape` (rank r); a, b
+ * and y are fp32, or all fp16 when h is true. */
+static bool bin_broadcast(bop k, bool h, const void *a, const mil_value *va, const void *b, const mil_value *vb,
+                          int32_t r, const int64_t *shape, void *y) {
   int64_t as[MIL_INTERP_MAX_RANK], bs[MIL_INTERP_MAX_RANK], sa[MIL_INTERP_MAX_RANK], sb[MIL_INTERP_MAX_RANK];
   int32_t ra = interp_vshape(va, as), rb = interp_vshape(vb, bs);
   if (ra > r || rb > r || r > MIL_INTERP_MAX_RANK) return false;
@@ -212,7 +267,7 @@ static bool bin_broadcast(bop k, const float *a, const mil_value *va, const floa
   }
   int64_t total = interp_numel(r, shape);
   if (r == 0 || total == 0) {
-    if (total) y[0] = fbin(k, a[0], b[0]);
+    if (total) bin_run_at(k, h, a, 0, 0, b, 0, 0, y, 0, 1);
     return true;
   }
   /* Coalesce: drop size-1 dimensions and merge neighbours that both
@@ -234,7 +289,7 @@ static bool bin_broadcast(bop k, const float *a, const mil_value *va, const floa
   if (m == 0) cs[0] = 1, ca[0] = cb[0] = 0, m = 1;
   int64_t inner = cs[m - 1], idx[MIL_INTERP_MAX_RANK] = {0}, oa = 0, ob = 0;
   for (int64_t o = 0; o < total; o += inner) {
-    bin_run(k, a + oa, ca[m - 1], b + ob, cb[m - 1], y + o, inner);
+    bin_run_at(k, h, a, oa, ca[m - 1], b, ob, cb[m - 1], y, o, inner);
     for (int32_t i = m - 2; i >= 0; i--) {
       idx[i]++;
       oa += ca[i];
@@ -254,6 +309,16 @@ static mil_status binary(interp_run *r, mil_infer_ctx *c, bop k) {
   int32_t rank;
   if (!x || !y || !interp_shape(c->out[0], shape, &rank)) return INTERP_DECLINE;
   bool cmp = k >= B_EQ;
+  if (!cmp && x->kind == MIL_VAL_TENSOR && y->kind == MIL_VAL_TENSOR && x->type->dtype == MIL_DT_FP16 &&
+      y->type->dtype == MIL_DT_FP16 && c->out[0] && c->out[0]->kind == MIL_TYPE_TENSOR &&
+      c->out[0]->dtype == MIL_DT_FP16) {
+    mil_value *v = interp_new_value(r, c->out[0]);
+    if (!v) return interp_nomem(c);
+    if (!bin_broadcast(k, true, mil_value_data(x), x, mil_value_data(y), y, rank, shape, mil_value_data_mut(v)))
+      return INTERP_DECLINE;
+    c->val[0] = v;
+    return MIL_OK;
+  }
   float *tx, *ty, *cbuf = NULL;
   const float *xf = interp_f32(r, x, &tx), *yf = interp_f32(r, y, &ty);
   interp_fout o;
@@ -271,7 +336,7 @@ static mil_status binary(interp_run *r, mil_infer_ctx *c, bop k) {
     free(tx), free(ty);
     return interp_nomem(c);
   }
-  bool ok = bin_broadcast(k, xf, x, yf, y, rank, shape, out);
+  bool ok = bin_broadcast(k, false, xf, x, yf, y, rank, shape, out);
   free(tx), free(ty);
   if (!ok) {
     if (cmp) free(cbuf);
