@@ -80,10 +80,15 @@ bool mil_op_compress_config_equal(const mil_op_compress_config *a, const mil_op_
   case MIL_CFG_THRESHOLD_PRUNER:
     return a->threshold == b->threshold && a->minimum_sparsity_percentile == b->minimum_sparsity_percentile;
   case MIL_CFG_MAGNITUDE_PRUNER:
-    return a->has_target_sparsity == b->has_target_sparsity && a->target_sparsity == b->target_sparsity &&
-           a->has_prune_block_size == b->has_prune_block_size && a->prune_block_size == b->prune_block_size &&
-           a->has_n_m_ratio == b->has_n_m_ratio && a->n_m_ratio[0] == b->n_m_ratio[0] &&
-           a->n_m_ratio[1] == b->n_m_ratio[1] && a->has_dim == b->has_dim && a->dim == b->dim;
+    /* a value unset (null: a key given twice may set then unset it) is
+     * not compared */
+    return a->has_target_sparsity == b->has_target_sparsity &&
+           (!a->has_target_sparsity || a->target_sparsity == b->target_sparsity) &&
+           a->has_prune_block_size == b->has_prune_block_size &&
+           (!a->has_prune_block_size || a->prune_block_size == b->prune_block_size) &&
+           a->has_n_m_ratio == b->has_n_m_ratio &&
+           (!a->has_n_m_ratio || (a->n_m_ratio[0] == b->n_m_ratio[0] && a->n_m_ratio[1] == b->n_m_ratio[1])) &&
+           a->has_dim == b->has_dim && (!a->has_dim || a->dim == b->dim);
   default: return true;
   }
 }

@@ -228,6 +228,27 @@ static void test_float_round_trip_exact(void **state) {
   mil_diag_clear(&d);
 }
 
+/* fuzz_config_json (round 14): a key given twice, set then null
+ * ("block_size": 4 ... "block_size": null), left the unset value behind,
+ * which the equality compared: the config did not equal its own printout */
+static void test_key_set_then_null(void **state) {
+  (void)state;
+  mil_diag d = {0};
+  mil_compress_config *c = NULL, *c2 = NULL;
+  const char *text = "{\"global_config\": {\"target_sparsity\": 0.5, \"block_size\": 4, \"dim\": 1, "
+                     "\"n_m_ratio\": [1, 2], \"block_size\": null, \"dim\": null, \"n_m_ratio\": null}}";
+  assert_int_equal(mil_compress_config_from_json(text, (size_t)-1, "cfg", MIL_CFG_MAGNITUDE_PRUNER, &c, &d), MIL_OK);
+  assert_false(c->global.has_prune_block_size);
+  char *j = mil_compress_config_to_json(c);
+  assert_non_null(j);
+  assert_int_equal(mil_compress_config_from_json(j, (size_t)-1, "back", MIL_CFG_NONE, &c2, &d), MIL_OK);
+  assert_true(mil_op_compress_config_equal(&c->global, &c2->global));
+  free(j);
+  mil_compress_config_free(c);
+  mil_compress_config_free(c2);
+  mil_diag_clear(&d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_yaml_alias_bomb), cmocka_unit_test(test_yaml_self_alias),
@@ -235,6 +256,7 @@ int main(void) {
       cmocka_unit_test(test_load_deep_json_file), cmocka_unit_test(test_yaml_nonscalar_key),
       cmocka_unit_test(test_inf_round_trip),   cmocka_unit_test(test_huge_integer_message),
       cmocka_unit_test(test_float_round_trip_exact),
+      cmocka_unit_test(test_key_set_then_null),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
