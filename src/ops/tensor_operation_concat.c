@@ -222,6 +222,11 @@ mil_status to_fold_split(mil_infer_ctx *c) {
     }
     start[axis] = off;
     off += sizes[i];
+    mil_value *v = op_value_slice(c, x->type->dtype, rank, shape, start, step, len, rank, len, false, x);
+    if (v) {
+      op_set_val(c, i, v);
+      continue;
+    }
     int64_t n = op_numel(rank, len);
     int64_t *map = op_tmp_alloc(c, (size_t)(n ? n : 1) * sizeof *map);
     if (!map) return MIL_OK;

@@ -68,6 +68,14 @@ OP_HIDDEN bool op_map_gather(int32_t xr, const int64_t *xs, int32_t ir, const in
 /* Strided slice: output dim d has len[d] elements start[d] + j*step[d]. */
 OP_HIDDEN void op_map_slice(int32_t rank, const int64_t *shape, const int64_t *start, const int64_t *step,
                             const int64_t *len, int64_t *map);
+/* The strided slice of src (shape, start, step, len as op_map_slice) as a
+ * new value of dtype dt shaped (orank, oshape) (the same elements: squeezed
+ * dims of length 1 dropped), copied run by run (memcpy where step is 1 on
+ * the last dim) without an index map; NULL when dt is sub-byte or src has
+ * no data (the caller then maps elements). */
+OP_HIDDEN mil_value *op_value_slice(mil_infer_ctx *c, mil_dtype dt, int32_t rank, const int64_t *shape,
+                                    const int64_t *start, const int64_t *step, const int64_t *len, int32_t orank,
+                                    const int64_t *oshape, bool scalar, const mil_value *src);
 /* np.transpose(x, perm). */
 OP_HIDDEN void op_map_transpose(int32_t rank, const int64_t *shape, const int64_t *perm, int64_t *map);
 /* np.transpose(x, perm) on raw bytes: dst (numel * es bytes) gets the

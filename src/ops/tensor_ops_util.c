@@ -347,6 +347,37 @@ void op_map_slice(int32_t rank, const int64_t *shape, const int64_t *start, cons
   }
 }
 
+mil_value *op_value_slice(mil_infer_ctx *c, mil_dtype dt, int32_t rank, const int64_t *shape, const int64_t *start,
+                          const int64_t *step, const int64_t *len, int32_t orank, const int64_t *oshape, bool scalar,
+                          const mil_value *src) {
+  size_t es = mil_dtype_size(dt);
+  const uint8_t *s = src ? mil_value_data(src) : NULL;
+  if (mil_dtype_is_subbyte(dt) || !es || rank < 1 || rank > TOP_RANK || (!s && op_numel(rank, len) > 0)) return NULL;
+  mil_value *v = op_new_value(c, dt, orank, oshape, scalar);
+  if (!v) return NULL;
+  int64_t n = op_numel(rank, len);
+  if (n == 0) return v;
+  uint8_t *d = mil_value_data_mut(v);
+  int64_t st[TOP_RANK], idx[TOP_RANK] = {0};
+  op_strides(rank, shape, st);
+  const int64_t last = len[rank - 1], lstep = step[rank - 1];
+  for (int64_t k = 0; k < n; k += last) {
+    int64_t from = 0;
+    for (int32_t i = 0; i < rank - 1; i++) from += (start[i] + idx[i] * step[i]) * st[i];
+    from += start[rank - 1];
+    if (lstep == 1) {
+      memcpy(d + (size_t)k * es, s + (size_t)from * es, (size_t)last * es);
+    } else {
+      for (int64_t j = 0; j < last; j++) memcpy(d + (size_t)(k + j) * es, s + (size_t)(from + j * lstep) * es, es);
+    }
+    for (int32_t i = rank - 2; i >= 0; i--) {
+      if (++idx[i] < len[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return v;
+}
+
 void op_map_transpose(int32_t rank, const int64_t *shape, const int64_t *perm, int64_t *map) {
   int64_t st[TOP_RANK], oshape[TOP_RANK], idx[TOP_RANK] = {0};
   op_strides(rank, shape, st);

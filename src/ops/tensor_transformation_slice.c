@@ -78,9 +78,13 @@ mil_status tt_infer_slice_by_index(mil_infer_ctx *c) {
 }
 
 /* Element map of x[slices] (with squeezed dims of length 1); false when a
- * squeezed dim does not select exactly one element. */
-static bool slice_map(const slice_args *a, const int64_t *shape, int64_t **map, int64_t *n, mil_infer_ctx *c,
-                      int64_t *oshape, int32_t *orank) {
+ * squeezed dim does not select exactly one element. With x given, the
+ * slice's value itself in *direct instead when it can be copied run by run
+ * (then *map is NULL). */
+static bool slice_map(const slice_args *a, const mil_value *x, const int64_t *shape, int64_t **map, int64_t *n,
+                      mil_infer_ctx *c, int64_t *oshape, int32_t *orank, mil_value **direct) {
+  *direct = NULL;
+  *map = NULL;
   int64_t start[TOP_RANK], step[TOP_RANK], len[TOP_RANK];
   *orank = 0;
   for (int32_t i = 0; i < a->rank; i++) {
@@ -92,6 +96,11 @@ static bool slice_map(const slice_args *a, const int64_t *shape, int64_t **map, 
     if (!a->smask[i]) oshape[(*orank)++] = len[i];
   }
   *n = op_numel(a->rank, len);
+  /* the elements copied run by run when the dtype allows (no map) */
+  mil_dtype dt = x ? x->type->dtype : MIL_DT_UNUSED;
+  bool ok = x && (*orank > 0 || dt == MIL_DT_INT32 || dt == MIL_DT_INT64 || dt == MIL_DT_FP32 || dt == MIL_DT_FP64);
+  *direct = ok ? op_value_slice(c, dt, a->rank, shape, start, step, len, *orank, oshape, *orank == 0, x) : NULL;
+  if (*direct) return true;
   *map = op_tmp_alloc(c, (size_t)(*n ? *n : 1) * sizeof **map);
   if (!*map) return false;
   op_map_slice(a->rank, shape, start, step, len, *map);
@@ -111,7 +120,12 @@ mil_status tt_fold_slice_by_index(mil_infer_ctx *c) {
   mil_status st = read_slice_args(c, x->type, &a);
   c->diag = saved;
   if (st || !a.has_begin || !a.has_end || a.nbegin != rank || a.nend != rank) return MIL_OK;
-  if (!slice_map(&a, shape, &map, &n, c, oshape, &orank)) return MIL_OK;
+  mil_value *direct;
+  if (!slice_map(&a, x, shape, &map, &n, c, oshape, &orank, &direct)) return MIL_OK;
+  if (direct) {
+    op_set_val(c, 0, direct);
+    return MIL_OK;
+  }
   mil_dtype dt = x->type->dtype;
   bool ok = orank > 0 || dt == MIL_DT_INT32 || dt == MIL_DT_INT64 || dt == MIL_DT_FP32 || dt == MIL_DT_FP64;
   if (ok) op_set_val(c, 0, op_value_from_map(c, dt, orank, oshape, orank == 0, x, map, NULL));
@@ -221,7 +235,8 @@ mil_status tt_fold_slice_update(mil_infer_ctx *c) {
   mil_status st = read_slice_args(c, x->type, &a);
   c->diag = saved;
   if (st || !a.has_begin || !a.has_end || a.nbegin != rank || a.nend != rank) return MIL_OK;
-  if (!slice_map(&a, shape, &map, &n, c, oshape, &orank)) return MIL_OK;
+  mil_value *direct; /* none: x is not given (the update needs the map) */
+  if (!slice_map(&a, NULL, shape, &map, &n, c, oshape, &orank, &direct)) return MIL_OK;
   if (n == u->numel) {
     mil_value *v = mil_value_new_tensor(c->prog, x->type->dtype, rank, shape, x->type->is_scalar, mil_value_data(x));
     if (v) {
