@@ -12,12 +12,15 @@
 # where ONNX Runtime is finite. Prints a Markdown table (docs/onnx.md keeps
 # the last one). Without network (or without node / npm) it skips, exit 0.
 # The 1024x1024 background-removal networks take minutes on the interpreter:
-# CONFORMANCE_REAL_LARGE=1 includes them.
+# CONFORMANCE_REAL_LARGE=1 includes them. ONNX Runtime's graph optimizer
+# (level extended: SkipLayerNormalization, Gelu, FusedMatMul) is applied to
+# a BERT-like encoder and a GPT-like decoder that PyTorch exports
+# (bench/export_torchvision.py, when torch is installed).
 set -u
 MIL=$(realpath "${1:-build/mil}")
 WORK=${2:-build/conformance-real}
 HERE=$(cd "$(dirname "$0")" && pwd)
-ORT_VERSION=1.20.1
+ORT_VERSION=1.30.0 # 1.20.1 ignores optimizedModelFilePath (the optimizer cases)
 
 command -v node >/dev/null && command -v npm >/dev/null || { echo "SKIP: node and npm are needed"; exit 0; }
 timeout 60 npm view onnxruntime-node@$ORT_VERSION version >/dev/null 2>&1 ||
@@ -34,7 +37,7 @@ fetch() { # package -> directory of its unpacked tarball
   echo "$d/package"
 }
 
-if [ ! -d "$WORK/ort/node_modules/onnxruntime-node" ]; then
+if ! grep -q "\"version\": \"$ORT_VERSION\"" "$WORK/ort/node_modules/onnxruntime-node/package.json" 2>/dev/null; then
   (cd "$WORK/ort" && timeout 600 npm install --ignore-scripts --no-audit --no-fund "onnxruntime-node@$ORT_VERSION" \
     >/dev/null 2>&1) || { echo "SKIP: npm install onnxruntime-node failed"; exit 0; }
 fi
@@ -70,6 +73,16 @@ CASES=(
   "ppocr_v4_rec|$OCR/assets/ch_PP-OCRv4_rec_infer.onnx|paddle2onnx (opset 9)|--input-shape x=1,3,48,320|x:float32:1,3,48,320:-1:1"
   "ppocr_mobile_cls|$OCR/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx|paddle2onnx (opset 9)|--input-shape x=1,3,48,192|x:float32:1,3,48,192:-1:1"
 )
+# transformer exports as ONNX Runtime's optimizer rewrites them
+mkdir -p "$WORK/tf"
+for n in bert4 gpt4; do
+  [ -f "$WORK/tf/$n.onnx" ] || /usr/bin/python3 "$HERE/../bench/export_torchvision.py" "$WORK/tf" "$n" \
+    >"$WORK/tf/export.log" 2>&1 || continue
+  [ -f "$WORK/tf/$n.ort_opt.onnx" ] || node "$HERE/conformance-real/ort.js" optimize "$WORK/tf/$n.onnx" \
+    "$WORK/tf/$n.ort_opt.onnx" 2>>"$WORK/tf/export.log"
+  [ -f "$WORK/tf/$n.ort_opt.onnx" ] || continue
+  CASES+=("${n}_ort_opt|$WORK/tf/$n.ort_opt.onnx|torch.onnx + ONNX Runtime optimizer (extended)| |x:float32:1,128,256:-1:1")
+done
 if [ "${CONFORMANCE_REAL_LARGE:-0}" = 1 ]; then
   CASES+=("isnet_int8|$WORK/isnet_small.onnx|onnx.quantize dynamic uint8 (opset 15)| |input:float32:1,3,1024,1024:-1:1"
           "isnet_fp16|$WORK/isnet_medium.onnx|torch.onnx, fp16 weights (opset 15)| |input:float32:1,3,1024,1024:-1:1")

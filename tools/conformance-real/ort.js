@@ -10,6 +10,12 @@
 //                                      exits 0 when within TOL of the largest
 //                                      |ORT value| and never NaN/inf where
 //                                      ONNX Runtime is finite, 1 otherwise.
+//   node ort.js optimize MODEL OUT      writes the model as ONNX Runtime's
+//                                      graph optimizer (level "extended",
+//                                      CPU) leaves it: fused com.microsoft ops
+//                                      (SkipLayerNormalization, Gelu,
+//                                      FusedMatMul, ...) as its transformer
+//                                      exports carry them
 // SPEC is NAME:DTYPE:D1,D2,...:LO:HI (DTYPE float32 or int64; values uniform
 // in [LO, HI) from a fixed seed; LO == HI: that constant).
 'use strict';
@@ -116,7 +122,14 @@ function compare(dir, milDir, runLog, tol) {
   process.exit(ok ? 0 : 1);
 }
 
+async function optimize(model, out) {
+  const ort = require('onnxruntime-node');
+  await ort.InferenceSession.create(model, {executionProviders: ['cpu'], graphOptimizationLevel: 'extended',
+                                            optimizedModelFilePath: out});
+}
+
 const [cmd, ...args] = process.argv.slice(2);
-if (cmd === 'run') run(args[0], args[1], args.slice(2)).catch((e) => { console.error(String(e)); process.exit(1); });
+if (cmd === 'optimize') optimize(args[0], args[1]).catch((e) => { console.error(String(e)); process.exit(1); });
+else if (cmd === 'run') run(args[0], args[1], args.slice(2)).catch((e) => { console.error(String(e)); process.exit(1); });
 else if (cmd === 'compare') compare(args[0], args[1], args[2], Number(args[3]));
-else { console.error('usage: node ort.js run|compare ...'); process.exit(2); }
+else { console.error('usage: node ort.js run|compare|optimize ...'); process.exit(2); }
