@@ -24,8 +24,6 @@
   }
 UNARY(relu, v < 0 ? 0.0f : v)
 UNARY(relu6, v < 0 ? 0.0f : v > 6.0f ? 6.0f : v)
-UNARY(gelu_exact, 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)))
-UNARY(gelu_tanh, 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v))))
 UNARY(leaky_relu, v < 0 ? v * p[0] : v)
 UNARY(elu, v < 0 ? p[0] * (expf(v) - 1.0f) : v)
 UNARY(softplus, log1pf(expf(-fabsf(v))) + (v > 0 ? v : 0.0f))
@@ -36,6 +34,8 @@ UNARY(softsign, v / (1.0f + fabsf(v)))
 static void a_sigmoid(const float *x, float *y, int64_t n, const float *p) { (void)p, interp_vsigmoid(x, y, n); }
 static void a_silu(const float *x, float *y, int64_t n, const float *p) { (void)p, interp_vsilu(x, y, n); }
 static void a_gelu_sigmoid(const float *x, float *y, int64_t n, const float *p) { (void)p, interp_vgelu_sigm(x, y, n); }
+static void a_gelu_exact(const float *x, float *y, int64_t n, const float *p) { (void)p, interp_vgelu_erf(x, y, n); }
+static void a_gelu_tanh(const float *x, float *y, int64_t n, const float *p) { (void)p, interp_vgelu_tanh(x, y, n); }
 
 #define KA(name) \
   static mil_status k_##name(interp_run *r, mil_infer_ctx *c) { return interp_map(r, c, a_##name, NULL); }
@@ -113,6 +113,8 @@ static mil_status k_sigmoid_hard(interp_run *r, mil_infer_ctx *c) {
   return MIL_OK;
 }
 
+#define SOFTMAX_FLUSH -87.33f /* exp(-87.33) = 1.18e-38, fp32's smallest normal */
+
 static mil_status k_softmax(interp_run *r, mil_infer_ctx *c) {
   const mil_value *x = interp_fin(c, "x");
   if (!x) return INTERP_DECLINE;
@@ -141,9 +143,18 @@ static mil_status k_softmax(interp_run *r, mil_infer_ctx *c) {
       for (int64_t j = 0; j < n; j++) mx = s[j * inner] > mx ? s[j * inner] : mx;
       double sum = 0;
       if (inner == 1) { /* contiguous: the vectorized exp */
-        for (int64_t j = 0; j < n; j++) d[j] = s[j] - mx;
+        /* exp of a difference below -87.33 is below fp32's smallest normal:
+         * taken as 0 (an attention mask's -inf among them), which also
+         * keeps subnormal arithmetic (a hundred times slower) out of exp */
+        for (int64_t j = 0; j < n; j++) {
+          float t = s[j] - mx;
+          d[j] = t < SOFTMAX_FLUSH ? SOFTMAX_FLUSH : t;
+        }
         interp_vexp(d, d, n);
-        for (int64_t j = 0; j < n; j++) sum += d[j];
+        for (int64_t j = 0; j < n; j++) {
+          if (s[j] - mx < SOFTMAX_FLUSH) d[j] = 0.0f;
+          sum += d[j];
+        }
         float inv = (float)(1.0 / sum);
         for (int64_t j = 0; j < n; j++) d[j] *= inv;
         continue;

@@ -1,7 +1,8 @@
-/* Vectorized fp32 exp, sigmoid, silu and the sigmoid form of gelu
+/* Vectorized fp32 exp, sigmoid, silu and the three forms of gelu
  * (interface, algorithm and error bounds: vmath.h). */
 #include "interp/vmath.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
@@ -66,6 +67,55 @@ static void gelu_sigm_c(const float *x, float *y, int64_t n) {
   for (int64_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + exp1(-1.702f * x[i]));
 }
 
+/* gelu EXACT through erfc: z = |x| / sqrt 2, erfc(z) = t exp(-z^2 + P(t)),
+ * t = 1 / (1 + z/2) (the Chebyshev fit of Numerical Recipes' erfcc,
+ * fractional error below 1.2e-7), then x (1 - erfc(z)/2) for x >= 0 and
+ * x erfc(z)/2 for x < 0: no cancellation in either tail. z above 9
+ * (erfc below 4e-37) is taken as erfc 0. */
+#define GE_C0 -1.26551223f
+#define GE_C1 1.00002368f
+#define GE_C2 0.37409196f
+#define GE_C3 0.09678418f
+#define GE_C4 -0.18628806f
+#define GE_C5 0.27886807f
+#define GE_C6 -1.13520398f
+#define GE_C7 1.48851587f
+#define GE_C8 -0.82215223f
+#define GE_C9 0.17087277f
+#define GE_ZMAX 9.0f
+#define GE_XMAX 12.7279221f /* GE_ZMAX * sqrt 2 */
+static inline float gelu_erf1(float x) {
+  if (x != x) return x;
+  float z = fabsf(x) * 0.70710678118654752f;
+  float zc = z < GE_ZMAX ? z : GE_ZMAX;
+  float t = 1.0f / (1.0f + 0.5f * zc);
+  float p = GE_C9;
+  p = p * t + GE_C8;
+  p = p * t + GE_C7;
+  p = p * t + GE_C6;
+  p = p * t + GE_C5;
+  p = p * t + GE_C4;
+  p = p * t + GE_C3;
+  p = p * t + GE_C2;
+  p = p * t + GE_C1;
+  p = p * t + GE_C0;
+  /* -z^2 as -x^2/2 from |x| (no rounding of z in it), clamped with z */
+  float ax = fminf(fabsf(x), GE_XMAX);
+  float e = z < GE_ZMAX ? t * exp1(fmaf(-0.5f * ax, ax, p)) : 0.0f;
+  return x >= 0 ? x * (1.0f - 0.5f * e) : x * (0.5f * e);
+}
+static void gelu_erf_c(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = gelu_erf1(x[i]);
+}
+/* gelu TANH_APPROXIMATION: 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)),
+ * u = sqrt(2/pi) (x + 0.044715 x^3) */
+static void gelu_tanh_c(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    float v = x[i], u2 = 1.5957691216057308f * (v + 0.044715f * v * v * v);
+    y[i] = v / (1.0f + exp1(-u2));
+  }
+}
+
 /* ---------------- AVX2 / FMA bodies ---------------- */
 
 #ifdef VM_X86
@@ -121,6 +171,36 @@ VM_LOOP(sigmoid_avx2, v = _mm256_div_ps(ONE, _mm256_add_ps(ONE, exp8(NEG(a)))))
 VM_LOOP(silu_avx2, v = _mm256_div_ps(a, _mm256_add_ps(ONE, exp8(NEG(a)))))
 VM_LOOP(gelu_sigm_avx2,
         v = _mm256_div_ps(a, _mm256_add_ps(ONE, exp8(_mm256_mul_ps(_mm256_set1_ps(-1.702f), a)))))
+
+VM_AVX2 static inline __m256 gelu_erf8(__m256 x) {
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 z = _mm256_mul_ps(_mm256_and_ps(x, absmask), _mm256_set1_ps(0.70710678118654752f));
+  __m256 zc = _mm256_min_ps(z, _mm256_set1_ps(GE_ZMAX));
+  __m256 t = _mm256_div_ps(ONE, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), zc, ONE));
+  __m256 p = _mm256_set1_ps(GE_C9);
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(GE_C8));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(GE_C7));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(GE_C6));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(GE_C5));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(GE_C4));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(GE_C3));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(GE_C2));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(GE_C1));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(GE_C0));
+  __m256 ax = _mm256_min_ps(_mm256_and_ps(x, absmask), _mm256_set1_ps(GE_XMAX));
+  __m256 e = _mm256_mul_ps(t, exp8(_mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), ax), ax, p)));
+  e = _mm256_and_ps(e, _mm256_cmp_ps(z, _mm256_set1_ps(GE_ZMAX), _CMP_LT_OQ)); /* 0 past ZMAX (and for NaN) */
+  __m256 he = _mm256_mul_ps(_mm256_set1_ps(0.5f), e);
+  __m256 neg = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
+  __m256 phi = _mm256_blendv_ps(_mm256_sub_ps(ONE, he), he, neg);
+  return _mm256_mul_ps(x, phi); /* a NaN x stays NaN */
+}
+VM_LOOP(gelu_erf_avx2, v = gelu_erf8(a))
+VM_LOOP(gelu_tanh_avx2, {
+  __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(a, a), a);
+  __m256 u2 = _mm256_mul_ps(_mm256_set1_ps(1.5957691216057308f), _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), x3, a));
+  v = _mm256_div_ps(a, _mm256_add_ps(ONE, exp8(NEG(u2))));
+})
 #undef ONE
 #undef NEG
 #endif
@@ -129,12 +209,12 @@ VM_LOOP(gelu_sigm_avx2,
 
 typedef void (*vm_fn)(const float *, float *, int64_t);
 typedef struct vm_table {
-  vm_fn exp, sigmoid, silu, gelu_sigm;
+  vm_fn exp, sigmoid, silu, gelu_sigm, gelu_erf, gelu_tanh;
 } vm_table;
 
-static const vm_table k_portable = {exp_c, sigmoid_c, silu_c, gelu_sigm_c};
+static const vm_table k_portable = {exp_c, sigmoid_c, silu_c, gelu_sigm_c, gelu_erf_c, gelu_tanh_c};
 #ifdef VM_X86
-static const vm_table k_avx2 = {exp_avx2, sigmoid_avx2, silu_avx2, gelu_sigm_avx2};
+static const vm_table k_avx2 = {exp_avx2, sigmoid_avx2, silu_avx2, gelu_sigm_avx2, gelu_erf_avx2, gelu_tanh_avx2};
 #endif
 static const vm_table *g_vm = &k_portable;
 static bool g_forced;
@@ -167,3 +247,5 @@ void interp_vexp(const float *x, float *y, int64_t n) { vm()->exp(x, y, n); }
 void interp_vsigmoid(const float *x, float *y, int64_t n) { vm()->sigmoid(x, y, n); }
 void interp_vsilu(const float *x, float *y, int64_t n) { vm()->silu(x, y, n); }
 void interp_vgelu_sigm(const float *x, float *y, int64_t n) { vm()->gelu_sigm(x, y, n); }
+void interp_vgelu_erf(const float *x, float *y, int64_t n) { vm()->gelu_erf(x, y, n); }
+void interp_vgelu_tanh(const float *x, float *y, int64_t n) { vm()->gelu_tanh(x, y, n); }

@@ -58,6 +58,33 @@ static double r_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double r_silu(double x) { return x / (1.0 + exp(-x)); }
 /* the kernel's fp32 product -1.702f * x, then the rest in double */
 static double r_gelu_sigm(double x) { return x / (1.0 + exp((double)(-1.702f * (float)x))); }
+/* gelu EXACT: x Phi(x) */
+static double r_gelu_erf(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
+/* gelu TANH_APPROXIMATION, 0.5 x (1 + tanh u), written as x / (1 + exp(-2u))
+ * to keep the negative tail's relative precision in double */
+static double r_gelu_tanh(double x) { return x / (1.0 + exp(-2.0 * 0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+
+/* the gelu forms: relative error (results below 2^-100: absolute), over
+ * the sweep */
+static void check_rel(vfn f, rfn ref, double bound, const char *name) {
+  size_t n;
+  float *x = inputs(&n), *y = malloc(n * sizeof *y);
+  assert_non_null(y);
+  f(x, y, (int64_t)n);
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    double want = ref((double)x[i]), e;
+    if (isnan(want) || isinf(want)) e = (isnan(want) ? isnan(y[i]) : (double)y[i] == want) ? 0 : 1e30;
+    else if (fabs(want) < ldexp(1.0, -100)) e = fabs((double)y[i] - want) <= ldexp(1.0, -100) ? 0 : 1e30;
+    else e = fabs((double)y[i] - want) / fabs(want);
+    if (e > worst) worst = e, at = i;
+  }
+  printf("%s (%s body): worst relative error %.3g at x = %.9g (got %.9g, want %.9g)\n", name,
+         interp_vmath_simd() ? "AVX2" : "portable", worst, (double)x[at], (double)y[at], ref((double)x[at]));
+  assert_true(worst <= bound);
+  free(x), free(y);
+}
 
 static void check(vfn f, rfn ref, double bound, const char *name) {
   size_t n;
@@ -95,6 +122,8 @@ static void all(void) {
   check(interp_vsigmoid, r_sigmoid, 4.0, "sigmoid");
   check(interp_vsilu, r_silu, 4.0, "silu");
   check(interp_vgelu_sigm, r_gelu_sigm, 4.0, "gelu_sigmoid");
+  check_rel(interp_vgelu_erf, r_gelu_erf, 5e-6, "gelu_erf");
+  check_rel(interp_vgelu_tanh, r_gelu_tanh, 2e-5, "gelu_tanh");
 }
 
 static void specials(void) {
