@@ -20,7 +20,9 @@
  *   fp16_if          the same chain inside the branches of an If on a
  *                    run-time flag: with samples the If's blocks stay fp32
  *   fp16_static      int16 audio squared: without a sample the static check
- *                    warns (the declared int16 range reaches 1.07e9) */
+ *                    warns (the declared int16 range reaches 1.07e9)
+ *   random_ops       RandomUniform, RandomNormalLike, Bernoulli, Multinomial:
+ *                    their distributions (gen_random.py) */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -454,6 +456,61 @@ static void test_input_type_by_onnx_name(void **state) {
   mil_diag_clear(&d);
 }
 
+/* The random generators' distributions: uniform in [-2, 3) with mean 0.5,
+ * normal with mean 5 and deviation 2, Bernoulli 0 / 1 where p is 0 / 1 and
+ * a frequency near 0.3, Multinomial's class 2 near e^2 / (2 + e^2). */
+static void test_random_ops(void **state) {
+  (void)state;
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_model *m = NULL;
+  if (import("random_ops.onnx", &m, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
+  mil_interp *ip = NULL;
+  assert_int_equal(mil_interp_new(mil_model_program(m), NULL, &ip, &d), MIL_OK);
+  mil_npy *p = npy("random_ops.in0.npy"), *lg = npy("random_ops.in1.npy");
+  mil_tensor tp = {p->dtype, p->rank, p->shape, p->data, p->nbytes, p->numel};
+  mil_tensor tl = {lg->dtype, lg->rank, lg->shape, lg->data, lg->nbytes, lg->numel};
+  assert_int_equal(mil_interp_set_input(ip, "p", &tp, &d), MIL_OK);
+  assert_int_equal(mil_interp_set_input(ip, "logits", &tl, &d), MIL_OK);
+  if (mil_interp_run(ip, NULL, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
+  const mil_tensor *u = mil_interp_output(ip, "u"), *z = mil_interp_output(ip, "z"), *b = mil_interp_output(ip, "b"),
+                   *mm = mil_interp_output(ip, "m");
+  assert_true(u && z && b && mm);
+  assert_int_equal(u->numel, 4000);
+  double su = 0, sz = 0, szz = 0, f3 = 0;
+  for (int64_t i = 0; i < 4000; i++) {
+    float v = ((const float *)u->data)[i];
+    assert_true(v >= -2.0f && v < 3.0f);
+    su += v;
+  }
+  for (int64_t i = 0; i < 3000; i++) {
+    double v = ((const float *)z->data)[i];
+    sz += v, szz += v * v;
+    float bv = ((const float *)b->data)[i];
+    if (i < 1000) assert_true(bv == 0.0f);
+    else if (i < 2000) assert_true(bv == 1.0f);
+    else assert_true(bv == 0.0f || bv == 1.0f), f3 += bv;
+  }
+  double mz = sz / 3000, sdz = sqrt(szz / 3000 - mz * mz);
+  if (fabs(su / 4000 - 0.5) > 0.1 || fabs(mz - 5) > 0.15 || fabs(sdz - 2) > 0.15 || fabs(f3 / 1000 - 0.3) > 0.06)
+    fail_msg("uniform mean %g, normal mean %g sd %g, bernoulli frequency %g", su / 4000, mz, sdz, f3 / 1000);
+  assert_int_equal(mm->numel, 1000);
+  assert_int_equal(mm->dtype, MIL_DT_INT32);
+  double c2 = 0;
+  for (int64_t i = 0; i < 1000; i++) {
+    int32_t k = ((const int32_t *)mm->data)[i];
+    assert_true(k >= 0 && k <= 2);
+    c2 += k == 2;
+  }
+  double want = exp(2.0) / (2 + exp(2.0));
+  if (fabs(c2 / 1000 - want) > 0.06) fail_msg("multinomial class 2 frequency %g, want %g", c2 / 1000, want);
+  mil_npy_free(p);
+  mil_npy_free(lg);
+  mil_interp_free(ip);
+  mil_model_free(m);
+  mil_diag_clear(&d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_topo_cast_listed_after_users),
@@ -469,6 +526,7 @@ int main(void) {
       cmocka_unit_test(test_fp16_sample_inside_if),
       cmocka_unit_test(test_fp16_static_warning),
       cmocka_unit_test(test_input_type_by_onnx_name),
+      cmocka_unit_test(test_random_ops),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
