@@ -264,7 +264,7 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
   bool try_dnnl = (!dw || !getenv("MIL_INTERP_DW_DIRECT")) && a.rank <= 4 && wf && !tw &&
                   interp_cache_is_stable(r->cache, mil_value_data(a.w));
   interp_fout o;
-  float *out = xf && wf && (!a.b || bf) ? interp_fout_begin(r, c, 0, &o) : NULL;
+  float *out = xf && wf && (!a.b || bf) ? interp_fout_begin_uninit(r, c, 0, &o) : NULL;
   if (out && try_dnnl && interp_conv_dnnl(r, xf, wf, bf, out, n, cin, cout, G, g->in, g->out, g->k, g->s, g->d, g->pb)) {
     free(tx), free(tw), free(tb);
     c->val[0] = interp_fout_end(&o);
@@ -281,6 +281,7 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
     free(tx), free(tw), free(tb), free(col);
     return interp_nomem(c);
   }
+  if (!dw) memset(out, 0, (size_t)o.v->numel * sizeof *out); /* sgemm's beta 0 then never meets stale bytes */
   for (int64_t b = 0; b < n; b++) {
     const float *xb = xf + b * cin * plane;
     float *ob = out + b * cout * oplane;

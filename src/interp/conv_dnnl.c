@@ -150,13 +150,22 @@ static conv_prim *prim_make(const conv_key *k, const float *w) {
   return cp;
 }
 
-static bool prim_run(const conv_prim *cp, const float *x, const float *bias, float *out) {
+/* The scratchpad and the blocked copies of src and dst are the run's work
+ * buffers (bufpool.c: kept by the interpreter, no fresh pages per call),
+ * or malloc'ed for this call without a pool. */
+static bool prim_run(const conv_prim *cp, interp_bufpool *pool, const float *x, const float *bias, float *out) {
   dnnl_memory_t m[7] = {NULL}; /* src, weights, dst, scratchpad, bias, plain src, plain dst */
   dnnl_stream_t st = NULL;
-  void *scratch = cp->scratch_bytes ? malloc(cp->scratch_bytes) : NULL;
   size_t sb = cp->to_src ? dnnl_memory_desc_get_size(&cp->src_md) : 0;
   size_t db = cp->from_dst ? dnnl_memory_desc_get_size(&cp->dst_md) : 0;
-  void *sbuf = sb ? malloc(sb) : NULL, *dbuf = db ? malloc(db) : NULL;
+  void *own[3] = {NULL, NULL, NULL};
+  size_t want[3] = {cp->scratch_bytes, sb, db};
+  void *buf[3];
+  for (int i = 0; i < 3; i++) {
+    buf[i] = want[i] ? interp_bufpool_work(pool, i, want[i]) : NULL;
+    if (want[i] && !buf[i]) buf[i] = own[i] = malloc(want[i]);
+  }
+  void *scratch = buf[0], *sbuf = buf[1], *dbuf = buf[2];
   bool ok = (!cp->scratch_bytes || scratch) && (!sb || sbuf) && (!db || dbuf) &&
             dnnl_memory_create(&m[0], &cp->src_md, g_engine, sb ? sbuf : (void *)x) == dnnl_success &&
             dnnl_memory_create(&m[1], &cp->w_md, g_engine, cp->w) == dnnl_success &&
@@ -180,7 +189,7 @@ static bool prim_run(const conv_prim *cp, const float *x, const float *bias, flo
   if (st) dnnl_stream_destroy(st);
   for (int i = 0; i < 7; i++)
     if (m[i]) dnnl_memory_destroy(m[i]);
-  free(scratch), free(sbuf), free(dbuf);
+  free(own[0]), free(own[1]), free(own[2]);
   return ok;
 }
 
@@ -205,12 +214,12 @@ bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float
     if (!made) return false;
     cp = interp_cache_put_obj(r->cache, &key, sizeof key, made, prim_free);
     if (!cp) {
-      bool ok = prim_run(made, x, bias, out);
+      bool ok = prim_run(made, r->pool, x, bias, out);
       prim_free(made);
       return ok;
     }
   }
-  return prim_run(cp, x, bias, out);
+  return prim_run(cp, r->pool, x, bias, out);
 }
 
 #else

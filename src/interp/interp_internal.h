@@ -9,6 +9,8 @@
  *   kernels.c         the kernel table (interp_kernel_find, families.def)
  *   vmath.c           vectorized exp / sigmoid / silu (vmath.h)
  *   threads.c         intra-op thread count (interp_threads), interp_parallel
+ *   bufpool.c         memory an interpreter keeps between runs: freed
+ *                     blocks of its run copies, kernels' work buffers
  *   <family>.c        kernels, one file per op family: linear.c, conv.c,
  *                     pool.c, normalization.c, activation.c, elementwise.c
  *                     (+ elementwise_internal.h), tensor.c, gather.c,
@@ -63,6 +65,7 @@ struct mil_interp_state {
 typedef struct interp_cache interp_cache;
 typedef struct interp_profile interp_profile;
 typedef struct interp_plan interp_plan;
+typedef struct interp_bufpool interp_bufpool;
 
 /* One run: the private copy of the program and what the kernels need. */
 typedef struct interp_run {
@@ -78,6 +81,7 @@ typedef struct interp_run {
   int64_t max_value_bytes; /* the largest value the run materializes (mil_interp_set_max_value_bytes) */
   int depth;             /* current block nesting */
   interp_cache *cache;   /* the interpreter's caches (cache.c), may be NULL */
+  interp_bufpool *pool;  /* the interpreter's own memory (bufpool.c), may be NULL */
   interp_profile *prof;  /* per-op times (profile.c) when profiling, else NULL */
   mil_interp_observer observer; /* mil_interp_set_observer, or NULL */
   void *observer_ud;
@@ -140,6 +144,20 @@ INTERP_HIDDEN void *interp_cache_get_obj(interp_cache *c, const void *key, size_
  * owns it; so also with c NULL). */
 INTERP_HIDDEN void *interp_cache_put_obj(interp_cache *c, const void *key, size_t keylen, void *obj,
                                          void (*free_fn)(void *));
+/* ---- bufpool.c ---- */
+/* Memory of one interpreter (not shared with its forks: used by one thread
+ * at a time). NULL when out of memory. */
+INTERP_HIDDEN interp_bufpool *interp_bufpool_new(void);
+INTERP_HIDDEN void interp_bufpool_free(interp_bufpool *p);
+/* The allocator for a run's program copy: blocks the copy frees wait in
+ * the pool for a request of their size (bounded; the oldest are given
+ * back). Lives as long as p. */
+INTERP_HIDDEN const mil_allocator *interp_bufpool_allocator(interp_bufpool *p);
+/* Work buffer number `slot` (0..3) of at least n bytes, 64-byte aligned,
+ * contents unspecified; kept by p (grown when needed) until the next
+ * request of the same slot. NULL when p is NULL or out of memory. */
+INTERP_HIDDEN void *interp_bufpool_work(interp_bufpool *p, int slot, size_t n);
+
 /* ---- conv_dnnl.c ---- */
 /* 1D/2D conv through a cached oneDNN convolution primitive: out (N, Cout,
  * OH, OW) from x (N, Cin, H, W) fp32 and weight w (fp32 that stays unchanged
@@ -234,6 +252,9 @@ typedef struct interp_fout {
   bool owned;
 } interp_fout;
 INTERP_HIDDEN float *interp_fout_begin(interp_run *r, mil_infer_ctx *c, int i, interp_fout *o);
+/* interp_fout_begin for a kernel that writes every element: the buffer is
+ * not zeroed first (its contents are unspecified). */
+INTERP_HIDDEN float *interp_fout_begin_uninit(interp_run *r, mil_infer_ctx *c, int i, interp_fout *o);
 INTERP_HIDDEN float *interp_fout_shape(interp_run *r, mil_dtype dt, int32_t rank, const int64_t *shape,
                                        interp_fout *o);
 INTERP_HIDDEN mil_value *interp_fout_end(interp_fout *o);
