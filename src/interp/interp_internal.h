@@ -9,6 +9,7 @@
  *   kernels.c         the kernel table (interp_kernel_find, families.def)
  *   vmath.c           vectorized exp / sigmoid / silu (vmath.h)
  *   threads.c         intra-op thread count (interp_threads), interp_parallel
+ *   fuse.c            the plan of convs that apply their activation
  *   bufpool.c         memory an interpreter keeps between runs: freed
  *                     blocks of its run copies, kernels' work buffers
  *   <family>.c        kernels, one file per op family: linear.c, conv.c,
@@ -67,6 +68,16 @@ typedef struct interp_profile interp_profile;
 typedef struct interp_plan interp_plan;
 typedef struct interp_bufpool interp_bufpool;
 
+/* An activation a conv applies to its output (fuse.c). */
+enum { INTERP_FUSE_NONE = 0, INTERP_FUSE_RELU = 1, INTERP_FUSE_CLIP = 2 };
+typedef struct interp_fuse_ent {
+  int32_t kind;    /* INTERP_FUSE_* */
+  int32_t partner; /* index in the body of the other op of the pair */
+  bool is_conv;    /* this entry is the conv's (else the activation's) */
+  float lo, hi;    /* INTERP_FUSE_CLIP: min(max(x, lo), hi) */
+} interp_fuse_ent;
+typedef struct interp_fuse_plan interp_fuse_plan;
+
 /* One run: the private copy of the program and what the kernels need. */
 typedef struct interp_run {
   mil_interp *ip;
@@ -82,6 +93,8 @@ typedef struct interp_run {
   int depth;             /* current block nesting */
   interp_cache *cache;   /* the interpreter's caches (cache.c), may be NULL */
   interp_bufpool *pool;  /* the interpreter's own memory (bufpool.c), may be NULL */
+  const interp_fuse_ent *fuse; /* while a conv of the body runs: the activation it may apply, else NULL */
+  bool fused;            /* set by that conv when it applied r->fuse to its output */
   interp_profile *prof;  /* per-op times (profile.c) when profiling, else NULL */
   mil_interp_observer observer; /* mil_interp_set_observer, or NULL */
   void *observer_ud;
@@ -144,6 +157,15 @@ INTERP_HIDDEN void *interp_cache_get_obj(interp_cache *c, const void *key, size_
  * owns it; so also with c NULL). */
 INTERP_HIDDEN void *interp_cache_put_obj(interp_cache *c, const void *key, size_t keylen, void *obj,
                                          void (*free_fn)(void *));
+/* ---- fuse.c ---- */
+/* The fusion plan of the function body (made once per interpreter family
+ * and cached), or NULL: no cache, MIL_INTERP_NO_FUSE set, an observer
+ * set, or out of memory. */
+INTERP_HIDDEN const interp_fuse_plan *interp_fuse_plan_get(interp_run *r, const mil_block *body);
+/* The entry of op number `index` of the body, or NULL when it is in no pair. */
+INTERP_HIDDEN const interp_fuse_ent *interp_fuse_at(const interp_fuse_plan *fp, int32_t index);
+INTERP_HIDDEN int32_t interp_fuse_n_ops(const interp_fuse_plan *fp);
+
 /* ---- bufpool.c ---- */
 /* Memory of one interpreter (not shared with its forks: used by one thread
  * at a time). NULL when out of memory. */
@@ -162,7 +184,8 @@ INTERP_HIDDEN void *interp_bufpool_work(interp_bufpool *p, int slot, size_t n);
 /* 1D/2D conv through a cached oneDNN convolution primitive: out (N, Cout,
  * OH, OW) from x (N, Cin, H, W) fp32 and weight w (fp32 that stays unchanged
  * while the interpreter family lives: it keys the cache), layout (Cout, Cin/groups, KH, KW)); bias fp32 or NULL. g is conv.c's
- * geometry (axes D, H, W; D unused). Returns false when the primitive is
+ * geometry (axes D, H, W; D unused). When r->fuse is set the primitive
+ * applies that activation too, and r->fused is set. Returns false when the primitive is
  * not available (no oneDNN, not cacheable, unsupported): the caller then
  * runs its own loops. */
 INTERP_HIDDEN bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float *bias, float *out,
