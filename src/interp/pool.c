@@ -97,6 +97,43 @@ static void pool_plane(pool_kind kind, bool exclude, const pgeom *g, const float
   }
 }
 
+/* max_pool over 1D / 2D planes (no depth window), a row of outputs at a
+ * time: for each window row and column kw in the generic loop's order, one
+ * pass over the output columns whose window holds that column (ranges
+ * computed once), which the compiler vectorizes. Each output sees its
+ * elements in the same order through the same expression: the same result,
+ * NaN included. */
+static void max_plane_2d(const pgeom *g, const float *src, float *dst) {
+  int64_t lo[64], hi[64];
+  for (int64_t kw = 0; kw < g->k[2]; kw++) { /* iw = ow * s + kw - pb inside [0, in) */
+    int64_t off = kw - g->pb[2];
+    lo[kw] = off >= 0 ? 0 : (-off + g->s[2] - 1) / g->s[2];
+    hi[kw] = g->in[2] - off > 0 ? (g->in[2] - off + g->s[2] - 1) / g->s[2] : 0;
+    if (hi[kw] > g->out[2]) hi[kw] = g->out[2];
+  }
+  int64_t s = g->s[2];
+  for (int64_t oh = 0; oh < g->out[1]; oh++) {
+    float *drow = dst + oh * g->out[2];
+    for (int64_t ow = 0; ow < g->out[2]; ow++) drow[ow] = -INFINITY;
+    int64_t h0 = oh * g->s[1] - g->pb[1], h1 = h0 + g->k[1];
+    int64_t hl = h0 < 0 ? 0 : h0, hh = h1 > g->in[1] ? g->in[1] : h1;
+    for (int64_t h = hl; h < hh; h++)
+      for (int64_t kw = 0; kw < g->k[2]; kw++) {
+        const float *row = src + h * g->in[2] + kw - g->pb[2];
+        if (s == 1)
+          for (int64_t ow = lo[kw]; ow < hi[kw]; ow++) {
+            float v = row[ow], acc = drow[ow];
+            drow[ow] = v > acc || v != v ? v : acc;
+          }
+        else
+          for (int64_t ow = lo[kw]; ow < hi[kw]; ow++) {
+            float v = row[ow * s], acc = drow[ow];
+            drow[ow] = v > acc || v != v ? v : acc;
+          }
+      }
+  }
+}
+
 static mil_status run_pool(interp_run *r, mil_infer_ctx *c, pool_kind kind) {
   const mil_value *x = interp_fin(c, "x");
   if (!x) return INTERP_DECLINE;
@@ -116,7 +153,11 @@ static mil_status run_pool(interp_run *r, mil_infer_ctx *c, pool_kind kind) {
     return interp_nomem(c);
   }
   int64_t planes = xs[0] * xs[1], ip = g.in[0] * g.in[1] * g.in[2], opl = g.out[0] * g.out[1] * g.out[2];
-  for (int64_t p = 0; p < planes; p++) pool_plane(kind, exclude, &g, xf + p * ip, out + p * opl);
+  bool rows = kind == P_MAX && g.in[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 && g.out[0] == 1 && g.k[2] <= 64;
+  for (int64_t p = 0; p < planes; p++) {
+    if (rows) max_plane_2d(&g, xf + p * ip, out + p * opl);
+    else pool_plane(kind, exclude, &g, xf + p * ip, out + p * opl);
+  }
   free(tx);
   c->val[0] = interp_fout_end(&o);
   return MIL_OK;
