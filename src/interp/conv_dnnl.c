@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "interp/interp_internal.h"
+#include "interp/vmath.h"
 
 #ifdef MIL_HAVE_DNNL
 #include <dnnl.h>
@@ -219,10 +220,32 @@ static bool prim_run(const conv_prim *cp, interp_bufpool *pool, const float *x, 
 
 /* After the primitive ran: r->fuse's activation applied here on the n
  * floats of out when the primitive did not (post_op false), as the
- * activation kernels compute it (a NaN stays NaN); r->fused set. */
+ * activation kernels compute it (a NaN stays NaN); SiLU as its sigmoid and
+ * mul kernels compute it (fp16: with their roundings); r->fused set. */
+static void finish_silu(float *out, int64_t n, bool fp16) {
+  float sg[1024];
+  uint16_t h[1024];
+  for (int64_t i0 = 0; i0 < n; i0 += 1024) {
+    size_t m = (size_t)(n - i0 < 1024 ? n - i0 : 1024);
+    float *v = out + i0;
+    if (fp16) { /* the conv's output as the fp16 program stores it */
+      mil_fp32_to_fp16_array(v, h, m);
+      mil_fp16_to_fp32_array(h, v, m);
+    }
+    interp_vsigmoid(v, sg, (int64_t)m);
+    if (fp16) { /* the sigmoid's output, rounded */
+      mil_fp32_to_fp16_array(sg, h, m);
+      mil_fp16_to_fp32_array(h, sg, m);
+    }
+    for (size_t i = 0; i < m; i++) v[i] = v[i] * sg[i]; /* the mul's product (rounded at the op's end) */
+  }
+}
+
 static bool finish_act(interp_run *r, bool post_op, float *out, int64_t n) {
   if (!r->fuse) return true;
-  if (!post_op) {
+  if (r->fuse->kind == INTERP_FUSE_SILU) {
+    finish_silu(out, n, r->fuse->fp16);
+  } else if (!post_op) {
     float lo = r->fuse->lo, hi = r->fuse->hi;
     if (r->fuse->kind == INTERP_FUSE_RELU)
       for (int64_t i = 0; i < n; i++) out[i] = out[i] < 0 ? 0.0f : out[i];
@@ -263,7 +286,7 @@ bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float
   bool post_op = false;
   if (r->fuse) {
     key.act = r->fuse->kind, key.lo = r->fuse->lo, key.hi = r->fuse->hi;
-    post_op = use_blocked(&key) && getenv("MIL_INTERP_DNNL_POSTOP");
+    post_op = r->fuse->kind != INTERP_FUSE_SILU && use_blocked(&key) && getenv("MIL_INTERP_DNNL_POSTOP");
     if (!post_op) key.act = INTERP_FUSE_NONE, key.lo = key.hi = 0;
   }
   conv_prim *cp = interp_cache_get_obj(r->cache, &key, sizeof key);

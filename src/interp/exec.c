@@ -256,7 +256,10 @@ mil_status interp_exec_block(interp_run *r, mil_block *b) {
         r->fuse = fe && fe->is_conv ? fe : NULL;
         r->fused = false;
         st = exec_op(r, op);
-        if (st == MIL_OK && r->fuse && r->fused) fused[fe->partner] = true;
+        if (st == MIL_OK && r->fuse && r->fused) {
+          fused[fe->partner] = true;
+          if (fe->partner2 >= 0) fused[fe->partner2] = true;
+        }
         r->fuse = NULL;
       }
       if (r->prof) interp_profile_op(r->prof, op, interp_profile_now() - t0);

@@ -11,6 +11,14 @@
  * conv's output to fp16 (the bounds are fp16 values): rounding the fused
  * result once gives the bits of rounding, clipping and rounding again.
  *
+ * SiLU as PyTorch exports it (a sigmoid of the conv's output and a mul of
+ * the two, the conv's only readers; the sigmoid read by the mul alone)
+ * fuses too: the conv computes the sigmoid with the same vectorized code
+ * and multiplies in fp32, and in fp16 programs rounds the conv output, the
+ * sigmoid and (at the op's end) the product to fp16 as the three separate
+ * ops do: the same bits. Both the sigmoid and the mul then take the conv's
+ * output (the sigmoid's value is read by nothing else).
+ *
  * The plan depends only on the program, so it is made once per
  * interpreter family (kept in its cache, keyed by the function name) from
  * the first run's copy: every run's copy has the same ops in the same
@@ -81,6 +89,32 @@ static bool fusable(const mil_op *act, const mil_var *v, interp_fuse_ent *e) {
   return true;
 }
 
+/* Index of op `o` in b, counting from `from` (at index i), or -1. */
+static int32_t index_after(const mil_op *from, int32_t i, const mil_op *o) {
+  for (const mil_op *p = from; p; p = p->next, i++)
+    if (p == o) return i;
+  return -1;
+}
+
+/* The SiLU pair reading conv output v (fp32 programs' x * sigmoid(x) as
+ * exported from PyTorch): v read by exactly a sigmoid s (as its x) and a
+ * mul m of v and s's output, which only m reads. Fills *sig and *mul. */
+static bool silu_pair(const mil_var *v, const mil_block *b, const mil_op **sig, const mil_op **mul) {
+  if (v->n_uses != 2) return false;
+  const mil_op *s = NULL, *m = NULL;
+  for (const mil_use *u = v->uses; u; u = u->next_use) {
+    if (!u->op || u->block || u->op->block != b) return false;
+    if (strcmp(u->op->type, "sigmoid") == 0) s = u->op;
+    else if (strcmp(u->op->type, "mul") == 0) m = u->op;
+  }
+  if (!s || !m || s->n_outputs != 1 || m->n_outputs != 1 || input_var(s, "x") != v) return false;
+  const mil_var *so = s->outputs[0], *mx = input_var(m, "x"), *my = input_var(m, "y");
+  if (so->n_uses != 1 || so->uses->op != m || !((mx == v && my == so) || (mx == so && my == v))) return false;
+  if (!m->outputs[0]->type || !v->type || !mil_type_equal(m->outputs[0]->type, v->type)) return false;
+  *sig = s, *mul = m;
+  return true;
+}
+
 static interp_fuse_plan *plan_make(const mil_block *b) {
   interp_fuse_plan *fp = calloc(1, sizeof *fp);
   if (!fp) return NULL;
@@ -94,23 +128,34 @@ static interp_fuse_plan *plan_make(const mil_block *b) {
   for (mil_op *op = b->first; op; op = op->next, i++) {
     if (strcmp(op->type, "conv") != 0 || op->n_outputs != 1 || op->n_blocks) continue;
     const mil_var *v = op->outputs[0];
-    const mil_use *u = v->uses;
-    if (!u || u->next_use || !u->op || u->block || u->op->block != b || v->n_uses != 1) continue;
     if (!v->type || v->type->kind != MIL_TYPE_TENSOR ||
         (v->type->dtype != MIL_DT_FP32 && v->type->dtype != MIL_DT_FP16))
       continue;
     interp_fuse_ent e = {0};
-    if (!fusable(u->op, v, &e)) continue;
-    int32_t j = i + 1; /* the reader's index: it comes later in the block */
-    const mil_op *o = op->next;
-    while (o && o != u->op) o = o->next, j++;
-    if (!o || fp->ent[j].kind) continue;
-    e.partner = j;
+    e.partner2 = -1;
     e.is_conv = true;
+    e.fp16 = v->type->dtype == MIL_DT_FP16;
+    const mil_use *u = v->uses;
+    const mil_op *sig = NULL, *mul = NULL;
+    int32_t j = -1, k = -1; /* the readers' indices: they come later in the block */
+    if (u && !u->next_use && u->op && !u->block && u->op->block == b && v->n_uses == 1 && fusable(u->op, v, &e)) {
+      j = index_after(op->next, i + 1, u->op);
+    } else if (silu_pair(v, b, &sig, &mul)) {
+      e.kind = INTERP_FUSE_SILU;
+      j = index_after(op->next, i + 1, mul);
+      k = index_after(op->next, i + 1, sig);
+      if (k < 0 || fp->ent[k].kind) continue;
+    } else {
+      continue;
+    }
+    if (j < 0 || fp->ent[j].kind) continue;
+    e.partner = j;
+    e.partner2 = k;
     fp->ent[i] = e;
-    fp->ent[j] = e;
-    fp->ent[j].partner = i;
-    fp->ent[j].is_conv = false;
+    interp_fuse_ent a = e;
+    a.partner = i, a.partner2 = -1, a.is_conv = false;
+    fp->ent[j] = a;
+    if (k >= 0) fp->ent[k] = a;
   }
   return fp;
 }

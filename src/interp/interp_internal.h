@@ -69,12 +69,14 @@ typedef struct interp_plan interp_plan;
 typedef struct interp_bufpool interp_bufpool;
 
 /* An activation a conv applies to its output (fuse.c). */
-enum { INTERP_FUSE_NONE = 0, INTERP_FUSE_RELU = 1, INTERP_FUSE_CLIP = 2 };
+enum { INTERP_FUSE_NONE = 0, INTERP_FUSE_RELU = 1, INTERP_FUSE_CLIP = 2, INTERP_FUSE_SILU = 3 };
 typedef struct interp_fuse_ent {
-  int32_t kind;    /* INTERP_FUSE_* */
-  int32_t partner; /* index in the body of the other op of the pair */
-  bool is_conv;    /* this entry is the conv's (else the activation's) */
-  float lo, hi;    /* INTERP_FUSE_CLIP: min(max(x, lo), hi) */
+  int32_t kind;     /* INTERP_FUSE_*; SILU: x * sigmoid(x) as a sigmoid and a mul */
+  int32_t partner;  /* index in the body of the other op of the pair (the conv's entry: the activation's) */
+  int32_t partner2; /* the conv's entry of SILU: the sigmoid's index; else -1 */
+  bool is_conv;     /* this entry is the conv's (else an activation op's) */
+  bool fp16;        /* the conv's output is fp16 (SILU then rounds as the separate ops do) */
+  float lo, hi;     /* INTERP_FUSE_CLIP: min(max(x, lo), hi) */
 } interp_fuse_ent;
 typedef struct interp_fuse_plan interp_fuse_plan;
 

@@ -1,9 +1,10 @@
 /* Activation fusion of conv (src/interp/fuse.c, conv_dnnl.c): a conv whose
  * only reader is clip / relu / relu6 applies it itself; the results must
  * equal a naive reference written here (fp32: conv sums of multiples of
- * 1/8 are exact in any order, so the comparison is exact) and be
+ * 1/8 are exact in any order, so the comparison is exact; SiLU, a conv
+ * read by a sigmoid and a mul, within the sigmoid's error bound) and be
  * bit-identical to the unfused run (MIL_INTERP_NO_FUSE) in fp32 and fp16,
- * also with a NaN in the input (and with MIL_INTERP_DNNL_POSTOP, the
+ * also with a NaN in the input (NaN where the unfused run has NaN) (and with MIL_INTERP_DNNL_POSTOP, the
  * activation inside oneDNN's kernel, without NaN). A conv read by two ops, or returned by the
  * block, is not fused (its own output stays pre-activation). Then forks of
  * one interpreter run the program in several threads at once, several runs
@@ -109,7 +110,14 @@ static char *program_text(const char *dt) {
       "pad=[1, 1, 1, 1], dilations=[1, 1], groups=1, name=\"c5\")\n"
       "    %%a5: (1, %d, %d, %d, %s)(Tensor) = relu(x=%%c5, name=\"a5\")\n",
       C4, H2, H2, dt, C4, H2, H2, dt);
-  put(&b, "  } -> (%%s, %%c5, %%a5)\n}\n");
+  /* c6: SiLU as PyTorch exports it, the mul's operands in the other order */
+  put(&b,
+      "    %%c6: (1, %d, %d, %d, %s)(Tensor) = conv(x=%%a3, weight=%%w4, strides=[1, 1], pad_type=\"custom\", "
+      "pad=[1, 1, 1, 1], dilations=[1, 1], groups=1, name=\"c6\")\n"
+      "    %%g6: (1, %d, %d, %d, %s)(Tensor) = sigmoid(x=%%c6, name=\"g6\")\n"
+      "    %%m6: (1, %d, %d, %d, %s)(Tensor) = mul(x=%%g6, y=%%c6, name=\"m6\")\n",
+      C4, H2, H2, dt, C4, H2, H2, dt, C4, H2, H2, dt);
+  put(&b, "  } -> (%%s, %%c5, %%a5, %%m6)\n}\n");
   return b.s;
 }
 
@@ -176,8 +184,8 @@ static void reference(const float *x, float *s, float *c5, float *a5) {
 /* ---- running ---- */
 
 typedef struct outs {
-  uint8_t b[3][NS * 4]; /* the three outputs' bytes (fp16: the first half) */
-  size_t n[3];
+  uint8_t b[4][NS * 4]; /* the outputs' bytes (fp16: the first half) */
+  size_t n[4];
 } outs;
 
 static mil_status run(mil_interp *ip, bool fp16, const float *x, outs *o, mil_diag *d) {
@@ -192,7 +200,7 @@ static mil_status run(mil_interp *ip, bool fp16, const float *x, outs *o, mil_di
   if (st == MIL_OK) st = mil_interp_run(ip, NULL, d);
   if (st != MIL_OK) return st;
   memset(o, 0, sizeof *o);
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 4; i++) {
     const mil_tensor *r = mil_interp_output_at(ip, i);
     assert_true(r->nbytes <= sizeof o->b[i]);
     memcpy(o->b[i], r->data, r->nbytes);
@@ -238,11 +246,28 @@ static void test_fused_fp32_equals_reference(void **state) {
     for (int i = 0; i < NS; i++)
       if (got[k][i] != want[k][i]) fail_msg("output %d [%d]: %g, want %g", k, i, got[k][i], want[k][i]);
   }
+  /* SiLU: x * sigmoid(x) within the vectorized sigmoid's 4 ulp */
+  const float *m6 = (const float *)o.b[3];
+  for (int i = 0; i < NS; i++) {
+    double want_m = c5[i] / (1.0 + exp(-(double)c5[i]));
+    if (fabs(m6[i] - want_m) > 1e-6 * (1.0 + fabs(want_m))) fail_msg("silu [%d]: %g, want %g", i, m6[i], want_m);
+  }
   /* c5 is the conv's own output (a block output: not fused): negatives stay */
   bool neg = false;
   for (int i = 0; i < NS; i++) neg |= got[1][i] < 0;
   assert_true(neg);
   mil_program_free(p);
+}
+
+static bool is_nan(const uint8_t *p, bool fp16) {
+  if (fp16) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+  }
+  float f;
+  memcpy(&f, p, 4);
+  return f != f;
 }
 
 /* fused (env NULL, or the switch env set) against MIL_INTERP_NO_FUSE */
@@ -254,23 +279,20 @@ static void check_same_as_unfused(const char *dt, bool with_nan, const char *env
   outs fused, plain;
   run_fresh(p, fp16, x, env, &fused);
   run_fresh(p, fp16, x, "MIL_INTERP_NO_FUSE", &plain);
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 4; k++) {
     assert_int_equal(fused.n[k], plain.n[k]);
-    if (memcmp(fused.b[k], plain.b[k], fused.n[k]) != 0) fail_msg("%s%s: output %d differs from the unfused run", dt, with_nan ? " with NaN" : "", k);
+    size_t es = fp16 ? 2 : 4;
+    for (size_t i = 0; i < fused.n[k]; i += es) {
+      if (memcmp(fused.b[k] + i, plain.b[k] + i, es) == 0) continue;
+      /* equal bits, or NaN in both (a NaN's sign and payload are not
+       * specified: mul's operand order may pick either NaN) */
+      if (is_nan(fused.b[k] + i, fp16) && is_nan(plain.b[k] + i, fp16)) continue;
+      fail_msg("%s%s: output %d element %zu differs from the unfused run", dt, with_nan ? " with NaN" : "", k, i / es);
+    }
   }
   if (with_nan) { /* the NaN reached the outputs */
     bool any = false;
-    for (size_t i = 0; i < fused.n[0]; i += fp16 ? 2 : 4) {
-      if (fp16) {
-        uint16_t h;
-        memcpy(&h, fused.b[0] + i, 2);
-        any |= (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
-      } else {
-        float f;
-        memcpy(&f, fused.b[0] + i, 4);
-        any |= f != f;
-      }
-    }
+    for (size_t i = 0; i < fused.n[0]; i += fp16 ? 2 : 4) any |= is_nan(fused.b[0] + i, fp16);
     assert_true(any);
   }
   mil_program_free(p);
