@@ -245,6 +245,14 @@ static bool finish_act(interp_run *r, bool post_op, float *out, int64_t n) {
   if (!r->fuse) return true;
   if (r->fuse->kind == INTERP_FUSE_SILU) {
     finish_silu(out, n, r->fuse->fp16);
+  } else if (r->fuse->kind == INTERP_FUSE_HSWISH) { /* fp32: sigmoid_hard's two roundings, clamp, product */
+    float a = r->fuse->lo, b = r->fuse->hi;
+    for (int64_t i = 0; i < n; i++) {
+      float p = a * out[i];
+      float v = p + b;
+      float g = v < 0 ? 0.0f : v > 1 ? 1.0f : v;
+      out[i] = out[i] * g;
+    }
   } else if (!post_op) {
     float lo = r->fuse->lo, hi = r->fuse->hi;
     if (r->fuse->kind == INTERP_FUSE_RELU)
@@ -286,7 +294,8 @@ bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float
   bool post_op = false;
   if (r->fuse) {
     key.act = r->fuse->kind, key.lo = r->fuse->lo, key.hi = r->fuse->hi;
-    post_op = r->fuse->kind != INTERP_FUSE_SILU && use_blocked(&key) && getenv("MIL_INTERP_DNNL_POSTOP");
+    post_op = (r->fuse->kind == INTERP_FUSE_RELU || r->fuse->kind == INTERP_FUSE_CLIP) && use_blocked(&key) &&
+              getenv("MIL_INTERP_DNNL_POSTOP");
     if (!post_op) key.act = INTERP_FUSE_NONE, key.lo = key.hi = 0;
   }
   conv_prim *cp = interp_cache_get_obj(r->cache, &key, sizeof key);

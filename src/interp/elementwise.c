@@ -264,7 +264,7 @@ static mil_status binary(interp_run *r, mil_infer_ctx *c, bop k) {
       bv = interp_new_value(r, c->out[0]);
       out = cbuf = bv ? malloc((size_t)(bv->numel ? bv->numel : 1) * sizeof *cbuf) : NULL;
     } else {
-      out = interp_fout_begin(r, c, 0, &o);
+      out = interp_fout_begin_uninit(r, c, 0, &o); /* bin_broadcast writes every element, or fails */
     }
   }
   if (!out) {

@@ -17,7 +17,10 @@
  * and multiplies in fp32, and in fp16 programs rounds the conv output, the
  * sigmoid and (at the op's end) the product to fp16 as the three separate
  * ops do: the same bits. Both the sigmoid and the mul then take the conv's
- * output (the sigmoid's value is read by nothing else).
+ * output (the sigmoid's value is read by nothing else). Hard swish (the
+ * same with sigmoid_hard, alpha and beta consts; fp32 programs only: the
+ * fp16 kernel rounds inside the gate) fuses likewise, the gate computed as
+ * its kernel does (product, sum, clamp).
  *
  * The plan depends only on the program, so it is made once per
  * interpreter family (kept in its cache, keyed by the function name) from
@@ -96,15 +99,16 @@ static int32_t index_after(const mil_op *from, int32_t i, const mil_op *o) {
   return -1;
 }
 
-/* The SiLU pair reading conv output v (fp32 programs' x * sigmoid(x) as
- * exported from PyTorch): v read by exactly a sigmoid s (as its x) and a
- * mul m of v and s's output, which only m reads. Fills *sig and *mul. */
-static bool silu_pair(const mil_var *v, const mil_block *b, const mil_op **sig, const mil_op **mul) {
+/* The SiLU pair reading conv output v (x * sigmoid(x) as exported from
+ * PyTorch; hard swish with gate "sigmoid_hard"): v read by exactly a gate
+ * op s (as its x) and a mul m of v and s's output, which only m reads.
+ * Fills *sig and *mul. */
+static bool silu_pair(const mil_var *v, const mil_block *b, const char *gate, const mil_op **sig, const mil_op **mul) {
   if (v->n_uses != 2) return false;
   const mil_op *s = NULL, *m = NULL;
   for (const mil_use *u = v->uses; u; u = u->next_use) {
     if (!u->op || u->block || u->op->block != b) return false;
-    if (strcmp(u->op->type, "sigmoid") == 0) s = u->op;
+    if (strcmp(u->op->type, gate) == 0) s = u->op;
     else if (strcmp(u->op->type, "mul") == 0) m = u->op;
   }
   if (!s || !m || s->n_outputs != 1 || m->n_outputs != 1 || input_var(s, "x") != v) return false;
@@ -140,8 +144,10 @@ static interp_fuse_plan *plan_make(const mil_block *b) {
     int32_t j = -1, k = -1; /* the readers' indices: they come later in the block */
     if (u && !u->next_use && u->op && !u->block && u->op->block == b && v->n_uses == 1 && fusable(u->op, v, &e)) {
       j = index_after(op->next, i + 1, u->op);
-    } else if (silu_pair(v, b, &sig, &mul)) {
-      e.kind = INTERP_FUSE_SILU;
+    } else if (silu_pair(v, b, "sigmoid", &sig, &mul) ||
+               (!e.fp16 && silu_pair(v, b, "sigmoid_hard", &sig, &mul) &&
+                const_param(sig, "alpha", 0.2f, &e.lo) && const_param(sig, "beta", 0.5f, &e.hi))) {
+      e.kind = strcmp(sig->type, "sigmoid") == 0 ? INTERP_FUSE_SILU : INTERP_FUSE_HSWISH;
       j = index_after(op->next, i + 1, mul);
       k = index_after(op->next, i + 1, sig);
       if (k < 0 || fp->ent[k].kind) continue;

@@ -69,14 +69,14 @@ typedef struct interp_plan interp_plan;
 typedef struct interp_bufpool interp_bufpool;
 
 /* An activation a conv applies to its output (fuse.c). */
-enum { INTERP_FUSE_NONE = 0, INTERP_FUSE_RELU = 1, INTERP_FUSE_CLIP = 2, INTERP_FUSE_SILU = 3 };
+enum { INTERP_FUSE_NONE = 0, INTERP_FUSE_RELU = 1, INTERP_FUSE_CLIP = 2, INTERP_FUSE_SILU = 3, INTERP_FUSE_HSWISH = 4 };
 typedef struct interp_fuse_ent {
-  int32_t kind;     /* INTERP_FUSE_*; SILU: x * sigmoid(x) as a sigmoid and a mul */
+  int32_t kind;     /* INTERP_FUSE_*; SILU / HSWISH: x * sigmoid(x) / x * sigmoid_hard(x) as a gate op and a mul */
   int32_t partner;  /* index in the body of the other op of the pair (the conv's entry: the activation's) */
   int32_t partner2; /* the conv's entry of SILU: the sigmoid's index; else -1 */
   bool is_conv;     /* this entry is the conv's (else an activation op's) */
   bool fp16;        /* the conv's output is fp16 (SILU then rounds as the separate ops do) */
-  float lo, hi;     /* INTERP_FUSE_CLIP: min(max(x, lo), hi) */
+  float lo, hi;     /* CLIP: min(max(x, lo), hi); HSWISH: the gate's alpha and beta */
 } interp_fuse_ent;
 typedef struct interp_fuse_plan interp_fuse_plan;
 

@@ -2,7 +2,8 @@
  * only reader is clip / relu / relu6 applies it itself; the results must
  * equal a naive reference written here (fp32: conv sums of multiples of
  * 1/8 are exact in any order, so the comparison is exact; SiLU, a conv
- * read by a sigmoid and a mul, within the sigmoid's error bound) and be
+ * read by a sigmoid and a mul, within the sigmoid's error bound; hard
+ * swish exactly) and be
  * bit-identical to the unfused run (MIL_INTERP_NO_FUSE) in fp32 and fp16,
  * also with a NaN in the input (NaN where the unfused run has NaN) (and with MIL_INTERP_DNNL_POSTOP, the
  * activation inside oneDNN's kernel, without NaN). A conv read by two ops, or returned by the
@@ -117,7 +118,16 @@ static char *program_text(const char *dt) {
       "    %%g6: (1, %d, %d, %d, %s)(Tensor) = sigmoid(x=%%c6, name=\"g6\")\n"
       "    %%m6: (1, %d, %d, %d, %s)(Tensor) = mul(x=%%g6, y=%%c6, name=\"m6\")\n",
       C4, H2, H2, dt, C4, H2, H2, dt, C4, H2, H2, dt);
-  put(&b, "  } -> (%%s, %%c5, %%a5, %%m6)\n}\n");
+  /* c7: hard swish, sigmoid_hard with alpha 0.2 and beta 0.5 */
+  put(&b, "    %%ha: (%s)*(Scalar) = const(val=0.2, name=\"ha\")\n", dt);
+  put(&b, "    %%hb: (%s)*(Scalar) = const(val=0.5, name=\"hb\")\n", dt);
+  put(&b,
+      "    %%c7: (1, %d, %d, %d, %s)(Tensor) = conv(x=%%a3, weight=%%w4, strides=[1, 1], pad_type=\"custom\", "
+      "pad=[1, 1, 1, 1], dilations=[1, 1], groups=1, name=\"c7\")\n"
+      "    %%g7: (1, %d, %d, %d, %s)(Tensor) = sigmoid_hard(x=%%c7, alpha=%%ha, beta=%%hb, name=\"g7\")\n"
+      "    %%m7: (1, %d, %d, %d, %s)(Tensor) = mul(x=%%c7, y=%%g7, name=\"m7\")\n",
+      C4, H2, H2, dt, C4, H2, H2, dt, C4, H2, H2, dt);
+  put(&b, "  } -> (%%s, %%c5, %%a5, %%m6, %%m7)\n}\n");
   return b.s;
 }
 
@@ -184,8 +194,8 @@ static void reference(const float *x, float *s, float *c5, float *a5) {
 /* ---- running ---- */
 
 typedef struct outs {
-  uint8_t b[4][NS * 4]; /* the outputs' bytes (fp16: the first half) */
-  size_t n[4];
+  uint8_t b[5][NS * 4]; /* the outputs' bytes (fp16: the first half) */
+  size_t n[5];
 } outs;
 
 static mil_status run(mil_interp *ip, bool fp16, const float *x, outs *o, mil_diag *d) {
@@ -200,7 +210,7 @@ static mil_status run(mil_interp *ip, bool fp16, const float *x, outs *o, mil_di
   if (st == MIL_OK) st = mil_interp_run(ip, NULL, d);
   if (st != MIL_OK) return st;
   memset(o, 0, sizeof *o);
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 5; i++) {
     const mil_tensor *r = mil_interp_output_at(ip, i);
     assert_true(r->nbytes <= sizeof o->b[i]);
     memcpy(o->b[i], r->data, r->nbytes);
@@ -252,6 +262,16 @@ static void test_fused_fp32_equals_reference(void **state) {
     double want_m = c5[i] / (1.0 + exp(-(double)c5[i]));
     if (fabs(m6[i] - want_m) > 1e-6 * (1.0 + fabs(want_m))) fail_msg("silu [%d]: %g, want %g", i, m6[i], want_m);
   }
+  /* hard swish: x * min(max(0.2 x + 0.5, 0), 1), each step rounded to
+   * fp32 as numpy's float32 (coremltools' value inference) */
+  const float *m7 = (const float *)o.b[4];
+  for (int i = 0; i < NS; i++) {
+    float p = 0.2f * c5[i];
+    float g = p + 0.5f;
+    g = g < 0 ? 0.0f : g > 1 ? 1.0f : g;
+    float want_h = c5[i] * g;
+    if (m7[i] != want_h) fail_msg("hard swish [%d]: %g, want %g", i, m7[i], want_h);
+  }
   /* c5 is the conv's own output (a block output: not fused): negatives stay */
   bool neg = false;
   for (int i = 0; i < NS; i++) neg |= got[1][i] < 0;
@@ -279,7 +299,7 @@ static void check_same_as_unfused(const char *dt, bool with_nan, const char *env
   outs fused, plain;
   run_fresh(p, fp16, x, env, &fused);
   run_fresh(p, fp16, x, "MIL_INTERP_NO_FUSE", &plain);
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 5; k++) {
     assert_int_equal(fused.n[k], plain.n[k]);
     size_t es = fp16 ? 2 : 4;
     for (size_t i = 0; i < fused.n[k]; i += es) {
