@@ -241,18 +241,30 @@ static void finish_silu(float *out, int64_t n, bool fp16) {
   }
 }
 
+/* fp32 hard swish: sigmoid_hard's product and sum (rounded to fp32 each),
+ * its clamp (written as two selects so that it vectorizes; NaN stays NaN),
+ * the mul's product. */
+static void finish_hswish(float *out, int64_t n, float a, float b) {
+  float g[256];
+  for (int64_t i0 = 0; i0 < n; i0 += 256) {
+    int64_t m = n - i0 < 256 ? n - i0 : 256;
+    float *v = out + i0;
+    for (int64_t i = 0; i < m; i++) {
+      float t = a * v[i];
+      t = t + b;
+      t = t < 0 ? 0.0f : t;
+      g[i] = t > 1 ? 1.0f : t;
+    }
+    for (int64_t i = 0; i < m; i++) v[i] = v[i] * g[i];
+  }
+}
+
 static bool finish_act(interp_run *r, bool post_op, float *out, int64_t n) {
   if (!r->fuse) return true;
   if (r->fuse->kind == INTERP_FUSE_SILU) {
     finish_silu(out, n, r->fuse->fp16);
-  } else if (r->fuse->kind == INTERP_FUSE_HSWISH) { /* fp32: sigmoid_hard's two roundings, clamp, product */
-    float a = r->fuse->lo, b = r->fuse->hi;
-    for (int64_t i = 0; i < n; i++) {
-      float p = a * out[i];
-      float v = p + b;
-      float g = v < 0 ? 0.0f : v > 1 ? 1.0f : v;
-      out[i] = out[i] * g;
-    }
+  } else if (r->fuse->kind == INTERP_FUSE_HSWISH) {
+    finish_hswish(out, n, r->fuse->lo, r->fuse->hi);
   } else if (!post_op) {
     float lo = r->fuse->lo, hi = r->fuse->hi;
     if (r->fuse->kind == INTERP_FUSE_RELU)
