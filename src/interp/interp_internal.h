@@ -10,6 +10,7 @@
  *   vmath.c           vectorized exp / sigmoid / silu (vmath.h)
  *   threads.c         intra-op thread count (interp_threads), interp_parallel
  *   fuse.c            the plan of convs that apply their activation
+ *   conv_act.c        the activation such a conv applies to its output
  *   bufpool.c         memory an interpreter keeps between runs: freed
  *                     blocks of its run copies, kernels' work buffers
  *   <family>.c        kernels, one file per op family: linear.c, conv.c,
@@ -194,6 +195,12 @@ INTERP_HIDDEN bool interp_conv_dnnl(interp_run *r, const float *x, const float *
                                     int64_t n, int64_t cin, int64_t cout, int64_t groups, const int64_t in[3],
                                     const int64_t outsz[3], const int64_t k[3], const int64_t s[3],
                                     const int64_t d[3], const int64_t pb[3]);
+
+/* ---- conv_act.c ---- */
+/* Applies r->fuse's activation (when set) in place to the n floats of a
+ * conv's fp32 output, unless post_op (oneDNN applied a relu / clip
+ * already), and sets r->fused. Returns true. */
+INTERP_HIDDEN bool interp_conv_act(interp_run *r, bool post_op, float *out, int64_t n);
 
 /* ---- memplan.c ---- */
 /* The liveness plan of block b (the function body): which vars die after
