@@ -172,7 +172,11 @@ const interp_fuse_plan *interp_fuse_plan_get(interp_run *r, const mil_block *bod
   memset(key, 0, sizeof key);
   snprintf(key, sizeof key, "fuse-plan:%s", r->fn && r->fn->name ? r->fn->name : "");
   interp_fuse_plan *fp = interp_cache_get_obj(r->cache, key, sizeof key);
-  if (fp) return fp;
+  if (fp) {
+    int32_t n = 0; /* the same body (a family runs one function): checked all the same */
+    for (const mil_op *op = body->first; op; op = op->next) n++;
+    return n == fp->n_ops ? fp : NULL;
+  }
   interp_fuse_plan *made = plan_make(body);
   if (!made) return NULL;
   fp = interp_cache_put_obj(r->cache, key, sizeof key, made, plan_free);
