@@ -287,10 +287,12 @@ __attribute__((target("avx2,fma"))) static void dw2d_avx2(const float *x, const 
 }
 
 static bool dw2d_cpu(void) {
-  static int ok = -1; /* the same answer in every thread: a benign race */
+  static int ok_state = -1; /* -1 unknown; every thread finds the same answer (atomic: no data race) */
+  int ok = __atomic_load_n(&ok_state, __ATOMIC_RELAXED);
   if (ok < 0) {
     __builtin_cpu_init();
     ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    __atomic_store_n(&ok_state, ok, __ATOMIC_RELAXED);
   }
   return ok;
 }

@@ -54,10 +54,12 @@ __attribute__((target("avx"))) static int64_t hswish_avx(float *v, int64_t n, fl
 
 static void finish_hswish(float *out, int64_t n, float a, float b) {
 #ifdef HS_AVX
-  static int avx = -1; /* the same answer in every thread: a benign race */
+  static int avx_state = -1; /* -1 unknown; every thread finds the same answer (atomic: no data race) */
+  int avx = __atomic_load_n(&avx_state, __ATOMIC_RELAXED);
   if (avx < 0) {
     __builtin_cpu_init();
     avx = __builtin_cpu_supports("avx") ? 1 : 0;
+    __atomic_store_n(&avx_state, avx, __ATOMIC_RELAXED);
   }
   if (avx) {
     int64_t done = hswish_avx(out, n, a, b);
