@@ -155,9 +155,11 @@ static bool copy_name_counts(mil_program *dst, const mil_program *src) {
          copy_interned_map(dst, &d->intended, &n->intended, true);
 }
 
-mil_program *mil_program_clone(const mil_program *src) {
+mil_program *mil_program_clone(const mil_program *src) { return ir_program_clone_with(src, src->alloc); }
+
+mil_program *ir_program_clone_with(const mil_program *src, const mil_allocator *alloc) {
   cl c = {0};
-  c.dst = mil_program_new(src->alloc);
+  c.dst = mil_program_new(alloc);
   if (!c.dst) return NULL;
   ir_ptrmap_init(&c.vars);
   mil_program *p = c.dst;

@@ -55,6 +55,11 @@ IR_HIDDEN void ir_typecount_free(mil_program *p);
 /* ---- type.c ---- */
 IR_HIDDEN void ir_typetab_free(mil_program *p);
 
+/* ---- clone.c ---- */
+/* mil_program_clone with the copy's allocator given (it must outlive the
+ * copy; NULL: the default). */
+IR_HIDDEN mil_program *ir_program_clone_with(const mil_program *src, const mil_allocator *alloc);
+
 /* ---- bigval.c: large value buffers apart from the arena ---- */
 #define IR_BIG_MIN ((size_t)16 << 10)
 typedef struct ir_big ir_big;

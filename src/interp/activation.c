@@ -87,7 +87,8 @@ static mil_status k_sigmoid_hard(interp_run *r, mil_infer_ctx *c) {
     for (int64_t i = 0; i < x->numel; i++) {
       float p = a * xf[i]; /* two float roundings, as numpy's float32 */
       float v = p + b;
-      y[i] = v < 0 ? 0.0f : v > 1 ? 1.0f : v;
+      v = v < 0 ? 0.0f : v; /* then v > 1 ? 1 : v: the clamp in a form that vectorizes (NaN stays NaN) */
+      y[i] = v > 1 ? 1.0f : v;
     }
   } else {
     a = interp_h2f(interp_f2h(a));

@@ -207,6 +207,97 @@ static void depthwise(const float *x, const float *w, const float *bias, int64_t
   }
 }
 
+/* Depthwise 2-D convolution with a small kernel (k <= 7, dilation 1, the
+ * stride along W 1 or 2), one output channel at a time: eight output
+ * columns accumulate every tap in a register (AVX2/FMA; stride 2 takes the
+ * even elements of 16 loaded), so each output is stored once; the columns
+ * near the borders, whose windows leave the input, take the same taps in
+ * the same order one at a time (fmaf), so a column's result does not depend
+ * on which loop computed it. The bias is added last. Plain NCHW in and out:
+ * no reorders into a blocked layout (mobilenet_v2: oneDNN's reorders around
+ * its depthwise kernels took about a third of the run). */
+#ifdef DW_HAVE_AVX2
+static bool dw2d_fits(const geom *g) {
+  return g->in[0] == 1 && g->out[0] == 1 && g->k[0] == 1 && g->k[1] <= 7 && g->k[2] <= 7 && g->d[1] == 1 &&
+         g->d[2] == 1 && (g->s[2] == 1 || g->s[2] == 2) && g->pb[1] >= 0 && g->pb[2] >= 0;
+}
+
+static float dw2d_one(const float *src, const float *wk, const geom *g, int64_t ih0, int64_t khlo, int64_t khhi,
+                      int64_t ow) {
+  float acc = 0.0f;
+  int64_t W = g->in[2], KW = g->k[2];
+  for (int64_t kh = khlo; kh < khhi; kh++) {
+    const float *srow = src + (ih0 + kh) * W;
+    for (int64_t kw = 0; kw < KW; kw++) {
+      int64_t iw = ow * g->s[2] + kw - g->pb[2];
+      if (iw >= 0 && iw < W) acc = fmaf(wk[kh * KW + kw], srow[iw], acc);
+    }
+  }
+  return acc;
+}
+
+__attribute__((target("avx2,fma"))) static void dw2d_avx2(const float *x, const float *w, const float *bias,
+                                                          int64_t cout, int64_t mult, const geom *g, float *out) {
+  int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2], KH = g->k[1], KW = g->k[2];
+  int64_t sw = g->s[2], pl = g->pb[2];
+  /* vector starts ow0: every lane's window inside the row, and (stride 2)
+   * the 16-float load too: ow0 * sw - pl >= 0 and the last float read,
+   * ow0 * sw - pl + (KW - 1) + (sw == 1 ? 7 : 15), at most W - 1 */
+  int64_t vlo = (pl + sw - 1) / sw, reach = KW - 1 + (sw == 1 ? 7 : 15);
+  int64_t vmax = W - 1 - reach + pl >= 0 ? (W - 1 - reach + pl) / sw : -1; /* largest valid start */
+  for (int64_t o = 0; o < cout; o++) {
+    const float *src = x + (o / mult) * H * W, *wk = w + o * KH * KW;
+    float *dst = out + o * OH * OW;
+    float b = bias ? bias[o] : 0.0f;
+    for (int64_t oh = 0; oh < OH; oh++) {
+      int64_t ih0 = oh * g->s[1] - g->pb[1];
+      int64_t khlo = ih0 < 0 ? -ih0 : 0, khhi = H - ih0 < KH ? H - ih0 : KH;
+      float *drow = dst + oh * OW;
+      int64_t ow = 0;
+      for (; ow < OW && ow < vlo; ow++) {
+        drow[ow] = dw2d_one(src, wk, g, ih0, khlo, khhi, ow);
+        if (bias) drow[ow] += b;
+      }
+      for (; ow + 8 <= OW && ow <= vmax; ow += 8) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t kh = khlo; kh < khhi; kh++) {
+          const float *p = src + (ih0 + kh) * W + ow * sw - pl;
+          const float *wr = wk + kh * KW;
+          for (int64_t kw = 0; kw < KW; kw++) {
+            __m256 v;
+            if (sw == 1) {
+              v = _mm256_loadu_ps(p + kw);
+            } else {
+              __m256 a = _mm256_loadu_ps(p + kw), c = _mm256_loadu_ps(p + kw + 8);
+              v = _mm256_shuffle_ps(a, c, _MM_SHUFFLE(2, 0, 2, 0));
+              v = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), _MM_SHUFFLE(3, 1, 2, 0)));
+            }
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(wr[kw]), v, acc);
+          }
+        }
+        if (bias) acc = _mm256_add_ps(acc, _mm256_set1_ps(b));
+        _mm256_storeu_ps(drow + ow, acc);
+      }
+      for (; ow < OW; ow++) {
+        drow[ow] = dw2d_one(src, wk, g, ih0, khlo, khhi, ow);
+        if (bias) drow[ow] += b;
+      }
+    }
+  }
+}
+
+static bool dw2d_cpu(void) {
+  static int ok_state = -1; /* -1 unknown; every thread finds the same answer (atomic: no data race) */
+  int ok = __atomic_load_n(&ok_state, __ATOMIC_RELAXED);
+  if (ok < 0) {
+    __builtin_cpu_init();
+    ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    __atomic_store_n(&ok_state, ok, __ATOMIC_RELAXED);
+  }
+  return ok;
+}
+#endif
+
 typedef struct conv_args {
   const mil_value *x, *w, *b;
   int64_t xs[MIL_INTERP_MAX_RANK], ws[MIL_INTERP_MAX_RANK], os[MIL_INTERP_MAX_RANK];
@@ -261,15 +352,28 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
   /* oneDNN's primitive for 1D/2D convs whose weight is a stable buffer
    * (cached with the primitive; conv_dnnl.c); depthwise too, measured
    * faster than the direct loop below (bench/interp_notes.md) */
-  bool try_dnnl = (!dw || !getenv("MIL_INTERP_DW_DIRECT")) && a.rank <= 4 && wf && !tw &&
+  bool dw2d = false;
+#ifdef DW_HAVE_AVX2
+  dw2d = dw && dw2d_fits(g) && g->s[2] == 2 && g->out[2] >= 28 && dw2d_cpu() && !getenv("MIL_INTERP_DW_DNNL");
+#endif
+  bool try_dnnl = (!dw || (!dw2d && !getenv("MIL_INTERP_DW_DIRECT"))) && a.rank <= 4 && wf && !tw &&
                   interp_cache_is_stable(r->cache, mil_value_data(a.w));
   interp_fout o;
-  float *out = xf && wf && (!a.b || bf) ? interp_fout_begin(r, c, 0, &o) : NULL;
+  float *out = xf && wf && (!a.b || bf) ? interp_fout_begin_uninit(r, c, 0, &o) : NULL;
   if (out && try_dnnl && interp_conv_dnnl(r, xf, wf, bf, out, n, cin, cout, G, g->in, g->out, g->k, g->s, g->d, g->pb)) {
     free(tx), free(tw), free(tb);
     c->val[0] = interp_fout_end(&o);
     return MIL_OK;
   }
+#ifdef DW_HAVE_AVX2
+  if (out && dw2d) {
+    for (int64_t b = 0; b < n; b++) dw2d_avx2(xf + b * cin * plane, wf, bf, cout, og, g, out + b * cout * oplane);
+    interp_conv_act(r, false, out, o.v->numel); /* the fused activation, if any */
+    free(tx), free(tw), free(tb);
+    c->val[0] = interp_fout_end(&o);
+    return MIL_OK;
+  }
+#endif
   if (out && !direct && !dw) {
     col = malloc((size_t)(cg * ksz * tcols > 0 ? cg * ksz * tcols : 1) * sizeof *col);
     if (!col) {
@@ -281,6 +385,7 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
     free(tx), free(tw), free(tb), free(col);
     return interp_nomem(c);
   }
+  if (!dw) memset(out, 0, (size_t)o.v->numel * sizeof *out); /* sgemm's beta 0 then never meets stale bytes */
   for (int64_t b = 0; b < n; b++) {
     const float *xb = xf + b * cin * plane;
     float *ob = out + b * cout * oplane;
@@ -304,6 +409,7 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
     }
   }
   if (!dw) add_bias(out, bf, n, cout, oplane);
+  interp_conv_act(r, false, out, o.v->numel); /* the fused activation, if any */
   free(tx), free(tw), free(tb), free(col);
   c->val[0] = interp_fout_end(&o);
   return MIL_OK;

@@ -5,10 +5,13 @@
  *
  * The primitive and the weight reordered into the layout oneDNN picks
  * (format_tag any) are made once per interpreter family, kept in its cache
- * keyed by the weight's address and the geometry. Activations stay in plain
- * NCHW. The family's threads execute a cached primitive at once: each call
- * has its own stream, memory objects and scratchpad (user scratchpad mode),
- * which oneDNN documents as safe for concurrent execution.
+ * keyed by the weight's address, the geometry and the fused activation.
+ * Activations stay in plain NCHW at the op boundary. The family's threads
+ * execute a cached primitive at once: each call has its own stream, memory
+ * objects and scratchpad (user scratchpad mode, the buffer one of the
+ * calling interpreter's work buffers), which oneDNN documents as safe for
+ * concurrent execution. A conv paired with its activation (fuse.c)
+ * applies it to its output here.
  *
  * oneDNN sums the products in its own order (fp32 accumulation, as the
  * im2col + sgemm path does). */
@@ -31,6 +34,8 @@ static void engine_init(void) {
 typedef struct conv_key {
   const void *w;
   int64_t n, cin, cout, groups, bias, in[2], out[2], k[2], s[2], d[2], pb[2];
+  int32_t act;  /* INTERP_FUSE_*: the activation applied as a post-op */
+  float lo, hi; /* its bounds (INTERP_FUSE_CLIP) */
 } conv_key;
 
 typedef struct conv_prim {
@@ -94,6 +99,32 @@ static bool reorder_run(dnnl_primitive_t r, dnnl_stream_t st, dnnl_memory_t from
   return dnnl_primitive_execute(r, st, 2, args) == dnnl_success;
 }
 
+/* Whether the primitive takes blocked activations (reordered at the op
+ * boundary): they pay off for spatial kernels; 1x1 convs stay plain (a
+ * GEMM on NCHW, no reorders), and so do activations above 16 MB: their two
+ * reordered copies cost more memory than they gain (unet1024 fp32: 606 MB
+ * peak RSS blocked, 386 MB plain, 1.84 s against 1.98 s per run). */
+static bool use_blocked(const conv_key *k) {
+  int64_t in_px = k->cin * k->in[0] * k->in[1], out_px = k->cout * k->out[0] * k->out[1];
+  double act_bytes = 4.0 * (double)k->n * (double)(in_px > out_px ? in_px : out_px);
+  return k->k[0] * k->k[1] > 1 && act_bytes <= 16.0 * 1024 * 1024 && !getenv("MIL_INTERP_DNNL_CONV_PLAIN");
+}
+
+/* The fused activation as an eltwise post-op (fuse.c): relu (max with 0,
+ * negative inputs times alpha 0; a NaN stays NaN) or clip (alpha lo,
+ * beta hi), applied to the fp32 sum after the bias. */
+static bool set_act(dnnl_primitive_attr_t attr, const conv_key *k) {
+  if (k->act == INTERP_FUSE_NONE) return true;
+  dnnl_post_ops_t po = NULL;
+  bool ok = dnnl_post_ops_create(&po) == dnnl_success &&
+            dnnl_post_ops_append_eltwise(po, 1.0f, k->act == INTERP_FUSE_RELU ? dnnl_eltwise_relu : dnnl_eltwise_clip,
+                                         k->act == INTERP_FUSE_RELU ? 0.0f : k->lo,
+                                         k->act == INTERP_FUSE_RELU ? 0.0f : k->hi) == dnnl_success &&
+            dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+  if (po) dnnl_post_ops_destroy(po);
+  return ok;
+}
+
 static conv_prim *prim_make(const conv_key *k, const float *w) {
   conv_prim *cp = calloc(1, sizeof *cp);
   if (!cp) return NULL;
@@ -107,14 +138,7 @@ static conv_prim *prim_make(const conv_key *k, const float *w) {
     if (pr[i] < 0 && pr[i] > -k->s[i]) pr[i] = 0;
   }
   dnnl_memory_desc_t wplain, wany, sany, dany;
-  /* blocked activations (reordered at the op boundary) pay off for spatial
-   * kernels; 1x1 convs stay plain (a GEMM on NCHW, no reorders), and so do
-   * activations above 16 MB: their two reordered copies cost more memory
-   * than they gain (unet1024 fp32: 606 MB peak RSS blocked, 386 MB plain,
-   * 1.84 s against 1.98 s per run) */
-  int64_t in_px = k->cin * k->in[0] * k->in[1], out_px = k->cout * k->out[0] * k->out[1];
-  double act_bytes = 4.0 * (double)k->n * (double)(in_px > out_px ? in_px : out_px);
-  bool blocked = k->k[0] * k->k[1] > 1 && act_bytes <= 16.0 * 1024 * 1024 && !getenv("MIL_INTERP_DNNL_CONV_PLAIN");
+  bool blocked = use_blocked(k);
   dnnl_convolution_desc_t cd;
   dnnl_primitive_attr_t attr = NULL;
   dnnl_primitive_desc_t pd = NULL;
@@ -131,7 +155,7 @@ static conv_prim *prim_make(const conv_key *k, const float *w) {
                                                        strides, dil, pl, pr) == dnnl_success &&
             dnnl_primitive_attr_create(&attr) == dnnl_success &&
             dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
-            dnnl_primitive_desc_create(&pd, &cd, attr, g_engine, NULL) == dnnl_success;
+            set_act(attr, k) && dnnl_primitive_desc_create(&pd, &cd, attr, g_engine, NULL) == dnnl_success;
   if (ok) {
     cp->w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     cp->src_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
@@ -150,13 +174,22 @@ static conv_prim *prim_make(const conv_key *k, const float *w) {
   return cp;
 }
 
-static bool prim_run(const conv_prim *cp, const float *x, const float *bias, float *out) {
+/* The scratchpad and the blocked copies of src and dst are the run's work
+ * buffers (bufpool.c: kept by the interpreter, no fresh pages per call),
+ * or malloc'ed for this call without a pool. */
+static bool prim_run(const conv_prim *cp, interp_bufpool *pool, const float *x, const float *bias, float *out) {
   dnnl_memory_t m[7] = {NULL}; /* src, weights, dst, scratchpad, bias, plain src, plain dst */
   dnnl_stream_t st = NULL;
-  void *scratch = cp->scratch_bytes ? malloc(cp->scratch_bytes) : NULL;
   size_t sb = cp->to_src ? dnnl_memory_desc_get_size(&cp->src_md) : 0;
   size_t db = cp->from_dst ? dnnl_memory_desc_get_size(&cp->dst_md) : 0;
-  void *sbuf = sb ? malloc(sb) : NULL, *dbuf = db ? malloc(db) : NULL;
+  void *own[3] = {NULL, NULL, NULL};
+  size_t want[3] = {cp->scratch_bytes, sb, db};
+  void *buf[3];
+  for (int i = 0; i < 3; i++) {
+    buf[i] = want[i] ? interp_bufpool_work(pool, i, want[i]) : NULL;
+    if (want[i] && !buf[i]) buf[i] = own[i] = malloc(want[i]);
+  }
+  void *scratch = buf[0], *sbuf = buf[1], *dbuf = buf[2];
   bool ok = (!cp->scratch_bytes || scratch) && (!sb || sbuf) && (!db || dbuf) &&
             dnnl_memory_create(&m[0], &cp->src_md, g_engine, sb ? sbuf : (void *)x) == dnnl_success &&
             dnnl_memory_create(&m[1], &cp->w_md, g_engine, cp->w) == dnnl_success &&
@@ -180,7 +213,7 @@ static bool prim_run(const conv_prim *cp, const float *x, const float *bias, flo
   if (st) dnnl_stream_destroy(st);
   for (int i = 0; i < 7; i++)
     if (m[i]) dnnl_memory_destroy(m[i]);
-  free(scratch), free(sbuf), free(dbuf);
+  free(own[0]), free(own[1]), free(own[2]);
   return ok;
 }
 
@@ -199,18 +232,34 @@ bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float
     key.in[i] = in[1 + i], key.out[i] = outsz[1 + i], key.k[i] = k[1 + i];
     key.s[i] = s[1 + i], key.d[i] = d[1 + i], key.pb[i] = pb[1 + i];
   }
+  /* the activation: applied here, in place, after the primitive (an extra
+   * pass over the output while it is still in the cache), exactly as the
+   * activation kernels compute it. MIL_INTERP_DNNL_POSTOP=1 makes it a
+   * post-op of oneDNN's direct (blocked) kernels instead, saving that pass
+   * (mobilenet_v2 fp32 about 5% faster), but their max/min turn a NaN into
+   * the lower bound (the kernels keep NaN). Never on the GEMM-based plain
+   * convs: oneDNN applies post-ops there element by element through its
+   * reference code (mobilenet_v2's 1x1 16->96 conv at 112x112: 1.2 ->
+   * 9.7 ms). */
+  bool post_op = false;
+  if (r->fuse) {
+    key.act = r->fuse->kind, key.lo = r->fuse->lo, key.hi = r->fuse->hi;
+    post_op = (r->fuse->kind == INTERP_FUSE_RELU || r->fuse->kind == INTERP_FUSE_CLIP) && use_blocked(&key) &&
+              getenv("MIL_INTERP_DNNL_POSTOP");
+    if (!post_op) key.act = INTERP_FUSE_NONE, key.lo = key.hi = 0;
+  }
   conv_prim *cp = interp_cache_get_obj(r->cache, &key, sizeof key);
   if (!cp) {
     conv_prim *made = prim_make(&key, w);
     if (!made) return false;
     cp = interp_cache_put_obj(r->cache, &key, sizeof key, made, prim_free);
     if (!cp) {
-      bool ok = prim_run(made, x, bias, out);
+      bool ok = prim_run(made, r->pool, x, bias, out);
       prim_free(made);
-      return ok;
+      return ok && interp_conv_act(r, post_op, out, n * cout * outsz[1] * outsz[2]);
     }
   }
-  return prim_run(cp, x, bias, out);
+  return prim_run(cp, r->pool, x, bias, out) && interp_conv_act(r, post_op, out, n * cout * outsz[1] * outsz[2]);
 }
 
 #else

@@ -69,7 +69,7 @@ mil_status interp_map(interp_run *r, mil_infer_ctx *c, interp_unary_fn fn, const
   float *tx;
   const float *xf = interp_f32(r, x, &tx);
   interp_fout o;
-  float *out = xf ? interp_fout_begin(r, c, 0, &o) : NULL;
+  float *out = xf ? interp_fout_begin_uninit(r, c, 0, &o) : NULL; /* fn writes every element */
   if (!out || o.v->numel != x->numel) {
     if (out) interp_fout_abort(&o);
     free(tx);
@@ -329,7 +329,7 @@ static mil_status binary(interp_run *r, mil_infer_ctx *c, bop k) {
       bv = interp_new_value(r, c->out[0]);
       out = cbuf = bv ? malloc((size_t)(bv->numel ? bv->numel : 1) * sizeof *cbuf) : NULL;
     } else {
-      out = interp_fout_begin(r, c, 0, &o);
+      out = interp_fout_begin_uninit(r, c, 0, &o); /* bin_broadcast writes every element, or fails */
     }
   }
   if (!out) {

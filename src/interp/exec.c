@@ -200,6 +200,20 @@ static void observe(interp_run *r, const mil_op *op) {
   }
 }
 
+/* The activation op whose conv applied it already: its output is the
+ * conv's output value (same type), bound without computing. */
+static mil_status take_fused(interp_run *r, mil_op *op) {
+  const mil_var *x = NULL;
+  for (int32_t i = 0; i < op->n_inputs && !x; i++)
+    if (strcmp(op->inputs[i].name, "x") == 0 && op->inputs[i].n_args == 1) x = op->inputs[i].args[0].use.var;
+  if (!x || !x->val || op->n_outputs != 1)
+    return mil_diag_error(r->d, MIL_ERR_INVALID, "function '%s': op '%s' (%s): its fused input has no value",
+                          r->fn->name, op->name, op->type);
+  op->def = mil_op_def_find(op->type, r->opset);
+  interp_bind(op->outputs[0], x->val);
+  return MIL_OK;
+}
+
 static char k_dead; /* op->aux of an op whose outputs nothing needs */
 
 /* Marks (op->aux = &k_dead) the ops of b whose outputs nothing needs: no
@@ -224,16 +238,31 @@ mil_status interp_exec_block(interp_run *r, mil_block *b) {
   mark_dead(b);
   /* the function body frees each value after its last reader (memplan.c) */
   interp_plan *plan = r->depth == 1 ? interp_plan_new(b) : NULL;
+  /* convs that apply their activation (fuse.c); fused[j]: the activation
+   * op j has its result already */
+  const interp_fuse_plan *fplan = r->depth == 1 ? interp_fuse_plan_get(r, b) : NULL;
+  int32_t n_fuse = interp_fuse_n_ops(fplan);
+  bool *fused = n_fuse ? mil_program_alloc(r->prog, (size_t)n_fuse * sizeof *fused) : NULL;
+  if (fused) memset(fused, 0, (size_t)n_fuse * sizeof *fused);
+  else fplan = NULL;
   int32_t index = 0;
   for (mil_op *op = b->first; op && st == MIL_OK; op = op->next, index++) {
     if (op->aux != &k_dead) {
-      if (!r->prof) {
-        st = exec_op(r, op);
+      const interp_fuse_ent *fe = interp_fuse_at(fplan, index);
+      int64_t t0 = r->prof ? interp_profile_now() : 0;
+      if (fe && !fe->is_conv && fused[index]) {
+        st = take_fused(r, op);
       } else {
-        int64_t t0 = interp_profile_now();
+        r->fuse = fe && fe->is_conv ? fe : NULL;
+        r->fused = false;
         st = exec_op(r, op);
-        interp_profile_op(r->prof, op, interp_profile_now() - t0);
+        if (st == MIL_OK && r->fuse && r->fused) {
+          fused[fe->partner] = true;
+          if (fe->partner2 >= 0) fused[fe->partner2] = true;
+        }
+        r->fuse = NULL;
       }
+      if (r->prof) interp_profile_op(r->prof, op, interp_profile_now() - t0);
       if (st == MIL_OK && r->observer && r->depth == 1 && !mil_op_is_const(op)) observe(r, op);
     }
     if (st == MIL_OK) interp_plan_after(plan, r, op, index);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/core_internal.h"
 #include "interp/interp_internal.h"
 
 typedef struct interp_slot {
@@ -54,6 +55,7 @@ struct mil_interp {
   int32_t threads;      /* mil_interp_set_threads; 0: the default */
   mil_interp_observer observer;
   void *observer_ud;
+  interp_bufpool *pool; /* this interpreter's own (bufpool.c) */
 };
 
 static char *dupstr(const char *s) {
@@ -212,6 +214,7 @@ void mil_interp_free(mil_interp *ip) {
   mil_interp_state_free(ip->own_state);
   shared_release(ip->sh);
   interp_profile_free(ip->prof);
+  interp_bufpool_free(ip->pool);
   free(ip);
 }
 
@@ -651,7 +654,9 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
   int64_t t0 = r.prof ? interp_profile_now() : 0;
   r.observer = ip->observer;
   r.observer_ud = ip->observer_ud;
-  r.prog = mil_program_clone(ip->base);
+  if (!ip->pool) ip->pool = interp_bufpool_new(); /* NULL: the default allocator */
+  r.pool = ip->pool;
+  r.prog = ir_program_clone_with(ip->base, ip->pool ? interp_bufpool_allocator(ip->pool) : ip->base->alloc);
   if (!r.prog) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory copying the program for a run");
   r.fn = mil_program_find_function(r.prog, ip->fn_name);
   mil_block *body = r.fn ? mil_function_body(r.fn) : NULL;

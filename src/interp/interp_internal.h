@@ -9,6 +9,10 @@
  *   kernels.c         the kernel table (interp_kernel_find, families.def)
  *   vmath.c           vectorized exp / sigmoid / silu (vmath.h)
  *   threads.c         intra-op thread count (interp_threads), interp_parallel
+ *   fuse.c            the plan of convs that apply their activation
+ *   conv_act.c        the activation such a conv applies to its output
+ *   bufpool.c         memory an interpreter keeps between runs: freed
+ *                     blocks of its run copies, kernels' work buffers
  *   <family>.c        kernels, one file per op family: linear.c, conv.c,
  *                     pool.c, normalization.c, activation.c, elementwise.c
  *                     (+ elementwise_internal.h), tensor.c, gather.c,
@@ -63,6 +67,19 @@ struct mil_interp_state {
 typedef struct interp_cache interp_cache;
 typedef struct interp_profile interp_profile;
 typedef struct interp_plan interp_plan;
+typedef struct interp_bufpool interp_bufpool;
+
+/* An activation a conv applies to its output (fuse.c). */
+enum { INTERP_FUSE_NONE = 0, INTERP_FUSE_RELU = 1, INTERP_FUSE_CLIP = 2, INTERP_FUSE_SILU = 3, INTERP_FUSE_HSWISH = 4 };
+typedef struct interp_fuse_ent {
+  int32_t kind;     /* INTERP_FUSE_*; SILU / HSWISH: x * sigmoid(x) / x * sigmoid_hard(x) as a gate op and a mul */
+  int32_t partner;  /* index in the body of the other op of the pair (the conv's entry: the activation's) */
+  int32_t partner2; /* the conv's entry of SILU: the sigmoid's index; else -1 */
+  bool is_conv;     /* this entry is the conv's (else an activation op's) */
+  bool fp16;        /* the conv's output is fp16 (SILU then rounds as the separate ops do) */
+  float lo, hi;     /* CLIP: min(max(x, lo), hi); HSWISH: the gate's alpha and beta */
+} interp_fuse_ent;
+typedef struct interp_fuse_plan interp_fuse_plan;
 
 /* One run: the private copy of the program and what the kernels need. */
 typedef struct interp_run {
@@ -78,6 +95,9 @@ typedef struct interp_run {
   int64_t max_value_bytes; /* the largest value the run materializes (mil_interp_set_max_value_bytes) */
   int depth;             /* current block nesting */
   interp_cache *cache;   /* the interpreter's caches (cache.c), may be NULL */
+  interp_bufpool *pool;  /* the interpreter's own memory (bufpool.c), may be NULL */
+  const interp_fuse_ent *fuse; /* while a conv of the body runs: the activation it may apply, else NULL */
+  bool fused;            /* set by that conv when it applied r->fuse to its output */
   interp_profile *prof;  /* per-op times (profile.c) when profiling, else NULL */
   mil_interp_observer observer; /* mil_interp_set_observer, or NULL */
   void *observer_ud;
@@ -140,17 +160,47 @@ INTERP_HIDDEN void *interp_cache_get_obj(interp_cache *c, const void *key, size_
  * owns it; so also with c NULL). */
 INTERP_HIDDEN void *interp_cache_put_obj(interp_cache *c, const void *key, size_t keylen, void *obj,
                                          void (*free_fn)(void *));
+/* ---- fuse.c ---- */
+/* The fusion plan of the function body (made once per interpreter family
+ * and cached), or NULL: no cache, MIL_INTERP_NO_FUSE set, an observer
+ * set, or out of memory. */
+INTERP_HIDDEN const interp_fuse_plan *interp_fuse_plan_get(interp_run *r, const mil_block *body);
+/* The entry of op number `index` of the body, or NULL when it is in no pair. */
+INTERP_HIDDEN const interp_fuse_ent *interp_fuse_at(const interp_fuse_plan *fp, int32_t index);
+INTERP_HIDDEN int32_t interp_fuse_n_ops(const interp_fuse_plan *fp);
+
+/* ---- bufpool.c ---- */
+/* Memory of one interpreter (not shared with its forks: used by one thread
+ * at a time). NULL when out of memory. */
+INTERP_HIDDEN interp_bufpool *interp_bufpool_new(void);
+INTERP_HIDDEN void interp_bufpool_free(interp_bufpool *p);
+/* The allocator for a run's program copy: blocks the copy frees wait in
+ * the pool for a request of their size (bounded; the oldest are given
+ * back). Lives as long as p. */
+INTERP_HIDDEN const mil_allocator *interp_bufpool_allocator(interp_bufpool *p);
+/* Work buffer number `slot` (0..3) of at least n bytes, 64-byte aligned,
+ * contents unspecified; kept by p (grown when needed) until the next
+ * request of the same slot. NULL when p is NULL or out of memory. */
+INTERP_HIDDEN void *interp_bufpool_work(interp_bufpool *p, int slot, size_t n);
+
 /* ---- conv_dnnl.c ---- */
 /* 1D/2D conv through a cached oneDNN convolution primitive: out (N, Cout,
  * OH, OW) from x (N, Cin, H, W) fp32 and weight w (fp32 that stays unchanged
  * while the interpreter family lives: it keys the cache), layout (Cout, Cin/groups, KH, KW)); bias fp32 or NULL. g is conv.c's
- * geometry (axes D, H, W; D unused). Returns false when the primitive is
+ * geometry (axes D, H, W; D unused). When r->fuse is set the primitive
+ * applies that activation too, and r->fused is set. Returns false when the primitive is
  * not available (no oneDNN, not cacheable, unsupported): the caller then
  * runs its own loops. */
 INTERP_HIDDEN bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float *bias, float *out,
                                     int64_t n, int64_t cin, int64_t cout, int64_t groups, const int64_t in[3],
                                     const int64_t outsz[3], const int64_t k[3], const int64_t s[3],
                                     const int64_t d[3], const int64_t pb[3]);
+
+/* ---- conv_act.c ---- */
+/* Applies r->fuse's activation (when set) in place to the n floats of a
+ * conv's fp32 output, unless post_op (oneDNN applied a relu / clip
+ * already), and sets r->fused. Returns true. */
+INTERP_HIDDEN bool interp_conv_act(interp_run *r, bool post_op, float *out, int64_t n);
 
 /* ---- memplan.c ---- */
 /* The liveness plan of block b (the function body): which vars die after
@@ -234,6 +284,9 @@ typedef struct interp_fout {
   bool owned;
 } interp_fout;
 INTERP_HIDDEN float *interp_fout_begin(interp_run *r, mil_infer_ctx *c, int i, interp_fout *o);
+/* interp_fout_begin for a kernel that writes every element: the buffer is
+ * not zeroed first (its contents are unspecified). */
+INTERP_HIDDEN float *interp_fout_begin_uninit(interp_run *r, mil_infer_ctx *c, int i, interp_fout *o);
 INTERP_HIDDEN float *interp_fout_shape(interp_run *r, mil_dtype dt, int32_t rank, const int64_t *shape,
                                        interp_fout *o);
 INTERP_HIDDEN mil_value *interp_fout_end(interp_fout *o);

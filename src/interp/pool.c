@@ -97,47 +97,40 @@ static void pool_plane(pool_kind kind, bool exclude, const pgeom *g, const float
   }
 }
 
-/* max_pool over one 2D plane (in[0] == out[0] == 1), row by row: for each
- * output row, every input row of its window is folded into the row of
- * maxima, the columns whose windows lie inside the input in loops without
- * bounds or branches (a NaN in a window is noted apart and makes that
- * output NaN, as pool_plane's does). acc and nan hold out[2] entries. */
-static inline void fold(float *a, uint8_t *nan, float v) {
-  *a = v > *a ? v : *a;
-  *nan |= v != v;
-}
-
-static void max_plane_2d(const pgeom *g, const float *src, float *dst, float *acc, uint8_t *nan) {
-  const int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
-  const int64_t KH = g->k[1], KW = g->k[2], SH = g->s[1], SW = g->s[2], PH = g->pb[1], PW = g->pb[2];
-  /* output columns whose window [ow*SW - PW, + KW) lies inside [0, IW):
-   * [lo, hi), lo <= hi <= OW */
-  int64_t lo = (PW + SW - 1) / SW, hi = IW - KW + PW >= 0 ? (IW - KW + PW) / SW + 1 : 0;
-  if (hi > OW) hi = OW;
-  if (lo > hi) lo = hi;
-  for (int64_t oh = 0; oh < OH; oh++) {
-    int64_t h0 = oh * SH - PH, hl = h0 < 0 ? 0 : h0, hh = h0 + KH > IH ? IH : h0 + KH;
-    for (int64_t ow = 0; ow < OW; ow++) acc[ow] = -INFINITY, nan[ow] = 0;
-    for (int64_t h = hl; h < hh; h++) {
-      const float *row = src + h * IW;
-      for (int64_t ow = 0; ow < lo; ow++) {
-        int64_t w0 = ow * SW - PW, wl = w0 < 0 ? 0 : w0, wh = w0 + KW > IW ? IW : w0 + KW;
-        for (int64_t w = wl; w < wh; w++) fold(&acc[ow], &nan[ow], row[w]);
+/* max_pool over 1D / 2D planes (no depth window), a row of outputs at a
+ * time: for each window row and column kw in the generic loop's order, one
+ * pass over the output columns whose window holds that column (ranges
+ * computed once), which the compiler vectorizes. Each output sees its
+ * elements in the same order through the same expression: the same result,
+ * NaN included. */
+static void max_plane_2d(const pgeom *g, const float *src, float *dst) {
+  int64_t lo[64], hi[64];
+  for (int64_t kw = 0; kw < g->k[2]; kw++) { /* iw = ow * s + kw - pb inside [0, in) */
+    int64_t off = kw - g->pb[2];
+    lo[kw] = off >= 0 ? 0 : (-off + g->s[2] - 1) / g->s[2];
+    hi[kw] = g->in[2] - off > 0 ? (g->in[2] - off + g->s[2] - 1) / g->s[2] : 0;
+    if (hi[kw] > g->out[2]) hi[kw] = g->out[2];
+  }
+  int64_t s = g->s[2];
+  for (int64_t oh = 0; oh < g->out[1]; oh++) {
+    float *drow = dst + oh * g->out[2];
+    for (int64_t ow = 0; ow < g->out[2]; ow++) drow[ow] = -INFINITY;
+    int64_t h0 = oh * g->s[1] - g->pb[1], h1 = h0 + g->k[1];
+    int64_t hl = h0 < 0 ? 0 : h0, hh = h1 > g->in[1] ? g->in[1] : h1;
+    for (int64_t h = hl; h < hh; h++)
+      for (int64_t kw = 0; kw < g->k[2]; kw++) {
+        const float *row = src + h * g->in[2] + kw - g->pb[2];
+        if (s == 1)
+          for (int64_t ow = lo[kw]; ow < hi[kw]; ow++) {
+            float v = row[ow], acc = drow[ow];
+            drow[ow] = v > acc || v != v ? v : acc;
+          }
+        else
+          for (int64_t ow = lo[kw]; ow < hi[kw]; ow++) {
+            float v = row[ow * s], acc = drow[ow];
+            drow[ow] = v > acc || v != v ? v : acc;
+          }
       }
-      for (int64_t kw = 0; kw < KW; kw++) {
-        const float *rk = row + kw - PW;
-        for (int64_t ow = lo; ow < hi; ow++) {
-          float v = rk[ow * SW];
-          acc[ow] = v > acc[ow] ? v : acc[ow];
-          nan[ow] |= v != v;
-        }
-      }
-      for (int64_t ow = hi; ow < OW; ow++) {
-        int64_t w0 = ow * SW - PW, wl = w0 < 0 ? 0 : w0, wh = w0 + KW > IW ? IW : w0 + KW;
-        for (int64_t w = wl; w < wh; w++) fold(&acc[ow], &nan[ow], row[w]);
-      }
-    }
-    for (int64_t ow = 0; ow < OW; ow++) dst[oh * OW + ow] = nan[ow] ? NAN : acc[ow];
   }
 }
 
@@ -160,18 +153,11 @@ static mil_status run_pool(interp_run *r, mil_infer_ctx *c, pool_kind kind) {
     return interp_nomem(c);
   }
   int64_t planes = xs[0] * xs[1], ip = g.in[0] * g.in[1] * g.in[2], opl = g.out[0] * g.out[1] * g.out[2];
-  bool rows = kind == P_MAX && g.in[0] == 1 && g.out[0] == 1;
-  float *acc = rows ? malloc((size_t)(g.out[2] ? g.out[2] : 1) * (sizeof *acc + 1)) : NULL;
-  if (rows && !acc) {
-    free(tx);
-    interp_fout_abort(&o);
-    return interp_nomem(c);
-  }
+  bool rows = kind == P_MAX && g.in[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 && g.out[0] == 1 && g.k[2] <= 64;
   for (int64_t p = 0; p < planes; p++) {
-    if (acc) max_plane_2d(&g, xf + p * ip, out + p * opl, acc, (uint8_t *)(acc + (g.out[2] ? g.out[2] : 1)));
+    if (rows) max_plane_2d(&g, xf + p * ip, out + p * opl);
     else pool_plane(kind, exclude, &g, xf + p * ip, out + p * opl);
   }
-  free(acc);
   free(tx);
   c->val[0] = interp_fout_end(&o);
   return MIL_OK;

@@ -14,11 +14,16 @@
  *      batch_to_space   (bh, bw, n, C, H, W)     perm (2, 3, 4, 0, 5, 1), then cropped
  *    (TensorFlow's DCR order for depth/space ops, PyTorch's for pixel ops);
  *  - concat along an axis (also interleaved), sliding_windows,
- *    reverse_sequence. */
+ *    reverse_sequence;
+ *  - slice_by_index with known begin / end / stride / masks (Python slice
+ *    rules per axis, as its value inference): a view of the input when the
+ *    selection is one contiguous run of its bytes (a channel split), else
+ *    rows copied (memcpy when the last axis' stride is 1). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "interp/interp_internal.h"
+#include "ops/tensor_ops_internal.h"
 
 static size_t esize(mil_dtype dt) { return dt == MIL_DT_STRING ? sizeof(const char *) : mil_dtype_size(dt); }
 
@@ -242,6 +247,79 @@ static mil_status k_concat(interp_run *r, mil_infer_ctx *c) {
   return MIL_OK;
 }
 
+/* ---------------- slice_by_index ---------------- */
+
+typedef struct slice_run {
+  int32_t rank;
+  int64_t start[MIL_INTERP_MAX_RANK], step[MIL_INTERP_MAX_RANK], len[MIL_INTERP_MAX_RANK];
+  int64_t stride[MIL_INTERP_MAX_RANK]; /* x's element strides */
+  size_t es;
+} slice_run;
+
+static char *slice_copy(const slice_run *s, int32_t ax, const char *src, char *dst) {
+  if (ax == s->rank - 1) {
+    if (s->step[ax] == 1) {
+      memcpy(dst, src, (size_t)s->len[ax] * s->es);
+      return dst + (size_t)s->len[ax] * s->es;
+    }
+    for (int64_t i = 0; i < s->len[ax]; i++, dst += s->es) memcpy(dst, src + i * s->step[ax] * (int64_t)s->es, s->es);
+    return dst;
+  }
+  for (int64_t i = 0; i < s->len[ax]; i++)
+    dst = slice_copy(s, ax + 1, src + i * s->step[ax] * s->stride[ax] * (int64_t)s->es, dst);
+  return dst;
+}
+
+static mil_status k_slice_by_index(interp_run *r, mil_infer_ctx *c) {
+  const mil_value *x = op_val(c, "x");
+  int64_t os[MIL_INTERP_MAX_RANK], begin[MIL_INTERP_MAX_RANK], end[MIL_INTERP_MAX_RANK], stride[MIL_INTERP_MAX_RANK];
+  bool bm[MIL_INTERP_MAX_RANK] = {false}, em[MIL_INTERP_MAX_RANK] = {false}, sm[MIL_INTERP_MAX_RANK] = {false};
+  int32_t orank;
+  if (!x || x->kind != MIL_VAL_TENSOR || !x->type || !interp_shape(c->out[0], os, &orank)) return INTERP_DECLINE;
+  slice_run s;
+  s.rank = x->type->rank;
+  s.es = esize(x->type->dtype);
+  if (s.rank < 1 || s.rank > MIL_INTERP_MAX_RANK || x->type->dtype == MIL_DT_STRING || !s.es ||
+      mil_dtype_is_subbyte(x->type->dtype) || c->out[0]->dtype != x->type->dtype)
+    return INTERP_DECLINE;
+  int nb = op_known_ints(c, "begin", begin, MIL_INTERP_MAX_RANK), ne = op_known_ints(c, "end", end, MIL_INTERP_MAX_RANK);
+  int ns = op_has(c, "stride") ? op_known_ints(c, "stride", stride, MIL_INTERP_MAX_RANK) : s.rank;
+  if (!op_has(c, "stride"))
+    for (int32_t i = 0; i < s.rank; i++) stride[i] = 1;
+  if (nb != s.rank || ne != s.rank || ns != s.rank) return INTERP_DECLINE;
+  if ((op_has(c, "begin_mask") && op_known_bools(c, "begin_mask", bm, MIL_INTERP_MAX_RANK) != s.rank) ||
+      (op_has(c, "end_mask") && op_known_bools(c, "end_mask", em, MIL_INTERP_MAX_RANK) != s.rank) ||
+      (op_has(c, "squeeze_mask") && op_known_bools(c, "squeeze_mask", sm, MIL_INTERP_MAX_RANK) != s.rank))
+    return INTERP_DECLINE;
+  int64_t n = 1;
+  for (int32_t i = s.rank - 1; i >= 0; i--) {
+    int64_t dim = x->type->dims[i].size;
+    if (dim < 0 || stride[i] == 0) return INTERP_DECLINE;
+    s.stride[i] = i == s.rank - 1 ? 1 : s.stride[i + 1] * x->type->dims[i + 1].size; /* x's element strides */
+    s.step[i] = sm[i] ? INT32_MAX : stride[i];
+    op_py_slice(dim, !bm[i], begin[i], !(em[i] || sm[i]), end[i], s.step[i], &s.start[i], &s.len[i]);
+    if (sm[i] && s.len[i] != 1) return INTERP_DECLINE;
+    n *= s.len[i];
+  }
+  if (n != interp_numel(orank, os)) return INTERP_DECLINE;
+  int64_t off = 0;
+  for (int32_t i = 0; i < s.rank; i++) off += s.start[i] * s.stride[i];
+  const char *src = (const char *)mil_value_data(x) + off * (int64_t)s.es;
+  /* one contiguous run: leading axes of one element, then a unit-step
+   * axis, then whole axes */
+  int32_t a = 0;
+  while (a < s.rank && s.len[a] == 1) a++;
+  bool contiguous = n > 0 && (a == s.rank || s.step[a] == 1);
+  for (int32_t i = a + 1; contiguous && i < s.rank; i++)
+    contiguous = s.step[i] == 1 && s.start[i] == 0 && s.len[i] == x->type->dims[i].size;
+  mil_value *out = contiguous ? mil_value_new_view(r->prog, x->type->dtype, orank, os, src, (size_t)n * s.es)
+                              : mil_value_new_tensor_uninit(r->prog, x->type->dtype, orank, os, orank == 0);
+  if (!out) return interp_nomem(c);
+  if (!contiguous && n > 0) slice_copy(&s, 0, src, mil_value_data_mut(out));
+  c->val[0] = out;
+  return MIL_OK;
+}
+
 /* ---------------- sliding_windows, reverse_sequence ---------------- */
 
 static mil_status k_sliding_windows(interp_run *r, mil_infer_ctx *c) {
@@ -307,6 +385,7 @@ const interp_kernel interp_kernels_tensor[] = {
     {"reshape", k_view, 0},
     {"reshape_like", k_view, 0},
     {"reverse_sequence", k_reverse_sequence, 0},
+    {"slice_by_index", k_slice_by_index, 0},
     {"sliding_windows", k_sliding_windows, 0},
     {"space_to_batch", k_space_to_batch, 0},
     {"space_to_depth", k_space_to_depth, 0},

@@ -120,7 +120,7 @@ void interp_store_f32(mil_value *v, const float *src, int64_t n) {
   }
 }
 
-static float *fout_setup(mil_value *v, interp_fout *o) {
+static float *fout_setup(mil_value *v, interp_fout *o, bool zero) {
   o->v = v;
   o->owned = false;
   o->buf = NULL;
@@ -130,7 +130,8 @@ static float *fout_setup(mil_value *v, interp_fout *o) {
     o->buf = v->numel ? mil_value_data_mut(v) : k_empty;
     return o->buf;
   }
-  o->buf = calloc((size_t)(v->numel ? v->numel : 1), sizeof(float));
+  size_t n = (size_t)(v->numel ? v->numel : 1);
+  o->buf = zero ? calloc(n, sizeof(float)) : malloc(n * sizeof(float));
   o->owned = o->buf != NULL;
   return o->buf;
 }
@@ -139,12 +140,23 @@ float *interp_fout_begin(interp_run *r, mil_infer_ctx *c, int i, interp_fout *o)
   const mil_type *t = c->out[i];
   memset(o, 0, sizeof *o);
   if (!t || t->kind != MIL_TYPE_TENSOR || !mil_dtype_is_float(t->dtype)) return NULL;
-  return fout_setup(interp_new_value(r, t), o);
+  return fout_setup(interp_new_value(r, t), o, true);
+}
+
+float *interp_fout_begin_uninit(interp_run *r, mil_infer_ctx *c, int i, interp_fout *o) {
+  const mil_type *t = c->out[i];
+  int64_t shape[MIL_INTERP_MAX_RANK];
+  int32_t rank;
+  memset(o, 0, sizeof *o);
+  if (!t || t->kind != MIL_TYPE_TENSOR || !mil_dtype_is_float(t->dtype) || !interp_shape(t, shape, &rank)) return NULL;
+  int64_t n = interp_numel(rank, shape);
+  if (n < 0 || (uint64_t)n > (UINT64_C(1) << 40)) return NULL;
+  return fout_setup(mil_value_new_tensor_uninit(r->prog, t->dtype, rank, shape, t->is_scalar && rank == 0), o, false);
 }
 
 float *interp_fout_shape(interp_run *r, mil_dtype dt, int32_t rank, const int64_t *shape, interp_fout *o) {
   memset(o, 0, sizeof *o);
-  return fout_setup(interp_new_shape(r, dt, rank, shape, false), o);
+  return fout_setup(interp_new_shape(r, dt, rank, shape, false), o, true);
 }
 
 mil_value *interp_fout_end(interp_fout *o) {

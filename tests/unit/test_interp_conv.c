@@ -144,6 +144,8 @@ static const cfg CASES[] = {
     {1, 5, 17, 16, 7, 3, 5, 1, 2, 2, 1, 3, 0, 0, 2, 1, 0, 0},   /* dilation (2, 1), no bias */
     {1, 16, 7, 7, 32, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0},   /* 1x1 */
     {2, 6, 1, 20, 4, 1, 3, 1, 2, 1, 2, 0, 0, 2, 1, 2, 1, 1},    /* 1D, groups 2, stride 2, dilation 2 */
+    {1, 8, 60, 64, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8, 1, 0},   /* depthwise 3x3 stride 2, wide rows (register kernel) */
+    {2, 4, 30, 70, 8, 5, 5, 2, 2, 1, 1, 2, 2, 2, 1, 4, 0, 0},   /* depthwise 5x5 stride 2, multiplier 2, odd width */
 };
 
 static void test_conv_against_reference(void **state) {

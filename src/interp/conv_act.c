@@ -1,0 +1,102 @@
+/* The activation a conv applies to its own output when fuse.c paired
+ * them (r->fuse), in place on the conv's fp32 output after the
+ * convolution: relu / clip as the activation kernels compute them (a NaN
+ * stays NaN), SiLU as its sigmoid and mul kernels compute it (in fp16
+ * programs with their roundings), hard swish (fp32) as sigmoid_hard and
+ * mul do. Used by the oneDNN path (conv_dnnl.c) and conv.c's depthwise
+ * loop. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/interp_internal.h"
+#include "interp/vmath.h"
+
+static void finish_silu(float *out, int64_t n, bool fp16) {
+  float sg[1024];
+  uint16_t h[1024];
+  for (int64_t i0 = 0; i0 < n; i0 += 1024) {
+    size_t m = (size_t)(n - i0 < 1024 ? n - i0 : 1024);
+    float *v = out + i0;
+    if (fp16) { /* the conv's output as the fp16 program stores it */
+      mil_fp32_to_fp16_array(v, h, m);
+      mil_fp16_to_fp32_array(h, v, m);
+    }
+    interp_vsigmoid(v, sg, (int64_t)m);
+    if (fp16) { /* the sigmoid's output, rounded */
+      mil_fp32_to_fp16_array(sg, h, m);
+      mil_fp16_to_fp32_array(h, sg, m);
+    }
+    for (size_t i = 0; i < m; i++) v[i] = v[i] * sg[i]; /* the mul's product (rounded at the op's end) */
+  }
+}
+
+/* fp32 hard swish: sigmoid_hard's product and sum (rounded to fp32 each),
+ * its clamp (written as two selects so that it vectorizes; NaN stays NaN),
+ * the mul's product. */
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HS_AVX 1
+/* The same operations 8 at a time (AVX without FMA: the product and the
+ * sum round separately). max_ps(0, t) is 0 > t ? 0 : t and min_ps(1, t) is
+ * 1 < t ? 1 : t: the scalar selects, NaN included. */
+__attribute__((target("avx"))) static int64_t hswish_avx(float *v, int64_t n, float a, float b) {
+  __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b), zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 x = _mm256_loadu_ps(v + i);
+    __m256 t = _mm256_add_ps(_mm256_mul_ps(va, x), vb);
+    t = _mm256_min_ps(one, _mm256_max_ps(zero, t));
+    _mm256_storeu_ps(v + i, _mm256_mul_ps(x, t));
+  }
+  return i;
+}
+#endif
+
+static void finish_hswish(float *out, int64_t n, float a, float b) {
+#ifdef HS_AVX
+  static int avx_state = -1; /* -1 unknown; every thread finds the same answer (atomic: no data race) */
+  int avx = __atomic_load_n(&avx_state, __ATOMIC_RELAXED);
+  if (avx < 0) {
+    __builtin_cpu_init();
+    avx = __builtin_cpu_supports("avx") ? 1 : 0;
+    __atomic_store_n(&avx_state, avx, __ATOMIC_RELAXED);
+  }
+  if (avx) {
+    int64_t done = hswish_avx(out, n, a, b);
+    out += done, n -= done;
+  }
+#endif
+  float g[256];
+  for (int64_t i0 = 0; i0 < n; i0 += 256) {
+    int64_t m = n - i0 < 256 ? n - i0 : 256;
+    float *v = out + i0;
+    for (int64_t i = 0; i < m; i++) {
+      float t = a * v[i];
+      t = t + b;
+      t = t < 0 ? 0.0f : t;
+      g[i] = t > 1 ? 1.0f : t;
+    }
+    for (int64_t i = 0; i < m; i++) v[i] = v[i] * g[i];
+  }
+}
+
+bool interp_conv_act(interp_run *r, bool post_op, float *out, int64_t n) {
+  if (!r->fuse) return true;
+  if (r->fuse->kind == INTERP_FUSE_SILU) {
+    finish_silu(out, n, r->fuse->fp16);
+  } else if (r->fuse->kind == INTERP_FUSE_HSWISH) {
+    finish_hswish(out, n, r->fuse->lo, r->fuse->hi);
+  } else if (!post_op) {
+    float lo = r->fuse->lo, hi = r->fuse->hi;
+    if (r->fuse->kind == INTERP_FUSE_RELU)
+      for (int64_t i = 0; i < n; i++) out[i] = out[i] < 0 ? 0.0f : out[i];
+    else
+      for (int64_t i = 0; i < n; i++) {
+        float v = out[i] < lo ? lo : out[i];
+        out[i] = v > hi ? hi : v;
+      }
+  }
+  r->fused = true;
+  return true;
+}
+

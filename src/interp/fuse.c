@@ -1,0 +1,192 @@
+/* Activation fusion plan of a function body: which conv ops compute their
+ * activation themselves (as a oneDNN post-op, conv_dnnl.c), so that the
+ * activation op only takes the conv's output.
+ *
+ * A conv fuses with the op reading its output when that op is relu, relu6
+ * or clip (alpha and beta known consts) of the same block, reading it as
+ * its input x and being its only reader (the conv's output is no block
+ * output and is read by nothing else, so nobody sees the value before the
+ * activation). These activations are exact (min / max against the
+ * bounds), and in an fp16 program they commute with the rounding of the
+ * conv's output to fp16 (the bounds are fp16 values): rounding the fused
+ * result once gives the bits of rounding, clipping and rounding again.
+ *
+ * SiLU as PyTorch exports it (a sigmoid of the conv's output and a mul of
+ * the two, the conv's only readers; the sigmoid read by the mul alone)
+ * fuses too: the conv computes the sigmoid with the same vectorized code
+ * and multiplies in fp32, and in fp16 programs rounds the conv output, the
+ * sigmoid and (at the op's end) the product to fp16 as the three separate
+ * ops do: the same bits. Both the sigmoid and the mul then take the conv's
+ * output (the sigmoid's value is read by nothing else). Hard swish (the
+ * same with sigmoid_hard, alpha and beta consts; fp32 programs only: the
+ * fp16 kernel rounds inside the gate) fuses likewise, the gate computed as
+ * its kernel does (product, sum, clamp).
+ *
+ * The plan depends only on the program, so it is made once per
+ * interpreter family (kept in its cache, keyed by the function name) from
+ * the first run's copy: every run's copy has the same ops in the same
+ * order. A run uses it unless MIL_INTERP_NO_FUSE is set or an observer
+ * watches every op's output (it must see the conv's own output). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/interp_internal.h"
+
+struct interp_fuse_plan {
+  int32_t n_ops;
+  interp_fuse_ent *ent; /* one per op of the body */
+};
+
+static void plan_free(void *p) {
+  interp_fuse_plan *fp = p;
+  if (!fp) return;
+  free(fp->ent);
+  free(fp);
+}
+
+/* The known one-element float value of input `name` of op (dflt when the
+ * input is absent); false when present but not such a value. */
+static bool const_param(const mil_op *op, const char *name, float dflt, float *out) {
+  *out = dflt;
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    const mil_input *in = &op->inputs[i];
+    if (strcmp(in->name, name) != 0) continue;
+    if (in->n_args != 1) return false;
+    const mil_var *var = in->args[0].use.var;
+    if (var && (!var->op || !mil_op_is_const(var->op))) return false; /* a const: the same in every run */
+    const mil_value *v = in->args[0].value ? in->args[0].value : var ? var->val : NULL;
+    if (!v || v->kind != MIL_VAL_TENSOR || !v->type || v->numel != 1 || !mil_dtype_is_float(v->type->dtype))
+      return false;
+    *out = (float)mil_value_get_f64(v, 0);
+    return true;
+  }
+  return true;
+}
+
+/* The var bound to input `name` of op, or NULL. */
+static const mil_var *input_var(const mil_op *op, const char *name) {
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    if (strcmp(op->inputs[i].name, name) == 0 && op->inputs[i].n_args == 1) return op->inputs[i].args[0].use.var;
+  return NULL;
+}
+
+/* Whether act (the only reader of conv's output v) can run as conv's
+ * post-op; fills kind and bounds. */
+static bool fusable(const mil_op *act, const mil_var *v, interp_fuse_ent *e) {
+  if (act->n_outputs != 1 || act->n_blocks || input_var(act, "x") != v) return false;
+  float lo = 0, hi = 0;
+  if (strcmp(act->type, "relu") == 0) {
+    e->kind = INTERP_FUSE_RELU;
+  } else if (strcmp(act->type, "relu6") == 0) {
+    e->kind = INTERP_FUSE_CLIP;
+    lo = 0, hi = 6;
+  } else if (strcmp(act->type, "clip") == 0) {
+    /* both required (coremltools' clip has no defaults) */
+    if (!const_param(act, "alpha", NAN, &lo) || !const_param(act, "beta", NAN, &hi) || !(lo == lo) || !(hi == hi))
+      return false;
+    e->kind = INTERP_FUSE_CLIP;
+  } else {
+    return false;
+  }
+  e->lo = lo, e->hi = hi;
+  return true;
+}
+
+/* Index of op `o` in b, counting from `from` (at index i), or -1. */
+static int32_t index_after(const mil_op *from, int32_t i, const mil_op *o) {
+  for (const mil_op *p = from; p; p = p->next, i++)
+    if (p == o) return i;
+  return -1;
+}
+
+/* The SiLU pair reading conv output v (x * sigmoid(x) as exported from
+ * PyTorch; hard swish with gate "sigmoid_hard"): v read by exactly a gate
+ * op s (as its x) and a mul m of v and s's output, which only m reads.
+ * Fills *sig and *mul. */
+static bool silu_pair(const mil_var *v, const mil_block *b, const char *gate, const mil_op **sig, const mil_op **mul) {
+  if (v->n_uses != 2) return false;
+  const mil_op *s = NULL, *m = NULL;
+  for (const mil_use *u = v->uses; u; u = u->next_use) {
+    if (!u->op || u->block || u->op->block != b) return false;
+    if (strcmp(u->op->type, gate) == 0) s = u->op;
+    else if (strcmp(u->op->type, "mul") == 0) m = u->op;
+  }
+  if (!s || !m || s->n_outputs != 1 || m->n_outputs != 1 || input_var(s, "x") != v) return false;
+  const mil_var *so = s->outputs[0], *mx = input_var(m, "x"), *my = input_var(m, "y");
+  if (so->n_uses != 1 || so->uses->op != m || !((mx == v && my == so) || (mx == so && my == v))) return false;
+  if (!m->outputs[0]->type || !v->type || !mil_type_equal(m->outputs[0]->type, v->type)) return false;
+  *sig = s, *mul = m;
+  return true;
+}
+
+static interp_fuse_plan *plan_make(const mil_block *b) {
+  interp_fuse_plan *fp = calloc(1, sizeof *fp);
+  if (!fp) return NULL;
+  for (const mil_op *op = b->first; op; op = op->next) fp->n_ops++;
+  fp->ent = calloc((size_t)(fp->n_ops ? fp->n_ops : 1), sizeof *fp->ent);
+  if (!fp->ent) {
+    plan_free(fp);
+    return NULL;
+  }
+  int32_t i = 0;
+  for (mil_op *op = b->first; op; op = op->next, i++) {
+    if (strcmp(op->type, "conv") != 0 || op->n_outputs != 1 || op->n_blocks) continue;
+    const mil_var *v = op->outputs[0];
+    if (!v->type || v->type->kind != MIL_TYPE_TENSOR ||
+        (v->type->dtype != MIL_DT_FP32 && v->type->dtype != MIL_DT_FP16))
+      continue;
+    interp_fuse_ent e = {0};
+    e.partner2 = -1;
+    e.is_conv = true;
+    e.fp16 = v->type->dtype == MIL_DT_FP16;
+    const mil_use *u = v->uses;
+    const mil_op *sig = NULL, *mul = NULL;
+    int32_t j = -1, k = -1; /* the readers' indices: they come later in the block */
+    if (u && !u->next_use && u->op && !u->block && u->op->block == b && v->n_uses == 1 && fusable(u->op, v, &e)) {
+      j = index_after(op->next, i + 1, u->op);
+    } else if (silu_pair(v, b, "sigmoid", &sig, &mul) ||
+               (!e.fp16 && silu_pair(v, b, "sigmoid_hard", &sig, &mul) &&
+                const_param(sig, "alpha", 0.2f, &e.lo) && const_param(sig, "beta", 0.5f, &e.hi))) {
+      e.kind = strcmp(sig->type, "sigmoid") == 0 ? INTERP_FUSE_SILU : INTERP_FUSE_HSWISH;
+      j = index_after(op->next, i + 1, mul);
+      k = index_after(op->next, i + 1, sig);
+      if (k < 0 || fp->ent[k].kind) continue;
+    } else {
+      continue;
+    }
+    if (j < 0 || fp->ent[j].kind) continue;
+    e.partner = j;
+    e.partner2 = k;
+    fp->ent[i] = e;
+    interp_fuse_ent a = e;
+    a.partner = i, a.partner2 = -1, a.is_conv = false;
+    fp->ent[j] = a;
+    if (k >= 0) fp->ent[k] = a;
+  }
+  return fp;
+}
+
+const interp_fuse_plan *interp_fuse_plan_get(interp_run *r, const mil_block *body) {
+  if (!r->cache || r->observer || getenv("MIL_INTERP_NO_FUSE")) return NULL;
+  char key[160];
+  memset(key, 0, sizeof key);
+  snprintf(key, sizeof key, "fuse-plan:%s", r->fn && r->fn->name ? r->fn->name : "");
+  interp_fuse_plan *fp = interp_cache_get_obj(r->cache, key, sizeof key);
+  if (fp) {
+    int32_t n = 0; /* the same body (a family runs one function): checked all the same */
+    for (const mil_op *op = body->first; op; op = op->next) n++;
+    return n == fp->n_ops ? fp : NULL;
+  }
+  interp_fuse_plan *made = plan_make(body);
+  if (!made) return NULL;
+  fp = interp_cache_put_obj(r->cache, key, sizeof key, made, plan_free);
+  if (!fp) plan_free(made); /* not kept: no fusion in this run */
+  return fp;
+}
+
+const interp_fuse_ent *interp_fuse_at(const interp_fuse_plan *fp, int32_t index) {
+  if (!fp || index < 0 || index >= fp->n_ops || !fp->ent[index].kind) return NULL;
+  return &fp->ent[index];
+}
+
+int32_t interp_fuse_n_ops(const interp_fuse_plan *fp) { return fp ? fp->n_ops : 0; }
