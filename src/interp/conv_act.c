@@ -2,8 +2,8 @@
  * them (r->fuse), in place on the conv's fp32 output after the
  * convolution: relu / clip as the activation kernels compute them (a NaN
  * stays NaN), SiLU as its sigmoid and mul kernels compute it (in fp16
- * programs with their roundings), hard swish (fp32) as sigmoid_hard and
- * mul do. Used by the oneDNN path (conv_dnnl.c) and conv.c's depthwise
+ * programs with their roundings), hard swish as sigmoid_hard and mul do
+ * (in fp16 programs with their roundings too). Used by the oneDNN path (conv_dnnl.c) and conv.c's depthwise
  * loop. */
 #include <stdlib.h>
 #include <string.h>
@@ -80,12 +80,40 @@ static void finish_hswish(float *out, int64_t n, float a, float b) {
   }
 }
 
+/* fp16 hard swish, with the roundings of the three fp16 ops: the conv's
+ * output, sigmoid_hard's product and its clamped sum (alpha and beta
+ * themselves rounded to fp16, as its kernel takes them), the mul's product
+ * (rounded at the op's end). */
+static void finish_hswish_fp16(float *out, int64_t n, float a, float b) {
+  a = mil_fp16_to_fp32(mil_fp32_to_fp16(a));
+  b = mil_fp16_to_fp32(mil_fp32_to_fp16(b));
+  float t[1024];
+  uint16_t h[1024];
+  for (int64_t i0 = 0; i0 < n; i0 += 1024) {
+    size_t m = (size_t)(n - i0 < 1024 ? n - i0 : 1024);
+    float *v = out + i0;
+    mil_fp32_to_fp16_array(v, h, m); /* the conv's output as the program stores it */
+    mil_fp16_to_fp32_array(h, v, m);
+    for (size_t i = 0; i < m; i++) t[i] = v[i] * a;
+    mil_fp32_to_fp16_array(t, h, m); /* the product rounded */
+    mil_fp16_to_fp32_array(h, t, m);
+    for (size_t i = 0; i < m; i++) {
+      float s = t[i] + b;
+      t[i] = s < 0 ? 0.0f : s > 1 ? 1.0f : s;
+    }
+    mil_fp32_to_fp16_array(t, h, m); /* the gate rounded */
+    mil_fp16_to_fp32_array(h, t, m);
+    for (size_t i = 0; i < m; i++) v[i] = v[i] * t[i];
+  }
+}
+
 bool interp_conv_act(interp_run *r, bool post_op, float *out, int64_t n) {
   if (!r->fuse) return true;
   if (r->fuse->kind == INTERP_FUSE_SILU) {
     finish_silu(out, n, r->fuse->fp16);
   } else if (r->fuse->kind == INTERP_FUSE_HSWISH) {
-    finish_hswish(out, n, r->fuse->lo, r->fuse->hi);
+    if (r->fuse->fp16) finish_hswish_fp16(out, n, r->fuse->lo, r->fuse->hi);
+    else finish_hswish(out, n, r->fuse->lo, r->fuse->hi);
   } else if (!post_op) {
     float lo = r->fuse->lo, hi = r->fuse->hi;
     if (r->fuse->kind == INTERP_FUSE_RELU)

@@ -18,9 +18,9 @@
  * sigmoid and (at the op's end) the product to fp16 as the three separate
  * ops do: the same bits. Both the sigmoid and the mul then take the conv's
  * output (the sigmoid's value is read by nothing else). Hard swish (the
- * same with sigmoid_hard, alpha and beta consts; fp32 programs only: the
- * fp16 kernel rounds inside the gate) fuses likewise, the gate computed as
- * its kernel does (product, sum, clamp).
+ * same with sigmoid_hard, alpha and beta consts) fuses likewise, the gate
+ * computed as its kernel does (product, sum, clamp; in fp16 programs with
+ * its roundings after the product and of the clamped sum).
  *
  * The plan depends only on the program, so it is made once per
  * interpreter family (kept in its cache, keyed by the function name) from
@@ -145,7 +145,7 @@ static interp_fuse_plan *plan_make(const mil_block *b) {
     if (u && !u->next_use && u->op && !u->block && u->op->block == b && v->n_uses == 1 && fusable(u->op, v, &e)) {
       j = index_after(op->next, i + 1, u->op);
     } else if (silu_pair(v, b, "sigmoid", &sig, &mul) ||
-               (!e.fp16 && silu_pair(v, b, "sigmoid_hard", &sig, &mul) &&
+               (silu_pair(v, b, "sigmoid_hard", &sig, &mul) &&
                 const_param(sig, "alpha", 0.2f, &e.lo) && const_param(sig, "beta", 0.5f, &e.hi))) {
       e.kind = strcmp(sig->type, "sigmoid") == 0 ? INTERP_FUSE_SILU : INTERP_FUSE_HSWISH;
       j = index_after(op->next, i + 1, mul);
