@@ -4,8 +4,9 @@
  * axes left to value inference (ops/reduction.c).
  *
  * The results are those of value inference, bit for bit: each group is
- * summed in double in element order, the sum rounded to fp32 (to the
- * input's dtype for reduce_sum), divided by the count in double and
+ * summed in double as fold_sum_lanes defines it (eight interleaved partial
+ * sums in element order, combined pairwise), the sum rounded to fp32 (to
+ * the input's dtype for reduce_sum), divided by the count in double and
  * rounded to the output dtype (coremltools' numpy: a half-precision mean
  * accumulates in float32). Only the walk differs: a group is a contiguous
  * run of elements, read without an index map or per-element dispatch. */
@@ -54,8 +55,12 @@ static mil_status reduce(interp_run *r, mil_infer_ctx *c, bool mean) {
   mil_dtype dt = x->type->dtype;
   for (int64_t g = 0; g < groups; g++) {
     const float *p = xf + g * count;
-    double acc = 0;
-    for (int64_t i = 0; i < count; i++) acc += p[i];
+    double l[FOLD_SUM_LANES] = {0};
+    int64_t i = 0;
+    for (; i + FOLD_SUM_LANES <= count; i += FOLD_SUM_LANES)
+      for (int j = 0; j < FOLD_SUM_LANES; j++) l[j] += p[i + j];
+    for (; i < count; i++) l[i % FOLD_SUM_LANES] += p[i];
+    double acc = fold_sum_lanes(l);
     double v = mean ? fold_rnd(MIL_DT_FP32, acc) / (double)count : fold_rnd(dt, acc);
     mil_value_set_f64(out, g, fold_rnd(dt, v));
   }

@@ -26,6 +26,17 @@ static inline double fold_rnd(mil_dtype dt, double x) {
   }
 }
 
+/* The float sum of reduce_sum / reduce_mean (value inference and the
+ * interpreter's kernel alike): the k-th element of a group (in the
+ * input's order) is added in double to partial sum k % FOLD_SUM_LANES,
+ * and the partial sums are combined pairwise, ((0+1)+(2+3))+((4+5)+(6+7)).
+ * Eight independent sums let the kernel vectorize; both sides do exactly
+ * these additions, so their results agree bit for bit. */
+#define FOLD_SUM_LANES 8
+static inline double fold_sum_lanes(const double *l) {
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
 static inline bool fold_is_float(mil_dtype dt) { return dt == MIL_DT_FP16 || dt == MIL_DT_FP32 || dt == MIL_DT_FP64; }
 
 /* Shape of a known tensor value (rank <= OP_MAX_RANK). */

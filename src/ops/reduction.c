@@ -174,6 +174,8 @@ static int64_t *out_index_map(const mil_value *x, const bool *reduced, int64_t *
   return map;
 }
 
+static bool dt_is_float_sum(mil_dtype dt) { return dt != MIL_DT_INT32; }
+
 static mil_status fold_axes(mil_infer_ctx *c, rop k) {
   const mil_value *x = fold_tensor(c, "x");
   if (!x || x->numel == 0) return MIL_OK;
@@ -190,9 +192,17 @@ static mil_status fold_axes(mil_infer_ctx *c, rop k) {
   double *acc = calloc((size_t)(groups ? groups : 1), sizeof *acc);
   double *mx = k == R_LOG_SUM_EXP ? malloc((size_t)(groups ? groups : 1) * sizeof *mx) : NULL;
   int64_t *iacc = calloc((size_t)(groups ? groups : 1), sizeof *iacc);
-  if (!map || !acc || !iacc || (k == R_LOG_SUM_EXP && !mx) || groups != out->numel) {
-    free(map), free(acc), free(mx), free(iacc);
-    return map && acc && iacc ? MIL_OK : MIL_ERR_NOMEM;
+  /* float sum / mean: each group's elements, in order, summed into
+   * FOLD_SUM_LANES interleaved double partial sums, combined pairwise at the
+   * end (fold_sum_lanes: the interpreter's kernel sums the same way, so its
+   * results are these bit for bit; the lanes vectorize there) */
+  bool lanes = (k == R_SUM || k == R_MEAN) && dt_is_float_sum(x->type->dtype);
+  double *lane = lanes ? calloc((size_t)(groups ? groups : 1) * FOLD_SUM_LANES, sizeof *lane) : NULL;
+  int64_t *cnt = lanes ? calloc((size_t)(groups ? groups : 1), sizeof *cnt) : NULL;
+  if (!map || !acc || !iacc || (k == R_LOG_SUM_EXP && !mx) || (lanes && (!lane || !cnt)) || groups != out->numel) {
+    bool mem = map && acc && iacc && (!lanes || (lane && cnt));
+    free(map), free(acc), free(mx), free(iacc), free(lane), free(cnt);
+    return mem ? MIL_OK : MIL_ERR_NOMEM;
   }
   mil_dtype dt = xt->dtype;
   bool is_int = dt == MIL_DT_INT32;
@@ -227,6 +237,10 @@ static mil_status fold_axes(mil_infer_ctx *c, rop k) {
       continue;
     }
     double v = mil_value_get_f64(x, i);
+    if (lanes) {
+      lane[g * FOLD_SUM_LANES + (cnt[g]++ % FOLD_SUM_LANES)] += v;
+      continue;
+    }
     switch (k) {
     case R_L1: acc[g] += fabs(v); break;
     case R_L2: case R_SUM_SQUARE: acc[g] += fold_rnd(dt, v * v); break;
@@ -239,6 +253,8 @@ static mil_status fold_axes(mil_infer_ctx *c, rop k) {
     default: acc[g] += v; break;
     }
   }
+  for (int64_t g = 0; lanes && g < groups; g++) acc[g] = fold_sum_lanes(lane + g * FOLD_SUM_LANES);
+  free(lane), free(cnt);
   for (int64_t g = 0; g < groups; g++) {
     if (is_int) {
       int64_t s = iacc[g];
