@@ -267,6 +267,7 @@ mil_status interp_exec_block(interp_run *r, mil_block *b) {
     }
     if (st == MIL_OK) interp_plan_after(plan, r, op, index);
   }
+  if (plan && r->prof) interp_profile_peak(r->prof, interp_plan_peak(plan));
   interp_plan_free(plan);
   r->depth--;
   if (st != MIL_OK) return st;

@@ -211,6 +211,9 @@ INTERP_HIDDEN void interp_plan_free(interp_plan *p);
 /* After op number `index` of the body ran (or was skipped): records the
  * buffers its outputs hold and frees those whose last reader it was. */
 INTERP_HIDDEN void interp_plan_after(interp_plan *p, interp_run *r, mil_op *op, int32_t index);
+/* The largest number of bytes of large values (activations the plan
+ * frees) held at once so far in the run. */
+INTERP_HIDDEN int64_t interp_plan_peak(const interp_plan *p);
 
 /* ---- threads.c ---- */
 /* Threads the current run may use inside one op (mil_interp_set_threads;
@@ -236,6 +239,8 @@ INTERP_HIDDEN int64_t interp_profile_now(void);
 INTERP_HIDDEN void interp_profile_op(interp_profile *p, const mil_op *op, int64_t ns);
 /* Counts one run of ns in total. */
 INTERP_HIDDEN void interp_profile_run(interp_profile *p, int64_t ns);
+/* Notes a run's peak of live activation bytes (interp_plan_peak). */
+INTERP_HIDDEN void interp_profile_peak(interp_profile *p, int64_t bytes);
 /* Per-type table and the `top` slowest ops (all when top <= 0), per run. */
 INTERP_HIDDEN void interp_profile_report(interp_profile *p, FILE *f, int top);
 

@@ -38,6 +38,7 @@ struct interp_plan {
   mil_var **die;
   plan_root *roots; /* one per executed output at most */
   int32_t n_roots, cap_roots;
+  int64_t live, peak; /* bytes of the live roots, and their largest sum (profile) */
   bool off;
 };
 
@@ -188,6 +189,8 @@ void interp_plan_after(interp_plan *p, interp_run *r, mil_op *op, int32_t index)
       rt->hi = (const char *)val->raw + val->nbytes;
       rt->owner = (mil_value *)val;
       rt->refs = 0;
+      p->live += (int64_t)val->nbytes;
+      if (p->live > p->peak) p->peak = p->live;
     }
     if (rt) {
       rt->refs++;
@@ -199,6 +202,11 @@ void interp_plan_after(interp_plan *p, interp_run *r, mil_op *op, int32_t index)
     if (!is_root(p, v->aux)) continue;
     plan_root *rt = v->aux;
     v->aux = NULL;
-    if (--rt->refs == 0) ir_big_release(r->prog, rt->owner);
+    if (--rt->refs == 0) {
+      p->live -= (int64_t)(rt->hi - rt->lo);
+      ir_big_release(r->prog, rt->owner);
+    }
   }
 }
+
+int64_t interp_plan_peak(const interp_plan *p) { return p ? p->peak : 0; }

@@ -7,7 +7,9 @@
  * inference) and the allocation of its outputs; consts and ops inside
  * nested blocks (cond, while_loop bodies) are counted as their own ops, and
  * the control-flow op itself includes them. Consts appear in the per-type
- * table only. */
+ * table only. The report also gives the largest sum of live activation
+ * bytes of a run (memplan.c's large values), the figure a peak RSS is
+ * compared with. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,7 @@ struct interp_profile {
   prof_table types, ops;
   int64_t runs;
   int64_t total_ns;
+  int64_t peak_bytes; /* the largest live activation bytes of a run */
 };
 
 int64_t interp_profile_now(void) {
@@ -136,6 +139,13 @@ void interp_profile_run(interp_profile *p, int64_t ns) {
   pthread_mutex_unlock(&p->mu);
 }
 
+void interp_profile_peak(interp_profile *p, int64_t bytes) {
+  if (!p) return;
+  pthread_mutex_lock(&p->mu);
+  if (bytes > p->peak_bytes) p->peak_bytes = bytes;
+  pthread_mutex_unlock(&p->mu);
+}
+
 static int by_time(const void *a, const void *b) {
   const prof_entry *x = *(const prof_entry *const *)a, *y = *(const prof_entry *const *)b;
   if (x->ns != y->ns) return x->ns < y->ns ? 1 : -1;
@@ -161,6 +171,8 @@ void interp_profile_report(interp_profile *p, FILE *f, int top) {
     if (p->types.e[i].key) ops_ms += (double)p->types.e[i].ns / 1e6 / runs;
   fprintf(f, "profile: %lld run(s), %.3f ms per run (ops %.3f ms, the rest: program copy, inputs, outputs)\n",
           (long long)p->runs, total, ops_ms);
+  fprintf(f, "peak live activations: %.1f MB (the largest values of a run held at once by the memory plan; "
+          "inputs, weights and kernels' work buffers not counted)\n", (double)p->peak_bytes / 1e6);
   prof_entry **v = sorted(&p->types);
   if (v) {
     fprintf(f, "%-28s %8s %12s %10s %7s\n", "op type", "ops/run", "ms/run", "us/op", "%");

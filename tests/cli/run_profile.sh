@@ -3,7 +3,8 @@
 # stderr, the outputs are those of one run; and the memory plan frees a
 # large value only after the last reader of every view of it (a reshape
 # view read after the value's own last reader still sees its bytes: the
-# values are checked by hand, fill 3 -> relu 3 -> +1 = 4 and view * 2 = 6).
+# values are checked by hand, fill 3 -> relu 3 -> +1 = 4 and view * 2 = 6),
+# and the profile reports the plan's peak of live activations (3 MiB).
 #   bash run_profile.sh MIL
 set -u
 MIL=$1
@@ -40,6 +41,9 @@ for t in fill relu reshape add sub mul; do
   grep -Eq "^$t +1 " "$tmp/err" || fail "op type $t not once per run: $(cat "$tmp/err")"
 done
 grep -q '^slowest 6 op(s):' "$tmp/err" || fail "slowest ops: $(cat "$tmp/err")"
+# the peak of live activations, by hand: while e and d are computed, a
+# (pinned by its view b until d), c or e, and the new value: 3 x 1 MiB
+grep -q '^peak live activations: 3.1 MB ' "$tmp/err" || fail "peak live activations: $(cat "$tmp/err")"
 # one run: profile of that run
 "$MIL" run "$tmp/alias.mil" --random-inputs --no-write --profile >/dev/null 2>"$tmp/err1" || fail "--profile alone"
 grep -q '^profile: 1 run(s), ' "$tmp/err1" || fail "profile of one run: $(cat "$tmp/err1")"
