@@ -270,6 +270,9 @@ static mil_status conv_conv_transpose(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, r);
 }
 
+/* The index constants of MaxPool's Indices output (all taps together). */
+#define MIL_ONNX_INDICES_MAX_BYTES ((int64_t)256 << 20)
+
 /* Dilated max pooling, and MaxPool's Indices output (MIL's max_pool has
  * neither): x padded with -inf, then the maximum over the kernel offsets
  * of strided slices; the indices (flat positions in x, spatial dims
@@ -321,6 +324,14 @@ static mil_status dilated_max_pool(onnx_ctx *c, onnx_node *n, mil_var *x, conv_g
   mil_var *acc = NULL, *acc_i = NULL;
   int64_t N = t->dims[0].size, C = t->dims[1].size, nout = 1, in_sz = 1;
   for (int32_t i = 0; i < g->sp; i++) nout *= out[i], in_sz *= t->dims[2 + i].size;
+  /* each tap's indices are an int32 const of the output's size: bounded
+   * (a 220-byte model with a 5x13 kernel over 18x71x44x29 outputs asked
+   * for 424 MB of them, and a minute to write them) */
+  double idx_bytes = 4.0 * (double)total * (double)N * (double)C * (double)nout;
+  if (idx_bytes > (double)MIL_ONNX_INDICES_MAX_BYTES)
+    return ONNX_UNSUP(c, "the Indices output needs %.0f MB of index constants (%lld taps x %lld outputs), more than the "
+                      "%lld MB the importer writes", idx_bytes / 1e6, (long long)total, (long long)(N * C * nout),
+                      (long long)(MIL_ONNX_INDICES_MAX_BYTES >> 20));
   for (int64_t tap = 0; tap < total && xp; tap++) {
     int64_t b[10] = {0}, e[10] = {0}, st[10] = {1, 1}, r = tap;
     mil_value *em = mil_value_new_tensor(c->p, MIL_DT_BOOL, 1, (int64_t[]){rank}, false, NULL);
