@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "fork_threads.h"
 #include "mil/interp.h"
 #include "mil/mil.h"
 #include "mil/text.h"
@@ -189,14 +190,12 @@ typedef struct worker {
   int bad;
 } worker;
 
-static pthread_barrier_t g_start;
-
 static void *work(void *arg) {
   worker *w = arg;
   mil_diag d;
   mil_diag_init(&d);
   float *y = malloc((size_t)w->ny * sizeof *y);
-  pthread_barrier_wait(&g_start);
+  fork_threads_wait();
   for (int r = 0; r < N_RUNS && y; r++)
     if (run(w->ip, w->c, w->x, y, &d) != MIL_OK || memcmp(y, w->want, (size_t)w->ny * sizeof *y) != 0) w->bad++;
   if (!y) w->bad++;
@@ -220,18 +219,9 @@ static void test_forks_in_threads_identical(void **state) {
   mil_interp_free(alone);
   assert_int_equal(mil_interp_new(p, NULL, &root, &d), MIL_OK); /* a fresh family: the threads race to cache */
   worker w[N_THREADS];
-  pthread_t t[N_THREADS];
-  pthread_barrier_init(&g_start, NULL, N_THREADS);
-  for (int k = 0; k < N_THREADS; k++) {
-    w[k] = (worker){NULL, c, x, want, ny, 0};
-    if (k == 0) w[k].ip = root;
-    else assert_int_equal(mil_interp_fork(root, &w[k].ip, &d), MIL_OK);
-  }
-  for (int k = 0; k < N_THREADS; k++) assert_int_equal(pthread_create(&t[k], NULL, work, &w[k]), 0);
-  for (int k = 0; k < N_THREADS; k++) pthread_join(t[k], NULL);
-  pthread_barrier_destroy(&g_start);
+  for (int k = 0; k < N_THREADS; k++) w[k] = (worker){NULL, c, x, want, ny, 0};
+  fork_threads_run(root, N_THREADS, w, sizeof w[0], work, &d);
   for (int k = 0; k < N_THREADS; k++) assert_int_equal(w[k].bad, 0);
-  for (int k = 1; k < N_THREADS; k++) mil_interp_free(w[k].ip);
   mil_interp_free(root);
   mil_diag_clear(&d);
   mil_program_free(p);
