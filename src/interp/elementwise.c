@@ -21,35 +21,29 @@
  * number of threads). */
 #define MAP_MIN_PER_THREAD (1 << 16)
 
+/* x and y fp32, or both fp16 (half): then blocks are converted to fp32 in
+ * the cache, fn applied and rounded back (the same bits as converting
+ * whole tensors). */
 typedef struct map_job {
   interp_unary_fn fn;
-  const float *x;
-  float *y;
+  const void *x;
+  void *y;
   const float *p;
+  bool half;
 } map_job;
 
 static void map_part(void *ctx, int64_t lo, int64_t hi) {
   map_job *j = ctx;
-  j->fn(j->x + lo, j->y + lo, hi - lo, j->p);
-}
-
-/* fp16 in and out: blocks converted to fp32 in the cache, fn applied,
- * rounded back (the same bits as converting whole tensors). */
-typedef struct map_job_h {
-  interp_unary_fn fn;
-  const uint16_t *x;
-  uint16_t *y;
-  const float *p;
-} map_job_h;
-
-static void map_part_h(void *ctx, int64_t lo, int64_t hi) {
-  map_job_h *j = ctx;
+  if (!j->half) {
+    j->fn((const float *)j->x + lo, (float *)j->y + lo, hi - lo, j->p);
+    return;
+  }
   float fx[1024], fy[1024];
   for (int64_t i = lo; i < hi; i += 1024) {
     int64_t m = hi - i < 1024 ? hi - i : 1024;
-    mil_fp16_to_fp32_array(j->x + i, fx, (size_t)m);
+    mil_fp16_to_fp32_array((const uint16_t *)j->x + i, fx, (size_t)m);
     j->fn(fx, fy, m, j->p);
-    mil_fp32_to_fp16_array(fy, j->y + i, (size_t)m);
+    mil_fp32_to_fp16_array(fy, (uint16_t *)j->y + i, (size_t)m);
   }
 }
 
@@ -61,8 +55,8 @@ mil_status interp_map(interp_run *r, mil_infer_ctx *c, interp_unary_fn fn, const
     mil_value *v = interp_new_value(r, c->out[0]);
     if (!v) return interp_nomem(c);
     if (v->numel != x->numel) return INTERP_DECLINE;
-    map_job_h job = {fn, mil_value_data(x), mil_value_data_mut(v), p};
-    interp_parallel(x->numel, MAP_MIN_PER_THREAD, 16, map_part_h, &job);
+    map_job job = {fn, mil_value_data(x), mil_value_data_mut(v), p, true};
+    interp_parallel(x->numel, MAP_MIN_PER_THREAD, 16, map_part, &job);
     c->val[0] = v;
     return MIL_OK;
   }
@@ -75,7 +69,7 @@ mil_status interp_map(interp_run *r, mil_infer_ctx *c, interp_unary_fn fn, const
     free(tx);
     return out ? INTERP_DECLINE : interp_nomem(c);
   }
-  map_job job = {fn, xf, out, p};
+  map_job job = {fn, xf, out, p, false};
   interp_parallel(x->numel, MAP_MIN_PER_THREAD, 16, map_part, &job);
   free(tx);
   c->val[0] = interp_fout_end(&o);
