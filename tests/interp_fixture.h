@@ -17,6 +17,19 @@ typedef struct ifix {
   mil_diag d;
 } ifix;
 
+/* The program of MIL text `text` (file name `name` in messages); the test
+ * fails with the parser's message (and the text) when it does not parse. */
+static inline mil_program *ifix_parse(const char *text, const char *name) {
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_parse_options po = {name, NULL};
+  mil_program *p = NULL;
+  if (mil_parse_program(text, strlen(text), &po, &p, &d) != MIL_OK)
+    fail_msg("parse: %s\n%s", mil_diag_first_error(&d), text);
+  mil_diag_clear(&d);
+  return p;
+}
+
 static inline void ifix_open(ifix *f, const char *text) {
   mil_diag_init(&f->d);
   mil_parse_options po = {"test.mil", NULL};

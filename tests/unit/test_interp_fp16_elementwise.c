@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "interp/vmath.h"
+#include "interp_fixture.h"
 #include "mil/interp.h"
 #include "mil/mil.h"
 #include "mil/text.h"
@@ -77,9 +78,7 @@ static void test_fp16_elementwise(void **state) {
   g_g[0] = f2h(0.5f), g_g[1] = f2h(-3.25f), g_g[2] = f2h(1000.0f);
   mil_diag d;
   mil_diag_init(&d);
-  mil_program *p = NULL;
-  mil_parse_options po = {"fp16.mil", NULL};
-  if (mil_parse_program(k_prog, strlen(k_prog), &po, &p, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
+  mil_program *p = ifix_parse(k_prog, "fp16.mil");
   mil_interp *ip = NULL;
   assert_int_equal(mil_interp_new(p, NULL, &ip, &d), MIL_OK);
   const int64_t sh[4] = {N0, N1, N2, N3}, gs[4] = {1, N1, 1, 1};

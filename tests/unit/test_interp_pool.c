@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "interp_fixture.h"
 #include "mil/interp.h"
 #include "mil/mil.h"
 #include "mil/text.h"
@@ -45,9 +46,7 @@ static void run_case(int64_t H, int64_t W, int64_t kh, int64_t kw, int64_t sh, i
            ceil_mode ? "True" : "False");
   mil_diag d;
   mil_diag_init(&d);
-  mil_program *p = NULL;
-  mil_parse_options po = {"pool.mil", NULL};
-  if (mil_parse_program(prog, strlen(prog), &po, &p, &d) != MIL_OK) fail_msg("%s\n%s", mil_diag_first_error(&d), prog);
+  mil_program *p = ifix_parse(prog, "pool.mil");
   int64_t n = 2 * H * W;
   float *x = malloc((size_t)n * sizeof *x);
   assert_non_null(x);

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "interp_fixture.h"
 #include "mil/interp.h"
 #include "mil/mil.h"
 #include "mil/ops.h"
@@ -25,16 +26,6 @@
 #define B 5
 #define C 37
 #define N (A * B * C)
-
-static mil_program *parse(const char *text) {
-  mil_diag d;
-  mil_diag_init(&d);
-  mil_program *p = NULL;
-  mil_parse_options po = {"reduce.mil", NULL};
-  if (mil_parse_program(text, strlen(text), &po, &p, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
-  mil_diag_clear(&d);
-  return p;
-}
 
 static void one(const char *op, const char *dt, const char *axes, const char *oshape) {
   static float x[N];
@@ -58,7 +49,7 @@ static void one(const char *op, const char *dt, const char *axes, const char *os
            "main[CoreML6](%%x: (%d, %d, %d, %s)(Tensor)) {\n  block0() {\n"
            "    %%y: %s = %s(x=%%x, axes=%s, keep_dims=False, name=\"y\")\n  } -> (%%y)\n}\n",
            A, B, C, dt, oshape, op, axes);
-  mil_program *p = parse(text);
+  mil_program *p = ifix_parse(text, "reduce.mil");
   mil_diag d;
   mil_diag_init(&d);
   mil_interp *ip = NULL;
@@ -81,7 +72,7 @@ static void one(const char *op, const char *dt, const char *axes, const char *os
   }
   snprintf(text + at, 64 * N + 1024 - at,
            "]]], name=\"x\")\n    %%y: %s = %s(x=%%x, axes=%s, keep_dims=False, name=\"y\")\n  } -> (%%y)\n}\n", oshape, op, axes);
-  mil_program *q = parse(text);
+  mil_program *q = ifix_parse(text, "reduce.mil");
   mil_function *f = mil_program_find_function(q, "main");
   mil_op *r = NULL;
   for (mil_op *o = mil_function_body(f)->first; o; o = o->next)

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "interp_fixture.h"
 #include "mil/interp.h"
 #include "mil/mil.h"
 #include "mil/text.h"
@@ -29,9 +30,7 @@ static void run_axis(int axis) {
            R, N, R, N, axis);
   mil_diag d;
   mil_diag_init(&d);
-  mil_program *p = NULL;
-  mil_parse_options po = {"softmax.mil", NULL};
-  if (mil_parse_program(prog, strlen(prog), &po, &p, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
+  mil_program *p = ifix_parse(prog, "softmax.mil");
   float x[R * N];
   uint32_t s = 5;
   for (int i = 0; i < R * N; i++) {
