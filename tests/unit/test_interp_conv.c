@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "fork_threads.h"
+#include "interp_fixture.h"
 #include "mil/interp.h"
 #include "mil/mil.h"
 #include "mil/text.h"
@@ -112,14 +113,7 @@ static char *program_text(const cfg *c) {
 
 static mil_program *parse(const cfg *c) {
   char *text = program_text(c);
-  mil_diag d;
-  mil_diag_init(&d);
-  mil_parse_options po = {"conv.mil", NULL};
-  mil_program *p = NULL;
-  mil_status st = mil_parse_program(text, strlen(text), &po, &p, &d);
-  if (st != MIL_OK) fprintf(stderr, "parse: %s\n%s", mil_diag_first_error(&d), text);
-  assert_int_equal(st, MIL_OK);
-  mil_diag_clear(&d);
+  mil_program *p = ifix_parse(text, "conv.mil");
   free(text);
   return p;
 }

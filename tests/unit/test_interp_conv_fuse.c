@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "fork_threads.h"
+#include "interp_fixture.h"
 #include "mil/interp.h"
 #include "mil/mil.h"
 #include "mil/text.h"
@@ -134,14 +135,7 @@ static char *program_text(const char *dt) {
 
 static mil_program *parse(const char *dt) {
   char *text = program_text(dt);
-  mil_diag d;
-  mil_diag_init(&d);
-  mil_parse_options po = {"fuse.mil", NULL};
-  mil_program *p = NULL;
-  mil_status st = mil_parse_program(text, strlen(text), &po, &p, &d);
-  if (st != MIL_OK) fprintf(stderr, "parse: %s\n", mil_diag_first_error(&d));
-  assert_int_equal(st, MIL_OK);
-  mil_diag_clear(&d);
+  mil_program *p = ifix_parse(text, "fuse.mil");
   free(text);
   return p;
 }
