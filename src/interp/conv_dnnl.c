@@ -34,6 +34,7 @@ static void engine_init(void) {
 typedef struct conv_key {
   const void *w;
   int64_t n, cin, cout, groups, bias, in[2], out[2], k[2], s[2], d[2], pb[2];
+  int64_t full_in, full_out; /* a band's tensors' heights (rows strided by them), 0 for a whole conv */
   int32_t act;  /* INTERP_FUSE_*: the activation applied as a post-op */
   float lo, hi; /* its bounds (INTERP_FUSE_CLIP) */
 } conv_key;
@@ -44,6 +45,7 @@ typedef struct conv_prim {
   dnnl_memory_desc_t src_plain, dst_plain; /* NCHW at the op's boundary */
   dnnl_primitive_t to_src, from_dst;       /* reorders when the primitive's layouts are blocked, else NULL */
   void *w;          /* weight in w_md's layout */
+  bool w_shared;    /* w belongs to another primitive of the same cache (a band's) */
   size_t scratch_bytes;
 } conv_prim;
 
@@ -53,7 +55,7 @@ static void prim_free(void *p) {
   if (cp->prim) dnnl_primitive_destroy(cp->prim);
   if (cp->to_src) dnnl_primitive_destroy(cp->to_src);
   if (cp->from_dst) dnnl_primitive_destroy(cp->from_dst);
-  free(cp->w);
+  if (!cp->w_shared) free(cp->w);
   free(cp);
 }
 
@@ -101,13 +103,10 @@ static bool reorder_run(dnnl_primitive_t r, dnnl_stream_t st, dnnl_memory_t from
 
 /* Whether the primitive takes blocked activations (reordered at the op
  * boundary): they pay off for spatial kernels; 1x1 convs stay plain (a
- * GEMM on NCHW, no reorders), and so do activations above 16 MB: their two
- * reordered copies cost more memory than they gain (unet1024 fp32: 606 MB
- * peak RSS blocked, 386 MB plain, 1.84 s against 1.98 s per run). */
+ * GEMM on NCHW, no reorders). A band of a large conv (conv_banded) is
+ * always blocked. */
 static bool use_blocked(const conv_key *k) {
-  int64_t in_px = k->cin * k->in[0] * k->in[1], out_px = k->cout * k->out[0] * k->out[1];
-  double act_bytes = 4.0 * (double)k->n * (double)(in_px > out_px ? in_px : out_px);
-  return k->k[0] * k->k[1] > 1 && act_bytes <= 16.0 * 1024 * 1024 && !getenv("MIL_INTERP_DNNL_CONV_PLAIN");
+  return k->k[0] * k->k[1] > 1 && !getenv("MIL_INTERP_DNNL_CONV_PLAIN");
 }
 
 /* The fused activation as an eltwise post-op (fuse.c): relu (max with 0,
@@ -125,7 +124,17 @@ static bool set_act(dnnl_primitive_attr_t attr, const conv_key *k) {
   return ok;
 }
 
-static conv_prim *prim_make(const conv_key *k, const float *w) {
+/* NCHW dims d; rows strided by a taller tensor's full_h rows when
+ * full_h > 0 (a band of it). */
+static bool plain_md(dnnl_memory_desc_t *md, const dnnl_dims_t d, int64_t full_h) {
+  if (full_h <= 0) return dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, dnnl_nchw) == dnnl_success;
+  dnnl_dims_t st = {d[1] * full_h * d[3], full_h * d[3], d[3], 1};
+  return dnnl_memory_desc_init_by_strides(md, 4, d, dnnl_f32, st) == dnnl_success;
+}
+
+/* The primitive for k; its weight reordered from w, or share's weight
+ * when share (a cached primitive of the same conv) has the same layout. */
+static conv_prim *prim_make(const conv_key *k, const float *w, const conv_prim *share) {
   conv_prim *cp = calloc(1, sizeof *cp);
   if (!cp) return NULL;
   dnnl_dims_t sd = {k->n, k->cin, k->in[0], k->in[1]}, dd = {k->n, k->cout, k->out[0], k->out[1]};
@@ -143,8 +152,7 @@ static conv_prim *prim_make(const conv_key *k, const float *w) {
   dnnl_primitive_attr_t attr = NULL;
   dnnl_primitive_desc_t pd = NULL;
   bool ok = pr[0] >= 0 && pr[1] >= 0 &&
-            dnnl_memory_desc_init_by_tag(&cp->src_plain, 4, sd, dnnl_f32, dnnl_nchw) == dnnl_success &&
-            dnnl_memory_desc_init_by_tag(&cp->dst_plain, 4, dd, dnnl_f32, dnnl_nchw) == dnnl_success &&
+            plain_md(&cp->src_plain, sd, k->full_in) && plain_md(&cp->dst_plain, dd, k->full_out) &&
             dnnl_memory_desc_init_by_tag(&sany, 4, sd, dnnl_f32, blocked ? dnnl_format_tag_any : dnnl_nchw) == dnnl_success &&
             dnnl_memory_desc_init_by_tag(&dany, 4, dd, dnnl_f32, blocked ? dnnl_format_tag_any : dnnl_nchw) == dnnl_success &&
             dnnl_memory_desc_init_by_tag(&cp->bias_md, 1, bd, dnnl_f32, dnnl_a) == dnnl_success &&
@@ -163,7 +171,9 @@ static conv_prim *prim_make(const conv_key *k, const float *w) {
     ok = make_reorder(&cp->to_src, &cp->src_plain, &cp->src_md) && make_reorder(&cp->from_dst, &cp->dst_md, &cp->dst_plain);
     cp->scratch_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     cp->scratch_bytes = dnnl_memory_desc_get_size(&cp->scratch_md);
-    ok = ok && dnnl_primitive_create(&cp->prim, pd) == dnnl_success && reorder_weight(cp, &wplain, w);
+    ok = ok && dnnl_primitive_create(&cp->prim, pd) == dnnl_success;
+    if (ok && share && dnnl_memory_desc_equal(&share->w_md, &cp->w_md)) cp->w = share->w, cp->w_shared = true;
+    else ok = ok && reorder_weight(cp, &wplain, w);
   }
   if (pd) dnnl_primitive_desc_destroy(pd);
   if (attr) dnnl_primitive_attr_destroy(attr);
@@ -217,6 +227,69 @@ static bool prim_run(const conv_prim *cp, interp_bufpool *pool, const float *x, 
   return ok;
 }
 
+/* The cached primitive for k (made on first use; share as prim_make's).
+ * When the cache cannot keep it, *tmp is the caller's to free. */
+static conv_prim *prim_get(interp_run *r, const conv_key *k, const float *w, const conv_prim *share, conv_prim **tmp) {
+  *tmp = NULL;
+  conv_prim *cp = interp_cache_get_obj(r->cache, k, sizeof *k);
+  if (cp) return cp;
+  conv_prim *made = prim_make(k, w, share);
+  if (!made) return NULL;
+  cp = interp_cache_put_obj(r->cache, k, sizeof *k, made, prim_free);
+  if (!cp) *tmp = cp = made;
+  return cp;
+}
+
+/* Activations above this many bytes (the larger of a conv's input and
+ * output) run in bands of output rows (conv_banded); MIL_INTERP_BAND_MB
+ * sets it for measuring. */
+static double band_min_bytes(void) {
+  const char *e = getenv("MIL_INTERP_BAND_MB");
+  return (e && *e ? atof(e) : 16.0) * 1024 * 1024;
+}
+
+/* A large conv with a spatial kernel, run band by band: each band of
+ * output rows reads the input rows it needs (its own top / bottom padding
+ * where it meets the tensor's edge), reordered into oneDNN's blocked layout
+ * in a work buffer of about 1 MB, convolved, and reordered back into its
+ * rows of the NCHW output, where the fused activation is applied while the
+ * rows are in the cache. Whole-tensor blocked copies of a 1024x1024
+ * activation cost their size twice in memory (unet1024 fp32: 606 MB peak
+ * RSS against 386 MB plain), and plain NCHW runs oneDNN's GEMM-based
+ * kernel, about half as fast as its blocked direct one. The bands' few
+ * primitives (first, middle, last) share one reordered weight. Every
+ * output element is the same sum of the same products as in the whole
+ * conv (the order of oneDNN's kernel for a band). */
+static bool conv_banded(interp_run *r, const conv_key *whole, const float *x, const float *w, const float *bias,
+                        float *out, bool post_op) {
+  int64_t ih = whole->in[0], iw = whole->in[1], oh = whole->out[0], ow = whole->out[1];
+  int64_t kh = whole->k[0], sh = whole->s[0], dh = whole->d[0], pt = whole->pb[0];
+  const char *e = getenv("MIL_INTERP_BAND_KB");
+  double target = (e && *e ? atof(e) : 1024.0) * 1024;
+  double row_bytes = 4.0 * (double)whole->n * ((double)((whole->cin + 7) / 8 * 8) * (double)(iw * sh) +
+                                                (double)((whole->cout + 7) / 8 * 8) * (double)ow);
+  int64_t rows = (int64_t)(target / row_bytes);
+  if (rows < 1) rows = 1;
+  if (rows > oh) rows = oh;
+  const conv_prim *share = NULL;
+  bool ok = true;
+  for (int64_t o0 = 0; ok && o0 < oh; o0 += rows) {
+    int64_t o1 = o0 + rows < oh ? o0 + rows : oh;
+    int64_t a = o0 * sh - pt, b = (o1 - 1) * sh - pt + (kh - 1) * dh + 1;
+    int64_t i0 = a > 0 ? a : 0, i1 = b < ih ? b : ih;
+    if (i1 <= i0) return false; /* rows of padding only: the caller's other paths */
+    conv_key k = *whole;
+    k.in[0] = i1 - i0, k.out[0] = o1 - o0, k.pb[0] = i0 - a, k.full_in = ih, k.full_out = oh;
+    conv_prim *tmp = NULL, *cp = prim_get(r, &k, w, share, &tmp);
+    ok = cp && prim_run(cp, r->pool, x + i0 * iw, bias, out + o0 * ow);
+    if (!tmp && cp && !share) share = cp;
+    prim_free(tmp);
+    for (int64_t p = 0; ok && p < whole->n * whole->cout; p++)
+      ok = interp_conv_act(r, post_op, out + (p * oh + o0) * ow, (o1 - o0) * ow);
+  }
+  return ok;
+}
+
 bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float *bias, float *out, int64_t n,
                       int64_t cin, int64_t cout, int64_t groups, const int64_t in[3], const int64_t outsz[3],
                       const int64_t k[3], const int64_t s[3], const int64_t d[3], const int64_t pb[3]) {
@@ -248,18 +321,13 @@ bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float
               getenv("MIL_INTERP_DNNL_POSTOP");
     if (!post_op) key.act = INTERP_FUSE_NONE, key.lo = key.hi = 0;
   }
-  conv_prim *cp = interp_cache_get_obj(r->cache, &key, sizeof key);
-  if (!cp) {
-    conv_prim *made = prim_make(&key, w);
-    if (!made) return false;
-    cp = interp_cache_put_obj(r->cache, &key, sizeof key, made, prim_free);
-    if (!cp) {
-      bool ok = prim_run(made, r->pool, x, bias, out);
-      prim_free(made);
-      return ok && interp_conv_act(r, post_op, out, n * cout * outsz[1] * outsz[2]);
-    }
-  }
-  return prim_run(cp, r->pool, x, bias, out) && interp_conv_act(r, post_op, out, n * cout * outsz[1] * outsz[2]);
+  int64_t in_px = cin * in[1] * in[2], out_px = cout * outsz[1] * outsz[2];
+  if (use_blocked(&key) && 4.0 * (double)n * (double)(in_px > out_px ? in_px : out_px) > band_min_bytes())
+    return conv_banded(r, &key, x, w, bias, out, post_op);
+  conv_prim *tmp = NULL, *cp = prim_get(r, &key, w, NULL, &tmp);
+  bool ok = cp && prim_run(cp, r->pool, x, bias, out) && interp_conv_act(r, post_op, out, n * cout * outsz[1] * outsz[2]);
+  prim_free(tmp);
+  return ok;
 }
 
 #else

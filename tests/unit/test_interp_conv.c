@@ -1,7 +1,8 @@
 /* conv through the interpreter (oneDNN's convolution primitive when the
  * build has it, else im2col + sgemm or the depthwise loop) against a naive
  * reference loop written here: groups, depthwise, stride 2, dilation,
- * asymmetric custom pads, bias, 1D; then forks of one interpreter running
+ * asymmetric custom pads, bias, 1D; the same cases run in bands of
+ * output rows (the path of large activations, forced small here); forks of one interpreter running
  * the same convs in several threads at once, bit-identical to one run. */
 #include <math.h>
 #include <pthread.h>
@@ -141,10 +142,11 @@ static const cfg CASES[] = {
     {2, 6, 1, 20, 4, 1, 3, 1, 2, 1, 2, 0, 0, 2, 1, 2, 1, 1},    /* 1D, groups 2, stride 2, dilation 2 */
     {1, 8, 60, 64, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8, 1, 0},   /* depthwise 3x3 stride 2, wide rows (register kernel) */
     {2, 4, 30, 70, 8, 5, 5, 2, 2, 1, 1, 2, 2, 2, 1, 4, 0, 0},   /* depthwise 5x5 stride 2, multiplier 2, odd width */
+    {1, 3, 9, 10, 6, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 0},    /* pads beyond the kernel: rows of padding only */
+    {1, 12, 40, 33, 10, 5, 3, 3, 1, 2, 1, 4, 1, 1, 1, 2, 1, 0}, /* stride 3, dilation 2, groups 2 */
 };
 
-static void test_conv_against_reference(void **state) {
-  (void)state;
+static void check_cases(void) {
   for (size_t k = 0; k < sizeof CASES / sizeof *CASES; k++) {
     const cfg *c = &CASES[k];
     mil_program *p = parse(c);
@@ -170,6 +172,25 @@ static void test_conv_against_reference(void **state) {
     mil_program_free(p);
     free(x), free(y), free(want);
   }
+}
+
+static void test_conv_against_reference(void **state) {
+  (void)state;
+  check_cases();
+}
+
+/* Every activation counts as large (MIL_INTERP_BAND_MB=0) and the bands
+ * are a few rows (MIL_INTERP_BAND_KB=2): first, middle and last bands with
+ * their own pads, a band of one row, bands that start in the padding. */
+static void test_conv_banded_against_reference(void **state) {
+  (void)state;
+  setenv("MIL_INTERP_BAND_MB", "0", 1);
+  for (int kb = 0; kb < 3; kb++) {
+    setenv("MIL_INTERP_BAND_KB", kb == 0 ? "0" : kb == 1 ? "2" : "16", 1);
+    check_cases();
+  }
+  unsetenv("MIL_INTERP_BAND_MB");
+  unsetenv("MIL_INTERP_BAND_KB");
 }
 
 #define N_THREADS 4
@@ -225,6 +246,7 @@ static void test_forks_in_threads_identical(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv_against_reference),
+      cmocka_unit_test(test_conv_banded_against_reference),
       cmocka_unit_test(test_forks_in_threads_identical),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
