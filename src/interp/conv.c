@@ -460,10 +460,11 @@ static mil_status k_conv_quantized(interp_run *r, mil_infer_ctx *c) {
   return conv_run(r, c, w, b);
 }
 
-/* Adds columns (C, k.., in..) back onto the output image (C, out..). */
-static void col2im(const float *col, int64_t cn, const geom *g, float *out) {
-  int64_t oplane = g->out[0] * g->out[1] * g->out[2];
-  int64_t ncol = g->in[0] * g->in[1] * g->in[2];
+/* Adds columns (C, k.., in rows ih0..ih1) back onto the output image
+ * (C, out..); the columns hold every input depth of those rows. */
+static void col2im(const float *col, int64_t cn, const geom *g, int64_t ih0, int64_t ih1, float *out) {
+  int64_t oplane = g->out[0] * g->out[1] * g->out[2], rows = ih1 - ih0;
+  int64_t ncol = g->in[0] * rows * g->in[2];
   int64_t row = 0;
   for (int64_t ch = 0; ch < cn; ch++)
     for (int64_t kd = 0; kd < g->k[0]; kd++)
@@ -474,10 +475,10 @@ static void col2im(const float *col, int64_t cn, const geom *g, float *out) {
           for (int64_t id = 0; id < g->in[0]; id++) {
             int64_t od = id * g->s[0] - g->pb[0] + kd * g->d[0];
             if (od < 0 || od >= g->out[0]) continue;
-            for (int64_t ih = 0; ih < g->in[1]; ih++) {
+            for (int64_t ih = ih0; ih < ih1; ih++) {
               int64_t oh = ih * g->s[1] - g->pb[1] + kh * g->d[1];
               if (oh < 0 || oh >= g->out[1]) continue;
-              const float *srow = src + (id * g->in[1] + ih) * g->in[2];
+              const float *srow = src + (id * rows + ih - ih0) * g->in[2];
               float *drow = dst + (od * g->out[1] + oh) * g->out[2];
               for (int64_t iw = 0; iw < g->in[2]; iw++) {
                 int64_t ow = iw * g->s[2] - g->pb[2] + kw * g->d[2];
@@ -488,6 +489,10 @@ static void col2im(const float *col, int64_t cn, const geom *g, float *out) {
         }
 }
 
+/* conv_transpose: the output starts as the bias (or zeros); per batch item
+ * and group, a tile of input rows at a time (columns of about 1 MB, all
+ * rows at once for 3D inputs) gives its columns W_g^T X_g, added onto the
+ * output (col2im). The columns are a work buffer of the interpreter. */
 static mil_status k_conv_transpose(interp_run *r, mil_infer_ctx *c) {
   conv_args a;
   mil_status st = read_args(c, true, &a, NULL, NULL);
@@ -497,25 +502,38 @@ static mil_status k_conv_transpose(interp_run *r, mil_infer_ctx *c) {
   int64_t cg = cin / G, og = a.ws[1], ksz = g->k[0] * g->k[1] * g->k[2];
   int64_t plane = g->in[0] * g->in[1] * g->in[2], oplane = g->out[0] * g->out[1] * g->out[2];
   if (og * G != cout) return INTERP_DECLINE;
-  float *tx, *tw, *tb = NULL, *col = NULL;
+  int64_t col_row = og * ksz * g->in[2]; /* column values per input row */
+  int64_t tile = g->in[0] > 1 ? g->in[1] : (int64_t)(((size_t)1 << 18) / (size_t)(col_row > 0 ? col_row : 1));
+  if (tile < 1) tile = 1;
+  if (tile > g->in[1]) tile = g->in[1];
+  size_t col_bytes = (size_t)(g->in[0] * tile * col_row > 0 ? g->in[0] * tile * col_row : 1) * sizeof(float);
+  float *tx, *tw, *tb = NULL, *col = NULL, *own = NULL;
   const float *xf = interp_f32(r, a.x, &tx), *wf = interp_f32(r, a.w, &tw), *bf = a.b ? interp_f32(r, a.b, &tb) : NULL;
-  if (xf && wf) col = malloc((size_t)(og * ksz * plane > 0 ? og * ksz * plane : 1) * sizeof *col);
+  if (xf && wf) {
+    col = interp_bufpool_work(r->pool, 3, col_bytes);
+    if (!col) col = own = malloc(col_bytes);
+  }
   interp_fout o;
-  float *out = xf && wf && (!a.b || bf) && col ? interp_fout_begin(r, c, 0, &o) : NULL;
+  float *out = xf && wf && (!a.b || bf) && col ? interp_fout_begin_uninit(r, c, 0, &o) : NULL;
   if (!out) {
-    free(tx), free(tw), free(tb), free(col);
+    free(tx), free(tw), free(tb), free(own);
     return interp_nomem(c);
   }
-  memset(out, 0, (size_t)o.v->numel * sizeof *out);
   for (int64_t b = 0; b < n; b++)
-    for (int64_t gi = 0; gi < G; gi++) {
-      /* col (og*ksz, plane) = W_g^T (og*ksz, cg) x X_g (cg, plane) */
-      interp_sgemm(true, false, og * ksz, plane, cg, 1.0f, wf + gi * cg * og * ksz, og * ksz,
-                   xf + (b * cin + gi * cg) * plane, plane, 0.0f, col, plane);
-      col2im(col, og, g, out + (b * cout + gi * og) * oplane);
+    for (int64_t ch = 0; ch < cout; ch++) {
+      float *p = out + (b * cout + ch) * oplane, v = bf ? bf[ch] : 0.0f;
+      for (int64_t i = 0; i < oplane; i++) p[i] = v;
     }
-  add_bias(out, bf, n, cout, oplane);
-  free(tx), free(tw), free(tb), free(col);
+  for (int64_t b = 0; b < n; b++)
+    for (int64_t gi = 0; gi < G; gi++)
+      for (int64_t h0 = 0; h0 < g->in[1]; h0 += tile) {
+        int64_t h1 = h0 + tile < g->in[1] ? h0 + tile : g->in[1], nc = g->in[0] * (h1 - h0) * g->in[2];
+        /* col (og*ksz, nc) = W_g^T (og*ksz, cg) x X_g (cg, the tile's columns) */
+        interp_sgemm(true, false, og * ksz, nc, cg, 1.0f, wf + gi * cg * og * ksz, og * ksz,
+                     xf + (b * cin + gi * cg) * plane + h0 * g->in[2], plane, 0.0f, col, nc);
+        col2im(col, og, g, h0, h1, out + (b * cout + gi * og) * oplane);
+      }
+  free(tx), free(tw), free(tb), free(own);
   c->val[0] = interp_fout_end(&o);
   return MIL_OK;
 }

@@ -241,11 +241,13 @@ static conv_prim *prim_get(interp_run *r, const conv_key *k, const float *w, con
 }
 
 /* Activations above this many bytes (the larger of a conv's input and
- * output) run in bands of output rows (conv_banded); MIL_INTERP_BAND_MB
- * sets it for measuring. */
+ * output) run in bands of output rows (conv_banded): 4 MB, where banding
+ * measured as fast as whole-tensor blocked copies (resnet, efficientnet,
+ * mnasnet) and the blocked copies' work buffers would be kept at their
+ * size; MIL_INTERP_BAND_MB sets it for measuring. */
 static double band_min_bytes(void) {
   const char *e = getenv("MIL_INTERP_BAND_MB");
-  return (e && *e ? atof(e) : 16.0) * 1024 * 1024;
+  return (e && *e ? atof(e) : 4.0) * 1024 * 1024;
 }
 
 /* A large conv with a spatial kernel, run band by band: each band of

@@ -656,8 +656,12 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
   r.observer_ud = ip->observer_ud;
   if (!ip->pool) ip->pool = interp_bufpool_new(); /* NULL: the default allocator */
   r.pool = ip->pool;
+  interp_bufpool_run_begin(ip->pool);
   r.prog = ir_program_clone_with(ip->base, ip->pool ? interp_bufpool_allocator(ip->pool) : ip->base->alloc);
-  if (!r.prog) return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory copying the program for a run");
+  if (!r.prog) {
+    interp_bufpool_run_end(ip->pool);
+    return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory copying the program for a run");
+  }
   r.fn = mil_program_find_function(r.prog, ip->fn_name);
   mil_block *body = r.fn ? mil_function_body(r.fn) : NULL;
   if (!body) st = mil_diag_error(d, MIL_ERR_INVALID, "function '%s' disappeared from the program", ip->fn_name);
@@ -669,6 +673,7 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
     ip->have_outputs = true;
   }
   mil_program_free(r.prog);
+  interp_bufpool_run_end(ip->pool);
   if (r.prof && st == MIL_OK) interp_profile_run(r.prof, interp_profile_now() - t0);
   return st;
 }

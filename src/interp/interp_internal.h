@@ -13,6 +13,7 @@
  *   conv_act.c        the activation such a conv applies to its output
  *   bufpool.c         memory an interpreter keeps between runs: freed
  *                     blocks of its run copies, kernels' work buffers
+ *   bufplan.c         the memory plan of its large blocks (one arena)
  *   <family>.c        kernels, one file per op family: linear.c, conv.c,
  *                     pool.c, normalization.c, activation.c, elementwise.c
  *                     (+ elementwise_internal.h), tensor.c, gather.c,
@@ -178,10 +179,41 @@ INTERP_HIDDEN void interp_bufpool_free(interp_bufpool *p);
  * the pool for a request of their size (bounded; the oldest are given
  * back). Lives as long as p. */
 INTERP_HIDDEN const mil_allocator *interp_bufpool_allocator(interp_bufpool *p);
+/* A run of the interpreter starts (before its program copy is made) and
+ * ends (after the copy is freed): the memory plan of its large blocks
+ * follows and records them (bufplan.c). */
+INTERP_HIDDEN void interp_bufpool_run_begin(interp_bufpool *p);
+INTERP_HIDDEN void interp_bufpool_run_end(interp_bufpool *p);
 /* Work buffer number `slot` (0..3) of at least n bytes, 64-byte aligned,
  * contents unspecified; kept by p (grown when needed) until the next
  * request of the same slot. NULL when p is NULL or out of memory. */
 INTERP_HIDDEN void *interp_bufpool_work(interp_bufpool *p, int slot, size_t n);
+
+/* ---- bufplan.c ---- */
+/* The memory plan of an interpreter's blocks (see bufplan.c). Blocks
+ * outside its arena come from sys.get (n bytes, NULL when out of memory)
+ * and go back through sys.put (the block and its size). */
+typedef struct interp_bufplan interp_bufplan;
+typedef struct interp_bufplan_sys {
+  void *(*get)(void *ud, size_t n);
+  void (*put)(void *ud, void *p, size_t n);
+  void *ud;
+} interp_bufplan_sys;
+/* NULL when out of memory. free puts back every block it still holds and
+ * frees the arena. */
+INTERP_HIDDEN interp_bufplan *interp_bufplan_new(const interp_bufplan_sys *sys);
+INTERP_HIDDEN void interp_bufplan_free(interp_bufplan *pl);
+/* begin / end bracket a run (end makes the next run's plan from this
+ * run's trace when every block came back). */
+INTERP_HIDDEN void interp_bufplan_begin(interp_bufplan *pl);
+INTERP_HIDDEN void interp_bufplan_end(interp_bufplan *pl);
+/* A block of n bytes: in the arena while the run follows the plan (64-byte
+ * aligned), else sys.get's; NULL when out of memory. */
+INTERP_HIDDEN void *interp_bufplan_alloc(interp_bufplan *pl, size_t n);
+/* Takes back a block alloc gave; false (nothing done) for any other. */
+INTERP_HIDDEN bool interp_bufplan_release(interp_bufplan *pl, void *p);
+/* Whether a plan with its arena is there for the next run. */
+INTERP_HIDDEN bool interp_bufplan_ready(const interp_bufplan *pl);
 
 /* ---- conv_dnnl.c ---- */
 /* 1D/2D conv through a cached oneDNN convolution primitive: out (N, Cout,
