@@ -6,6 +6,7 @@
  * "valid" (coremltools' torch frontend: _convolution, max_pool2d,
  * avg_pool2d, adaptive pooling as reduce_mean / reduce_max). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "onnx/import/import_internal.h"
@@ -270,9 +271,6 @@ static mil_status conv_conv_transpose(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, r);
 }
 
-/* The index constants of MaxPool's Indices output (all taps together). */
-#define MIL_ONNX_INDICES_MAX_BYTES ((int64_t)256 << 20)
-
 /* Dilated max pooling, and MaxPool's Indices output (MIL's max_pool has
  * neither): x padded with -inf, then the maximum over the kernel offsets
  * of strided slices; the indices (flat positions in x, spatial dims
@@ -322,57 +320,66 @@ static mil_status dilated_max_pool(onnx_ctx *c, onnx_node *n, mil_var *x, conv_g
   }
   if (total > 1024) return ONNX_UNSUP(c, "the Indices of a %lld-tap kernel", (long long)total);
   mil_var *acc = NULL, *acc_i = NULL;
-  int64_t N = t->dims[0].size, C = t->dims[1].size, nout = 1, in_sz = 1;
-  for (int32_t i = 0; i < g->sp; i++) nout *= out[i], in_sz *= t->dims[2 + i].size;
-  /* each tap's indices are an int32 const of the output's size: bounded
-   * (a 220-byte model with a 5x13 kernel over 18x71x44x29 outputs asked
-   * for 424 MB of them, and a minute to write them) */
-  double idx_bytes = 4.0 * (double)total * (double)N * (double)C * (double)nout;
-  if (idx_bytes > (double)MIL_ONNX_INDICES_MAX_BYTES)
-    return ONNX_UNSUP(c, "the Indices output needs %.0f MB of index constants (%lld taps x %lld outputs), more than the "
-                      "%lld MB the importer writes", idx_bytes / 1e6, (long long)total, (long long)(N * C * nout),
-                      (long long)(MIL_ONNX_INDICES_MAX_BYTES >> 20));
+  /* a tap's indices are a sum of broadcast terms: n * C * in + c * in
+   * (shape N, C, 1..) and, per spatial axis, the (clamped) source position
+   * along it times that axis' stride in x (shape 1.., out_i, 1..), one
+   * small const per axis and kernel offset, shared by the taps (a 220-byte
+   * model with a 65-tap kernel over 18x71x49x12 outputs would otherwise
+   * ask for 195 MB of whole-output index constants) */
+  mil_var *base = NULL, **terms = NULL;
+  int64_t term_at[8], nterms = 0;
+  if (want_idx) {
+    int64_t N = t->dims[0].size, C = t->dims[1].size, in_sz = 1, bshape[10] = {N, C, 1, 1, 1, 1, 1, 1, 1, 1};
+    for (int32_t i = 0; i < g->sp; i++) in_sz *= t->dims[2 + i].size, term_at[i] = nterms, nterms += g->kernel[i];
+    mil_value *bv = mil_value_new_tensor(c->p, MIL_DT_INT32, rank, bshape, false, NULL);
+    terms = calloc((size_t)nterms, sizeof *terms);
+    if (!bv || !terms) {
+      free(terms);
+      return MIL_ERR_NOMEM;
+    }
+    for (int64_t nc = 0; nc < N * C; nc++) mil_value_set_i64(bv, nc, nc * in_sz);
+    base = onnx_const(c, bv);
+    for (int32_t i = 0; i < g->sp && base; i++) {
+      int64_t mul = 1; /* the axis' stride in x: row-major, or with storage_order 1 column-major */
+      for (int32_t j = colmajor ? 0 : g->sp - 1; colmajor ? j < i : j > i; j += colmajor ? 1 : -1) mul *= t->dims[2 + j].size;
+      int64_t tshape[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+      tshape[2 + i] = out[i];
+      for (int64_t k = 0; k < g->kernel[i]; k++) {
+        mil_value *tv = mil_value_new_tensor(c->p, MIL_DT_INT32, rank, tshape, false, NULL);
+        if (!tv) {
+          free(terms);
+          return MIL_ERR_NOMEM;
+        }
+        for (int64_t oi = 0; oi < out[i]; oi++) {
+          int64_t src = oi * g->strides[i] + k * g->dil[i] - g->pad[2 * i];
+          src = src < 0 ? 0 : src >= t->dims[2 + i].size ? t->dims[2 + i].size - 1 : src;
+          mil_value_set_i64(tv, oi, src * mul);
+        }
+        terms[term_at[i] + k] = onnx_const(c, tv);
+      }
+    }
+  }
   for (int64_t tap = 0; tap < total && xp; tap++) {
-    int64_t b[10] = {0}, e[10] = {0}, st[10] = {1, 1}, r = tap;
+    int64_t b[10] = {0}, e[10] = {0}, st[10] = {1, 1}, r = tap, ks[8];
     mil_value *em = mil_value_new_tensor(c->p, MIL_DT_BOOL, 1, (int64_t[]){rank}, false, NULL);
-    if (!em) return MIL_ERR_NOMEM;
+    if (!em) {
+      free(terms);
+      return MIL_ERR_NOMEM;
+    }
     mil_value_set_i64(em, 0, 1);
     mil_value_set_i64(em, 1, 1);
     for (int32_t i = g->sp - 1; i >= 0; i--) {
       int64_t k = r % g->kernel[i];
       r /= g->kernel[i];
+      ks[i] = k;
       b[2 + i] = k * g->dil[i];
       e[2 + i] = b[2 + i] + (out[i] - 1) * g->strides[i] + 1;
       st[2 + i] = g->strides[i];
     }
     mil_var *sl = ONNX_OP(c, "slice_by_index", A("x", xp), K("begin", onnx_i32s(c, rank, b)), K("end", onnx_i32s(c, rank, e)),
                           K("stride", onnx_i32s(c, rank, st)), K("end_mask", em));
-    mil_var *idx = NULL;
-    if (want_idx) {
-      /* this tap's source position in x for every output position */
-      int64_t oshape[10] = {N, C};
-      for (int32_t i = 0; i < g->sp; i++) oshape[2 + i] = out[i];
-      mil_value *iv = mil_value_new_tensor(c->p, MIL_DT_INT32, rank, oshape, false, NULL);
-      if (!iv) return MIL_ERR_NOMEM;
-      for (int64_t nc = 0; nc < N * C; nc++)
-        for (int64_t o = 0; o < nout; o++) {
-          int64_t rem = o, flat = 0, src[8];
-          for (int32_t i = g->sp - 1; i >= 0; i--) {
-            int64_t oi = rem % out[i];
-            rem /= out[i];
-            src[i] = oi * g->strides[i] + b[2 + i] - g->pad[2 * i];
-            if (src[i] < 0) src[i] = 0;
-            if (src[i] >= t->dims[2 + i].size) src[i] = t->dims[2 + i].size - 1;
-          }
-          for (int32_t k = 0, mul = 1; k < g->sp; k++) {
-            int32_t i = colmajor ? k : g->sp - 1 - k;
-            flat += src[i] * mul;
-            mul *= (int32_t)t->dims[2 + i].size;
-          }
-          mil_value_set_i64(iv, nc * nout + o, nc * in_sz + flat);
-        }
-      idx = onnx_const(c, iv);
-    }
+    mil_var *idx = base; /* this tap's source position in x for every output position */
+    for (int32_t i = 0; want_idx && i < g->sp && idx; i++) idx = ONNX_OP(c, "add", A("x", idx), A("y", terms[term_at[i] + ks[i]]));
     if (!acc) {
       acc = sl;
       acc_i = idx;
@@ -381,6 +388,7 @@ static mil_status dilated_max_pool(onnx_ctx *c, onnx_node *n, mil_var *x, conv_g
       acc = ONNX_OP(c, "maximum", A("x", acc), A("y", sl));
     }
   }
+  free(terms);
   if (want_idx) {
     mil_status st = onnx_set_out(c, n, 1, acc_i);
     if (st != MIL_OK) return st;
