@@ -166,6 +166,19 @@ static void test_split_to_sequence_runtime_sizes(void **state) {
   run_case("split_seq_runtime.onnx", "split_seq_runtime", 2, 2, 0);
 }
 
+/* MaxPool's Indices in 1, 2 and 3 spatial dims, with strides, dilations,
+ * asymmetric pads and storage_order 1, against the loop of
+ * gen_maxpool_indices.py; exact. */
+static void test_maxpool_indices(void **state) {
+  (void)state;
+  for (int i = 0; i < 4; i++) {
+    char model[64], cs[64];
+    snprintf(model, sizeof model, "maxpool_idx%d.onnx", i);
+    snprintf(cs, sizeof cs, "maxpool_idx%d", i);
+    run_case(model, cs, 1, 2, 0);
+  }
+}
+
 /* GridSample bicubic with border padding and align_corners, and with
  * zeros padding without (gen_grid_bicubic.py, PyTorch's references). */
 static void test_grid_sample_bicubic(void **state) {
@@ -522,6 +535,7 @@ int main(void) {
       cmocka_unit_test(test_input_value_fixes_if_branch),
       cmocka_unit_test(test_split_to_sequence_runtime_sizes),
       cmocka_unit_test(test_grid_sample_bicubic),
+      cmocka_unit_test(test_maxpool_indices),
       cmocka_unit_test(test_fp16_sample_keeps_overflowing_ops_fp32),
       cmocka_unit_test(test_fp16_sample_inside_if),
       cmocka_unit_test(test_fp16_static_warning),

@@ -271,6 +271,47 @@ static mil_status conv_conv_transpose(onnx_ctx *c, onnx_node *n) {
   return onnx_set_out(c, n, 0, r);
 }
 
+/* MaxPool's Indices from the winning tap's number of each output (tap_of,
+ * int32 of the output's shape; NULL for a one-tap kernel): the flat
+ * position in x, n * C * in + c * in + the sum over the spatial axes of
+ * the tap's source position along the axis (clamped into x) times the
+ * axis' stride in x (row-major, or with storage_order 1 column-major).
+ * The constants are per axis (an output position's start along it) and
+ * per batch and channel, never of the output's size: a 220-byte model
+ * with a 65-tap kernel over 18x71x49x12 outputs asked for 195 MB of
+ * whole-output index constants (and their folding at conversion) when
+ * each tap had its own. */
+static mil_var *max_pool_indices(onnx_ctx *c, mil_var *x, const conv_geom *g, const int64_t *out, bool colmajor,
+                                 mil_var *tap_of) {
+  const mil_type *t = x->type;
+  int32_t rank = onnx_rank(x);
+  int64_t N = t->dims[0].size, C = t->dims[1].size, in_sz = 1, shape[10] = {N, C, 1, 1, 1, 1, 1, 1, 1, 1};
+  for (int32_t i = 0; i < g->sp; i++) in_sz *= t->dims[2 + i].size;
+  mil_value *bv = mil_value_new_tensor(c->p, MIL_DT_INT32, rank, shape, false, NULL);
+  if (!bv) return NULL;
+  for (int64_t nc = 0; nc < N * C; nc++) mil_value_set_i64(bv, nc, nc * in_sz);
+  mil_var *idx = onnx_const(c, bv), *tap = tap_of ? tap_of : onnx_const(c, onnx_i32(c, 0));
+  int64_t inner = 1; /* the taps of the axes after i */
+  for (int32_t i = g->sp - 1; i >= 0 && idx; i--) {
+    int64_t mul = 1;
+    for (int32_t j = colmajor ? 0 : g->sp - 1; colmajor ? j < i : j > i; j += colmajor ? 1 : -1) mul *= t->dims[2 + j].size;
+    int64_t tshape[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    tshape[2 + i] = out[i];
+    mil_value *sv = mil_value_new_tensor(c->p, MIL_DT_INT32, rank, tshape, false, NULL);
+    if (!sv) return NULL;
+    for (int64_t oi = 0; oi < out[i]; oi++) mil_value_set_i64(sv, oi, oi * g->strides[i] - g->pad[2 * i]);
+    /* k_i = tap / inner % kernel_i; source = start + k_i * dilation, clamped */
+    mil_var *k = ONNX_OP(c, "mod", A("x", ONNX_OP(c, "floor_div", A("x", tap), K("y", onnx_i32(c, inner)))),
+                         K("y", onnx_i32(c, g->kernel[i])));
+    mil_var *src = ONNX_OP(c, "add", A("x", onnx_const(c, sv)), A("y", ONNX_OP(c, "mul", A("x", k), K("y", onnx_i32(c, g->dil[i])))));
+    src = ONNX_OP(c, "minimum", A("x", ONNX_OP(c, "maximum", A("x", src), K("y", onnx_i32(c, 0)))),
+                  K("y", onnx_i32(c, t->dims[2 + i].size - 1)));
+    idx = ONNX_OP(c, "add", A("x", idx), A("y", ONNX_OP(c, "mul", A("x", src), K("y", onnx_i32(c, mul)))));
+    inner *= g->kernel[i];
+  }
+  return idx;
+}
+
 /* Dilated max pooling, and MaxPool's Indices output (MIL's max_pool has
  * neither): x padded with -inf, then the maximum over the kernel offsets
  * of strided slices; the indices (flat positions in x, spatial dims
@@ -319,78 +360,34 @@ static mil_status dilated_max_pool(onnx_ctx *c, onnx_node *n, mil_var *x, conv_g
     return onnx_set_out(c, n, 0, xp);
   }
   if (total > 1024) return ONNX_UNSUP(c, "the Indices of a %lld-tap kernel", (long long)total);
-  mil_var *acc = NULL, *acc_i = NULL;
-  /* a tap's indices are a sum of broadcast terms: n * C * in + c * in
-   * (shape N, C, 1..) and, per spatial axis, the (clamped) source position
-   * along it times that axis' stride in x (shape 1.., out_i, 1..), one
-   * small const per axis and kernel offset, shared by the taps (a 220-byte
-   * model with a 65-tap kernel over 18x71x49x12 outputs would otherwise
-   * ask for 195 MB of whole-output index constants) */
-  mil_var *base = NULL, **terms = NULL;
-  int64_t term_at[8], nterms = 0;
-  if (want_idx) {
-    int64_t N = t->dims[0].size, C = t->dims[1].size, in_sz = 1, bshape[10] = {N, C, 1, 1, 1, 1, 1, 1, 1, 1};
-    for (int32_t i = 0; i < g->sp; i++) in_sz *= t->dims[2 + i].size, term_at[i] = nterms, nterms += g->kernel[i];
-    mil_value *bv = mil_value_new_tensor(c->p, MIL_DT_INT32, rank, bshape, false, NULL);
-    terms = calloc((size_t)nterms, sizeof *terms);
-    if (!bv || !terms) {
-      free(terms);
-      return MIL_ERR_NOMEM;
-    }
-    for (int64_t nc = 0; nc < N * C; nc++) mil_value_set_i64(bv, nc, nc * in_sz);
-    base = onnx_const(c, bv);
-    for (int32_t i = 0; i < g->sp && base; i++) {
-      int64_t mul = 1; /* the axis' stride in x: row-major, or with storage_order 1 column-major */
-      for (int32_t j = colmajor ? 0 : g->sp - 1; colmajor ? j < i : j > i; j += colmajor ? 1 : -1) mul *= t->dims[2 + j].size;
-      int64_t tshape[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-      tshape[2 + i] = out[i];
-      for (int64_t k = 0; k < g->kernel[i]; k++) {
-        mil_value *tv = mil_value_new_tensor(c->p, MIL_DT_INT32, rank, tshape, false, NULL);
-        if (!tv) {
-          free(terms);
-          return MIL_ERR_NOMEM;
-        }
-        for (int64_t oi = 0; oi < out[i]; oi++) {
-          int64_t src = oi * g->strides[i] + k * g->dil[i] - g->pad[2 * i];
-          src = src < 0 ? 0 : src >= t->dims[2 + i].size ? t->dims[2 + i].size - 1 : src;
-          mil_value_set_i64(tv, oi, src * mul);
-        }
-        terms[term_at[i] + k] = onnx_const(c, tv);
-      }
-    }
-  }
+  mil_var *acc = NULL, *tap_of = NULL;
   for (int64_t tap = 0; tap < total && xp; tap++) {
-    int64_t b[10] = {0}, e[10] = {0}, st[10] = {1, 1}, r = tap, ks[8];
+    int64_t b[10] = {0}, e[10] = {0}, st[10] = {1, 1}, r = tap;
     mil_value *em = mil_value_new_tensor(c->p, MIL_DT_BOOL, 1, (int64_t[]){rank}, false, NULL);
-    if (!em) {
-      free(terms);
-      return MIL_ERR_NOMEM;
-    }
+    if (!em) return MIL_ERR_NOMEM;
     mil_value_set_i64(em, 0, 1);
     mil_value_set_i64(em, 1, 1);
     for (int32_t i = g->sp - 1; i >= 0; i--) {
       int64_t k = r % g->kernel[i];
       r /= g->kernel[i];
-      ks[i] = k;
       b[2 + i] = k * g->dil[i];
       e[2 + i] = b[2 + i] + (out[i] - 1) * g->strides[i] + 1;
       st[2 + i] = g->strides[i];
     }
     mil_var *sl = ONNX_OP(c, "slice_by_index", A("x", xp), K("begin", onnx_i32s(c, rank, b)), K("end", onnx_i32s(c, rank, e)),
                           K("stride", onnx_i32s(c, rank, st)), K("end_mask", em));
-    mil_var *idx = base; /* this tap's source position in x for every output position */
-    for (int32_t i = 0; want_idx && i < g->sp && idx; i++) idx = ONNX_OP(c, "add", A("x", idx), A("y", terms[term_at[i] + ks[i]]));
     if (!acc) {
       acc = sl;
-      acc_i = idx;
-    } else {
-      if (want_idx) acc_i = ONNX_OP(c, "select", A("cond", ONNX_OP(c, "greater", A("x", sl), A("y", acc))), A("a", idx), A("b", acc_i));
-      acc = ONNX_OP(c, "maximum", A("x", acc), A("y", sl));
+      continue;
     }
+    /* the winning tap's number, per output (the first of equal maxima) */
+    mil_var *gt = ONNX_OP(c, "greater", A("x", sl), A("y", acc));
+    if (tap_of) tap_of = ONNX_OP(c, "select", A("cond", gt), K("a", onnx_i32(c, tap)), A("b", tap_of));
+    else tap_of = onnx_cast(c, gt, MIL_DT_INT32); /* tap 1 (or 0); select's type is a's and b's alone */
+    acc = ONNX_OP(c, "maximum", A("x", acc), A("y", sl));
   }
-  free(terms);
-  if (want_idx) {
-    mil_status st = onnx_set_out(c, n, 1, acc_i);
+  if (want_idx && acc) {
+    mil_status st = onnx_set_out(c, n, 1, max_pool_indices(c, x, g, out, colmajor, tap_of));
     if (st != MIL_OK) return st;
   }
   return onnx_set_out(c, n, 0, acc);
@@ -404,7 +401,7 @@ static mil_status conv_pool(onnx_ctx *c, onnx_node *n) {
   if (st != MIL_OK) return st;
   for (int32_t i = 0; i < g.sp; i++)
     if (g.dil[i] != 1) {
-      if (strcmp(n->op_type, "MaxPool") != 0 || onnx_out_used(n, 1)) return ONNX_UNSUP(c, "dilated %s", n->op_type);
+      if (strcmp(n->op_type, "MaxPool") != 0) return ONNX_UNSUP(c, "dilated %s", n->op_type);
       return dilated_max_pool(c, n, x, &g);
     }
   if (onnx_out_used(n, 1)) return dilated_max_pool(c, n, x, &g);
