@@ -123,8 +123,9 @@ static void test_split_to_sequence_of_a_scalar(void **state) {
  * over 1.6 million outputs built 424 MB of index constants (a minute,
  * then the serialization; round 14 refused it above 256 MB), and over
  * 0.75 million outputs 195 MB (under that bound: 29 s in the fuzzer). The
- * indices are now sums of small per-axis constants: both import (as the
- * fuzz target does: no pipeline) into a model of under 1 MB. */
+ * indices now follow the winning tap's number (small per-axis constants):
+ * both import (as the fuzz target does: no pipeline) into a model of
+ * under 1 MB. */
 static void expect_small_import(const char *file) {
   FILE *f = fopen(file, "rb");
   assert_non_null(f);
