@@ -255,7 +255,9 @@ mil_status interp_exec_block(interp_run *r, mil_block *b) {
       } else {
         r->fuse = fe && fe->is_conv ? fe : NULL;
         r->fused = false;
+        struct interp_tmp *mark = r->scratch;
         st = exec_op(r, op);
+        interp_scratch_release(r, mark); /* the op's scratch buffers */
         if (st == MIL_OK && r->fuse && r->fused) {
           fused[fe->partner] = true;
           if (fe->partner2 >= 0) fused[fe->partner2] = true;

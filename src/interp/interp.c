@@ -672,6 +672,7 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
     write_back_states(ip, &r);
     ip->have_outputs = true;
   }
+  interp_scratch_release(&r, NULL);
   mil_program_free(r.prog);
   interp_bufpool_run_end(ip->pool);
   if (r.prof && st == MIL_OK) interp_profile_run(r.prof, interp_profile_now() - t0);

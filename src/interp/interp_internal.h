@@ -102,6 +102,7 @@ typedef struct interp_run {
   interp_profile *prof;  /* per-op times (profile.c) when profiling, else NULL */
   mil_interp_observer observer; /* mil_interp_set_observer, or NULL */
   void *observer_ud;
+  struct interp_tmp *scratch; /* the ops' scratch buffers, newest first (interp_scratch_f32) */
 } interp_run;
 
 typedef mil_status (*interp_kernel_fn)(interp_run *r, mil_infer_ctx *c);
@@ -295,13 +296,21 @@ static inline uint16_t interp_f2h(float f) {
   if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* may carry into the exponent: still right */
   return sign | (uint16_t)h;
 }
+/* A buffer of n floats (contents unspecified, 64-byte aligned) that lives
+ * until the op that asked for it ends: the executor gives back every
+ * scratch buffer an op took (interp_scratch_release to the mark it read
+ * before the op). Taken from the interpreter's pool, so the memory plan
+ * places them too. NULL when out of memory. One thread per run. */
+INTERP_HIDDEN float *interp_scratch_f32(interp_run *r, size_t n);
+INTERP_HIDDEN void interp_scratch_release(interp_run *r, struct interp_tmp *mark);
 /* fp16 -> fp32 through a table (built once). */
 INTERP_HIDDEN float interp_h2f(uint16_t h);
 /* The elements of a float tensor value (fp32, fp16, bf16, fp64) as fp32:
  * the value's own bytes when it is fp32, the cached conversion of a
- * const (*tmp = NULL in both cases), else a malloc'ed converted copy
- * returned in *tmp too (free it). NULL for other dtypes or on allocation
- * failure. */
+ * const (*tmp = NULL in both cases), else a converted copy: a scratch
+ * buffer of the running op (interp_scratch_f32; *tmp = NULL) when r is
+ * given, else malloc'ed and returned in *tmp too (free it). NULL for
+ * other dtypes or on allocation failure. */
 INTERP_HIDDEN const float *interp_f32(interp_run *r, const mil_value *v, float **tmp);
 /* A new zeroed tensor value of static type t in the run's program. */
 INTERP_HIDDEN mil_value *interp_new_value(interp_run *r, const mil_type *t);
@@ -318,7 +327,7 @@ INTERP_HIDDEN mil_value *interp_view(interp_run *r, const mil_type *t, const mil
 typedef struct interp_fout {
   mil_value *v;
   float *buf;
-  bool owned;
+  bool owned; /* buf is malloc'ed (no run): freed at the end */
 } interp_fout;
 INTERP_HIDDEN float *interp_fout_begin(interp_run *r, mil_infer_ctx *c, int i, interp_fout *o);
 /* interp_fout_begin for a kernel that writes every element: the buffer is

@@ -32,15 +32,47 @@ const float *interp_f32(interp_run *r, const mil_value *v, float **tmp) {
   if (dt != MIL_DT_FP16 && dt != MIL_DT_BF16 && dt != MIL_DT_FP64) return NULL;
   const float *cached = r ? interp_cache_f32(r->cache, v) : NULL;
   if (cached) return cached;
-  float *b = malloc((size_t)(v->numel ? v->numel : 1) * sizeof *b);
+  size_t n = (size_t)(v->numel ? v->numel : 1);
+  float *b = r ? interp_scratch_f32(r, n) : malloc(n * sizeof *b);
   if (!b) return NULL;
   if (dt == MIL_DT_FP16) {
     mil_fp16_to_fp32_array(mil_value_data(v), b, (size_t)v->numel); /* F16C when the CPU has it */
   } else {
     for (int64_t i = 0; i < v->numel; i++) b[i] = (float)mil_value_get_f64(v, i);
   }
-  *tmp = b;
+  if (!r) *tmp = b;
   return b;
+}
+
+/* A scratch buffer's header (64 bytes: the floats after it stay aligned
+ * as the block is). */
+typedef struct interp_tmp {
+  struct interp_tmp *next;
+  size_t bytes;
+  char pad[64 - sizeof(void *) - sizeof(size_t)];
+} interp_tmp;
+_Static_assert(sizeof(interp_tmp) == 64, "scratch header keeps 64-byte alignment");
+
+float *interp_scratch_f32(interp_run *r, size_t n) {
+  if (n > (SIZE_MAX - sizeof(interp_tmp)) / sizeof(float)) return NULL;
+  size_t bytes = sizeof(interp_tmp) + n * sizeof(float);
+  const mil_allocator *a = interp_bufpool_allocator(r->pool);
+  interp_tmp *t = a ? a->fn(a->ud, NULL, 0, bytes) : malloc(bytes);
+  if (!t) return NULL;
+  t->next = r->scratch;
+  t->bytes = bytes;
+  r->scratch = t;
+  return (float *)(t + 1);
+}
+
+void interp_scratch_release(interp_run *r, interp_tmp *mark) {
+  const mil_allocator *a = interp_bufpool_allocator(r->pool);
+  while (r->scratch && r->scratch != mark) {
+    interp_tmp *t = r->scratch;
+    r->scratch = t->next;
+    if (a) a->fn(a->ud, t, t->bytes, 0);
+    else free(t);
+  }
 }
 
 int64_t interp_numel(int32_t rank, const int64_t *shape) {
@@ -120,7 +152,7 @@ void interp_store_f32(mil_value *v, const float *src, int64_t n) {
   }
 }
 
-static float *fout_setup(mil_value *v, interp_fout *o, bool zero) {
+static float *fout_setup(interp_run *r, mil_value *v, interp_fout *o, bool zero) {
   o->v = v;
   o->owned = false;
   o->buf = NULL;
@@ -131,6 +163,11 @@ static float *fout_setup(mil_value *v, interp_fout *o, bool zero) {
     return o->buf;
   }
   size_t n = (size_t)(v->numel ? v->numel : 1);
+  if (r) {
+    o->buf = interp_scratch_f32(r, n);
+    if (o->buf && zero) memset(o->buf, 0, n * sizeof(float));
+    return o->buf;
+  }
   o->buf = zero ? calloc(n, sizeof(float)) : malloc(n * sizeof(float));
   o->owned = o->buf != NULL;
   return o->buf;
@@ -140,7 +177,7 @@ float *interp_fout_begin(interp_run *r, mil_infer_ctx *c, int i, interp_fout *o)
   const mil_type *t = c->out[i];
   memset(o, 0, sizeof *o);
   if (!t || t->kind != MIL_TYPE_TENSOR || !mil_dtype_is_float(t->dtype)) return NULL;
-  return fout_setup(interp_new_value(r, t), o, true);
+  return fout_setup(r, interp_new_value(r, t), o, true);
 }
 
 float *interp_fout_begin_uninit(interp_run *r, mil_infer_ctx *c, int i, interp_fout *o) {
@@ -151,20 +188,18 @@ float *interp_fout_begin_uninit(interp_run *r, mil_infer_ctx *c, int i, interp_f
   if (!t || t->kind != MIL_TYPE_TENSOR || !mil_dtype_is_float(t->dtype) || !interp_shape(t, shape, &rank)) return NULL;
   int64_t n = interp_numel(rank, shape);
   if (n < 0 || (uint64_t)n > (UINT64_C(1) << 40)) return NULL;
-  return fout_setup(mil_value_new_tensor_uninit(r->prog, t->dtype, rank, shape, t->is_scalar && rank == 0), o, false);
+  return fout_setup(r, mil_value_new_tensor_uninit(r->prog, t->dtype, rank, shape, t->is_scalar && rank == 0), o, false);
 }
 
 float *interp_fout_shape(interp_run *r, mil_dtype dt, int32_t rank, const int64_t *shape, interp_fout *o) {
   memset(o, 0, sizeof *o);
-  return fout_setup(interp_new_shape(r, dt, rank, shape, false), o, true);
+  return fout_setup(r, interp_new_shape(r, dt, rank, shape, false), o, true);
 }
 
 mil_value *interp_fout_end(interp_fout *o) {
   if (!o->v) return NULL;
-  if (o->owned) {
-    interp_store_f32(o->v, o->buf, o->v->numel);
-    free(o->buf);
-  }
+  if (o->buf && o->v->type->dtype != MIL_DT_FP32) interp_store_f32(o->v, o->buf, o->v->numel);
+  if (o->owned) free(o->buf);
   o->buf = NULL;
   o->owned = false;
   return o->v;
