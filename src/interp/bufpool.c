@@ -27,7 +27,7 @@
 #define POOL_MAX_ONE ((size_t)16 << 20)
 #define POOL_CAP ((size_t)64 << 20)
 #define POOL_MAP ((size_t)1 << 20)
-#define POOL_WS 4
+#define POOL_WS 6
 
 /* A waiting block: the node is written into the block's own bytes. */
 typedef struct pool_blk {

@@ -334,6 +334,27 @@ static void add_bias(float *out, const float *bf, int64_t n, int64_t cout, int64
     }
 }
 
+/* conv_run's path for a large fp16 conv whose weight is a const: the
+ * input read and the output written as fp16, band by band (the weight and
+ * bias are the cache's fp32 copies). INTERP_DECLINE when oneDNN does not
+ * take it (the caller's paths then run). */
+static mil_status conv_fp16_banded(interp_run *r, mil_infer_ctx *c, const conv_args *a) {
+  const geom *g = &a->g;
+  float *tw = NULL, *tb = NULL;
+  const float *wf = interp_f32(r, a->w, &tw), *bf = a->b ? interp_f32(r, a->b, &tb) : NULL;
+  int64_t shape[MIL_INTERP_MAX_RANK];
+  int32_t rank;
+  mil_value *ov = NULL;
+  if (wf && !tw && (!a->b || (bf && !tb)) && interp_shape(c->out[0], shape, &rank))
+    ov = mil_value_new_tensor_uninit(r->prog, MIL_DT_FP16, rank, shape, false);
+  bool ok = ov && interp_conv_dnnl(r, NULL, mil_value_data(a->x), wf, bf, NULL, mil_value_data_mut(ov), a->xs[0],
+                                   a->xs[1], a->os[1], a->groups, g->in, g->out, g->k, g->s, g->d, g->pb);
+  free(tw), free(tb);
+  if (!ok) return INTERP_DECLINE;
+  c->val[0] = ov;
+  return MIL_OK;
+}
+
 static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, const mil_value *b) {
   conv_args a;
   mil_status st = read_args(c, false, &a, w, b);
@@ -347,6 +368,12 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
                 g->pb[2] == 0 && plane == oplane;
   bool dw = cg == 1 && G > 1;
   float *tx, *tw, *tb = NULL, *col = NULL;
+  /* a large fp16 conv: widened and rounded band by band (conv_dnnl.c) */
+  if (a.x->type->dtype == MIL_DT_FP16 && c->out[0]->dtype == MIL_DT_FP16 && a.rank <= 4 &&
+      interp_conv_dnnl_bands(n, cin, cout, g->in, g->out, g->k) && interp_cache_is_stable(r->cache, mil_value_data(a.w))) {
+    st = conv_fp16_banded(r, c, &a);
+    if (st != INTERP_DECLINE) return st;
+  }
   const float *xf = interp_f32(r, a.x, &tx), *wf = interp_f32(r, a.w, &tw), *bf = a.b ? interp_f32(r, a.b, &tb) : NULL;
   int64_t th = tile_rows(g, cg * ksz), tcols = g->out[0] * th * g->out[2];
   /* oneDNN's primitive for 1D/2D convs whose weight is a stable buffer
@@ -360,7 +387,8 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
                   interp_cache_is_stable(r->cache, mil_value_data(a.w));
   interp_fout o;
   float *out = xf && wf && (!a.b || bf) ? interp_fout_begin_uninit(r, c, 0, &o) : NULL;
-  if (out && try_dnnl && interp_conv_dnnl(r, xf, wf, bf, out, n, cin, cout, G, g->in, g->out, g->k, g->s, g->d, g->pb)) {
+  if (out && try_dnnl &&
+      interp_conv_dnnl(r, xf, NULL, wf, bf, out, NULL, n, cin, cout, G, g->in, g->out, g->k, g->s, g->d, g->pb)) {
     free(tx), free(tw), free(tb);
     c->val[0] = interp_fout_end(&o);
     return MIL_OK;

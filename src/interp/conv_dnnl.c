@@ -250,6 +250,14 @@ static double band_min_bytes(void) {
   return (e && *e ? atof(e) : 4.0) * 1024 * 1024;
 }
 
+bool interp_conv_dnnl_bands(int64_t n, int64_t cin, int64_t cout, const int64_t in[3], const int64_t outsz[3],
+                            const int64_t k[3]) {
+  int64_t in_px = cin * in[1] * in[2], out_px = cout * outsz[1] * outsz[2];
+  return k[1] * k[2] > 1 && !getenv("MIL_INTERP_DNNL_CONV_PLAIN") && !getenv("MIL_INTERP_NO_DNNL_CONV") &&
+         in[0] == 1 && outsz[0] == 1 && k[0] == 1 &&
+         4.0 * (double)n * (double)(in_px > out_px ? in_px : out_px) > band_min_bytes();
+}
+
 /* A large conv with a spatial kernel, run band by band: each band of
  * output rows reads the input rows it needs (its own top / bottom padding
  * where it meets the tensor's edge), reordered into oneDNN's blocked layout
@@ -259,11 +267,13 @@ static double band_min_bytes(void) {
  * activation cost their size twice in memory (unet1024 fp32: 606 MB peak
  * RSS against 386 MB plain), and plain NCHW runs oneDNN's GEMM-based
  * kernel, about half as fast as its blocked direct one. The bands' few
- * primitives (first, middle, last) share one reordered weight. Every
+ * primitives (first, middle, last) share one reordered weight. An fp16
+ * input is widened band by band, and an fp16 output rounded band by band
+ * (no whole-tensor fp32 copies; n == 1). Every
  * output element is the same sum of the same products as in the whole
  * conv (the order of oneDNN's kernel for a band). */
-static bool conv_banded(interp_run *r, const conv_key *whole, const float *x, const float *w, const float *bias,
-                        float *out, bool post_op) {
+static bool conv_banded(interp_run *r, const conv_key *whole, const float *x, const uint16_t *xh, const float *w,
+                        const float *bias, float *out, uint16_t *outh, bool post_op) {
   int64_t ih = whole->in[0], iw = whole->in[1], oh = whole->out[0], ow = whole->out[1];
   int64_t kh = whole->k[0], sh = whole->s[0], dh = whole->d[0], pt = whole->pb[0];
   const char *e = getenv("MIL_INTERP_BAND_KB");
@@ -275,26 +285,41 @@ static bool conv_banded(interp_run *r, const conv_key *whole, const float *x, co
   if (rows > oh) rows = oh;
   const conv_prim *share = NULL;
   bool ok = true;
+  int64_t cin = whole->cin, cout = whole->cout;
+  /* fp16 rows are widened into, and rounded from, dense fp32 bands */
+  float *xb = xh ? interp_bufpool_work(r->pool, 4, (size_t)(cin * ((rows - 1) * sh + (kh - 1) * dh + 1) * iw) * 4) : NULL;
+  float *ob = outh ? interp_bufpool_work(r->pool, 5, (size_t)(cout * rows * ow) * 4) : NULL;
+  if ((xh && (!xb || whole->n != 1)) || (outh && (!ob || whole->n != 1))) return false;
   for (int64_t o0 = 0; ok && o0 < oh; o0 += rows) {
     int64_t o1 = o0 + rows < oh ? o0 + rows : oh;
     int64_t a = o0 * sh - pt, b = (o1 - 1) * sh - pt + (kh - 1) * dh + 1;
     int64_t i0 = a > 0 ? a : 0, i1 = b < ih ? b : ih;
     if (i1 <= i0) return false; /* rows of padding only: the caller's other paths */
     conv_key k = *whole;
-    k.in[0] = i1 - i0, k.out[0] = o1 - o0, k.pb[0] = i0 - a, k.full_in = ih, k.full_out = oh;
+    k.in[0] = i1 - i0, k.out[0] = o1 - o0, k.pb[0] = i0 - a;
+    k.full_in = xh ? 0 : ih, k.full_out = outh ? 0 : oh;
+    if (xh)
+      for (int64_t ch = 0; ch < cin; ch++)
+        mil_fp16_to_fp32_array(xh + (ch * ih + i0) * iw, xb + ch * (i1 - i0) * iw, (size_t)((i1 - i0) * iw));
     conv_prim *tmp = NULL, *cp = prim_get(r, &k, w, share, &tmp);
-    ok = cp && prim_run(cp, r->pool, x + i0 * iw, bias, out + o0 * ow);
+    ok = cp && prim_run(cp, r->pool, xh ? xb : x + i0 * iw, bias, outh ? ob : out + o0 * ow);
     if (!tmp && cp && !share) share = cp;
     prim_free(tmp);
-    for (int64_t p = 0; ok && p < whole->n * whole->cout; p++)
+    if (outh) { /* dense band: the activation at once, then each channel's rows rounded */
+      ok = ok && interp_conv_act(r, post_op, ob, cout * (o1 - o0) * ow);
+      for (int64_t ch = 0; ok && ch < cout; ch++)
+        mil_fp32_to_fp16_array(ob + ch * (o1 - o0) * ow, outh + (ch * oh + o0) * ow, (size_t)((o1 - o0) * ow));
+    }
+    for (int64_t p = 0; ok && !outh && p < whole->n * cout; p++)
       ok = interp_conv_act(r, post_op, out + (p * oh + o0) * ow, (o1 - o0) * ow);
   }
   return ok;
 }
 
-bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float *bias, float *out, int64_t n,
-                      int64_t cin, int64_t cout, int64_t groups, const int64_t in[3], const int64_t outsz[3],
-                      const int64_t k[3], const int64_t s[3], const int64_t d[3], const int64_t pb[3]) {
+bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const float *w, const float *bias, float *out,
+                      uint16_t *outh, int64_t n, int64_t cin, int64_t cout, int64_t groups, const int64_t in[3],
+                      const int64_t outsz[3], const int64_t k[3], const int64_t s[3], const int64_t d[3],
+                      const int64_t pb[3]) {
   if (!r->cache || in[0] != 1 || outsz[0] != 1 || k[0] != 1) return false;
   if (getenv("MIL_INTERP_NO_DNNL_CONV")) return false;
   pthread_once(&g_engine_once, engine_init);
@@ -323,9 +348,8 @@ bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float
               getenv("MIL_INTERP_DNNL_POSTOP");
     if (!post_op) key.act = INTERP_FUSE_NONE, key.lo = key.hi = 0;
   }
-  int64_t in_px = cin * in[1] * in[2], out_px = cout * outsz[1] * outsz[2];
-  if (use_blocked(&key) && 4.0 * (double)n * (double)(in_px > out_px ? in_px : out_px) > band_min_bytes())
-    return conv_banded(r, &key, x, w, bias, out, post_op);
+  if (interp_conv_dnnl_bands(n, cin, cout, in, outsz, k)) return conv_banded(r, &key, x, xh, w, bias, out, outh, post_op);
+  if (xh || outh) return false;
   conv_prim *tmp = NULL, *cp = prim_get(r, &key, w, NULL, &tmp);
   bool ok = cp && prim_run(cp, r->pool, x, bias, out) && interp_conv_act(r, post_op, out, n * cout * outsz[1] * outsz[2]);
   prim_free(tmp);
@@ -334,11 +358,18 @@ bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float
 
 #else
 
-bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float *bias, float *out, int64_t n,
-                      int64_t cin, int64_t cout, int64_t groups, const int64_t in[3], const int64_t outsz[3],
-                      const int64_t k[3], const int64_t s[3], const int64_t d[3], const int64_t pb[3]) {
-  (void)r, (void)x, (void)w, (void)bias, (void)out, (void)n, (void)cin, (void)cout, (void)groups;
+bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const float *w, const float *bias, float *out,
+                      uint16_t *outh, int64_t n, int64_t cin, int64_t cout, int64_t groups, const int64_t in[3],
+                      const int64_t outsz[3], const int64_t k[3], const int64_t s[3], const int64_t d[3],
+                      const int64_t pb[3]) {
+  (void)r, (void)x, (void)xh, (void)w, (void)bias, (void)out, (void)outh, (void)n, (void)cin, (void)cout, (void)groups;
   (void)in, (void)outsz, (void)k, (void)s, (void)d, (void)pb;
+  return false;
+}
+
+bool interp_conv_dnnl_bands(int64_t n, int64_t cin, int64_t cout, const int64_t in[3], const int64_t outsz[3],
+                            const int64_t k[3]) {
+  (void)n, (void)cin, (void)cout, (void)in, (void)outsz, (void)k;
   return false;
 }
 

@@ -185,7 +185,7 @@ INTERP_HIDDEN const mil_allocator *interp_bufpool_allocator(interp_bufpool *p);
  * follows and records them (bufplan.c). */
 INTERP_HIDDEN void interp_bufpool_run_begin(interp_bufpool *p);
 INTERP_HIDDEN void interp_bufpool_run_end(interp_bufpool *p);
-/* Work buffer number `slot` (0..3) of at least n bytes, 64-byte aligned,
+/* Work buffer number `slot` (0..5) of at least n bytes, 64-byte aligned,
  * contents unspecified; kept by p (grown when needed) until the next
  * request of the same slot. NULL when p is NULL or out of memory. */
 INTERP_HIDDEN void *interp_bufpool_work(interp_bufpool *p, int slot, size_t n);
@@ -224,10 +224,16 @@ INTERP_HIDDEN bool interp_bufplan_ready(const interp_bufplan *pl);
  * applies that activation too, and r->fused is set. Returns false when the primitive is
  * not available (no oneDNN, not cacheable, unsupported): the caller then
  * runs its own loops. */
-INTERP_HIDDEN bool interp_conv_dnnl(interp_run *r, const float *x, const float *w, const float *bias, float *out,
-                                    int64_t n, int64_t cin, int64_t cout, int64_t groups, const int64_t in[3],
-                                    const int64_t outsz[3], const int64_t k[3], const int64_t s[3],
-                                    const int64_t d[3], const int64_t pb[3]);
+INTERP_HIDDEN bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const float *w,
+                                    const float *bias, float *out, uint16_t *outh, int64_t n, int64_t cin,
+                                    int64_t cout, int64_t groups, const int64_t in[3], const int64_t outsz[3],
+                                    const int64_t k[3], const int64_t s[3], const int64_t d[3], const int64_t pb[3]);
+/* Whether interp_conv_dnnl runs such a conv in bands of rows, the only
+ * path that takes fp16 buffers: xh (the fp16 input, x NULL) and outh (the
+ * fp16 output, out NULL; each band's sums rounded once, as an fp16 op's
+ * output is). False without oneDNN. */
+INTERP_HIDDEN bool interp_conv_dnnl_bands(int64_t n, int64_t cin, int64_t cout, const int64_t in[3],
+                                          const int64_t outsz[3], const int64_t k[3]);
 
 /* ---- conv_act.c ---- */
 /* Applies r->fuse's activation (when set) in place to the n floats of a

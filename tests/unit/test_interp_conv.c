@@ -54,6 +54,8 @@ static void reference(const cfg *c, const float *x, float *y) {
         }
 }
 
+static const char *g_dt = "fp32"; /* the programs' float type: "fp32" or "fp16" (inputs, weights, output) */
+
 static char *program_text(const cfg *c) {
   size_t cap = 1 << 22, l = 0;
   char *s = malloc(cap);
@@ -114,6 +116,7 @@ static char *program_text(const cfg *c) {
 
 static mil_program *parse(const cfg *c) {
   char *text = program_text(c);
+  for (char *q = text; g_dt[2] == '1' && (q = strstr(q, "fp32)")) != NULL; q += 5) q[2] = '1', q[3] = '6';
   mil_program *p = ifix_parse(text, "conv.mil");
   free(text);
   return p;
@@ -122,12 +125,18 @@ static mil_program *parse(const cfg *c) {
 static mil_status run(mil_interp *ip, const cfg *c, const float *x, float *y, mil_diag *d) {
   int64_t shape[4] = {c->n, c->cin, c->one_d ? c->w : c->h, c->w};
   int64_t numel = (int64_t)c->n * c->cin * (c->one_d ? 1 : c->h) * c->w;
-  mil_tensor t = {MIL_DT_FP32, c->one_d ? 3 : 4, shape, x, (size_t)numel * sizeof(float), numel};
+  bool h = g_dt[2] == '1';
+  uint16_t *xh = h ? malloc((size_t)numel * sizeof *xh) : NULL;
+  if (xh) mil_fp32_to_fp16_array(x, xh, (size_t)numel);
+  mil_tensor t = {h ? MIL_DT_FP16 : MIL_DT_FP32, c->one_d ? 3 : 4, shape, h ? (const void *)xh : (const void *)x,
+                  (size_t)numel * (h ? 2 : 4), numel};
   mil_status st = mil_interp_set_input(ip, "x", &t, d);
   if (st == MIL_OK) st = mil_interp_run(ip, NULL, d);
+  free(xh);
   if (st != MIL_OK) return st;
   const mil_tensor *o = mil_interp_output_at(ip, 0);
-  memcpy(y, o->data, o->nbytes);
+  if (h) mil_fp16_to_fp32_array(o->data, y, (size_t)o->numel); /* exact */
+  else memcpy(y, o->data, o->nbytes);
   return MIL_OK;
 }
 
@@ -156,6 +165,13 @@ static void check_cases(void) {
     cfg rc = *c;
     if (c->one_d) rc.h = 1;
     reference(&rc, x, want);
+    if (g_dt[2] == '1') { /* the fp32 sums are exact (multiples of 1/64): the fp16 result is their rounding */
+      uint16_t *hw = malloc((size_t)ny * sizeof *hw);
+      assert_non_null(hw);
+      mil_fp32_to_fp16_array(want, hw, (size_t)ny);
+      mil_fp16_to_fp32_array(hw, want, (size_t)ny);
+      free(hw);
+    }
     mil_diag d;
     mil_diag_init(&d);
     mil_interp *ip = NULL;
@@ -164,7 +180,7 @@ static void check_cases(void) {
       mil_status st = run(ip, c, x, y, &d);
       if (st != MIL_OK) fail_msg("case %zu: %s", k, mil_diag_first_error(&d));
       for (int i = 0; i < ny; i++)
-        if (fabsf(y[i] - want[i]) > 1e-4f * (1.0f + fabsf(want[i])))
+        if (fabsf(y[i] - want[i]) > (g_dt[2] == '1' ? 0.0f : 1e-4f * (1.0f + fabsf(want[i]))))
           fail_msg("case %zu run %d: y[%d] = %g, want %g", k, r, i, y[i], want[i]);
     }
     mil_interp_free(ip);
@@ -191,6 +207,21 @@ static void test_conv_banded_against_reference(void **state) {
   }
   unsetenv("MIL_INTERP_BAND_MB");
   unsetenv("MIL_INTERP_BAND_KB");
+}
+
+/* The same cases as fp16 programs (exact: each result is its fp32 sum
+ * rounded once), whole and in bands (fp16 rows widened and rounded band
+ * by band). */
+static void test_conv_fp16(void **state) {
+  (void)state;
+  g_dt = "fp16";
+  check_cases();
+  setenv("MIL_INTERP_BAND_MB", "0", 1);
+  setenv("MIL_INTERP_BAND_KB", "2", 1);
+  check_cases();
+  unsetenv("MIL_INTERP_BAND_MB");
+  unsetenv("MIL_INTERP_BAND_KB");
+  g_dt = "fp32";
 }
 
 #define N_THREADS 4
@@ -247,6 +278,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv_against_reference),
       cmocka_unit_test(test_conv_banded_against_reference),
+      cmocka_unit_test(test_conv_fp16),
       cmocka_unit_test(test_forks_in_threads_identical),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
