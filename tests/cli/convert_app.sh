@@ -82,6 +82,9 @@ check enumerated_image "$tmp/en.mlpackage"
 head -c 2000 "$D/bgr_scale.png" >"$tmp/cut.png"
 "$MIL" run "$tmp/en.mlpackage" --input "image=$tmp/cut.png" --no-write >"$tmp/e" 2>&1 && fail "a truncated PNG accepted"
 grep -q "corrupt PNG" "$tmp/e" || fail "truncated PNG message: $(cat "$tmp/e")"
+head -c 600 "$D/bgr_scale.jpg" >"$tmp/cut.jpg" # a truncated JPEG is refused too (PIL: "image file is truncated")
+"$MIL" run "$tmp/en.mlpackage" --input "image=$tmp/cut.jpg" --no-write >"$tmp/e" 2>&1 && fail "a truncated JPEG accepted"
+grep -q "corrupt JPEG (Premature end of JPEG file)" "$tmp/e" || fail "truncated JPEG message: $(cat "$tmp/e")"
 "$MIL" run "$tmp/rgb.mlpackage" --input "image=$D/batch_range_fp16.input.npy" --no-write >"$tmp/e" 2>&1 &&
   fail "a (2, 16) array accepted as the image"
 "$MIL" run "$tmp/en.mlpackage" --input "image=$D/bgr_scale.jpg" --no-write >/dev/null 2>&1 || fail "32x32 is allowed"
