@@ -334,6 +334,20 @@ static void add_bias(float *out, const float *bf, int64_t n, int64_t cout, int64
     }
 }
 
+/* NHWC -> NCHW (to_nhwc false) or NCHW -> NHWC of n images of c channels
+ * of hw pixels, src and dst distinct. */
+static void nhwc_nchw(const float *src, float *dst, int64_t n, int64_t c, int64_t hw, bool to_nhwc) {
+  for (int64_t b = 0; b < n; b++) {
+    const float *s = src + b * c * hw;
+    float *d = dst + b * c * hw;
+    for (int64_t ch = 0; ch < c; ch++)
+      for (int64_t p = 0; p < hw; p++) {
+        if (to_nhwc) d[p * c + ch] = s[ch * hw + p];
+        else d[ch * hw + p] = s[p * c + ch];
+      }
+  }
+}
+
 /* conv_run's path for a large fp16 conv whose weight is a const: the
  * input read and the output written as fp16, band by band (the weight and
  * bias are the cache's fp32 copies). INTERP_DECLINE when oneDNN does not
@@ -368,8 +382,9 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
                 g->pb[2] == 0 && plane == oplane;
   bool dw = cg == 1 && G > 1;
   float *tx, *tw, *tb = NULL, *col = NULL;
+  int lay = r->nhwc; /* a conv of a chain: x and / or the result in NHWC order (fuse.c) */
   /* a large fp16 conv: widened and rounded band by band (conv_dnnl.c) */
-  if (a.x->type->dtype == MIL_DT_FP16 && c->out[0]->dtype == MIL_DT_FP16 && a.rank <= 4 &&
+  if (!lay && a.x->type->dtype == MIL_DT_FP16 && c->out[0]->dtype == MIL_DT_FP16 && a.rank <= 4 &&
       interp_conv_dnnl_bands(n, cin, cout, g->in, g->out, g->k) && interp_cache_is_stable(r->cache, mil_value_data(a.w))) {
     st = conv_fp16_banded(r, c, &a);
     if (st != INTERP_DECLINE) return st;
@@ -381,7 +396,7 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
    * faster than the direct loop below (bench/interp_notes.md) */
   bool dw2d = false;
 #ifdef DW_HAVE_AVX2
-  dw2d = dw && dw2d_fits(g) && g->s[2] == 2 && g->out[2] >= 28 && dw2d_cpu() && !getenv("MIL_INTERP_DW_DNNL");
+  dw2d = !lay && dw && dw2d_fits(g) && g->s[2] == 2 && g->out[2] >= 28 && dw2d_cpu() && !getenv("MIL_INTERP_DW_DNNL");
 #endif
   bool try_dnnl = (!dw || (!dw2d && !getenv("MIL_INTERP_DW_DIRECT"))) && a.rank <= 4 && wf && !tw &&
                   interp_cache_is_stable(r->cache, mil_value_data(a.w));
@@ -408,6 +423,13 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
       interp_fout_abort(&o);
       out = NULL;
     }
+  }
+  float *xn = out && (lay & INTERP_NHWC_IN) ? interp_scratch_f32(r, (size_t)(n * cin * plane)) : NULL;
+  if (xn) { /* this path reads NCHW */
+    nhwc_nchw(xf, xn, n, cin, plane, false);
+    xf = xn;
+  } else if (lay & INTERP_NHWC_IN) {
+    out = NULL;
   }
   if (!out) {
     free(tx), free(tw), free(tb), free(col);
@@ -439,6 +461,15 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
   if (!dw) add_bias(out, bf, n, cout, oplane);
   interp_conv_act(r, false, out, o.v->numel); /* the fused activation, if any */
   free(tx), free(tw), free(tb), free(col);
+  if (lay & INTERP_NHWC_OUT) { /* the reader takes NHWC */
+    float *t = interp_scratch_f32(r, (size_t)o.v->numel);
+    if (!t) {
+      interp_fout_abort(&o);
+      return interp_nomem(c);
+    }
+    memcpy(t, out, (size_t)o.v->numel * sizeof *out);
+    nhwc_nchw(t, out, n, cout, oplane, true);
+  }
   c->val[0] = interp_fout_end(&o);
   return MIL_OK;
 }

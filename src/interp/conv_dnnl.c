@@ -35,6 +35,7 @@ typedef struct conv_key {
   const void *w;
   int64_t n, cin, cout, groups, bias, in[2], out[2], k[2], s[2], d[2], pb[2];
   int64_t full_in, full_out; /* a band's tensors' heights (rows strided by them), 0 for a whole conv */
+  int32_t nhwc;              /* INTERP_NHWC_IN / _OUT: x / the result in NHWC order at the op's boundary */
   int32_t act;  /* INTERP_FUSE_*: the activation applied as a post-op */
   float lo, hi; /* its bounds (INTERP_FUSE_CLIP) */
 } conv_key;
@@ -106,7 +107,7 @@ static bool reorder_run(dnnl_primitive_t r, dnnl_stream_t st, dnnl_memory_t from
  * GEMM on NCHW, no reorders). A band of a large conv (conv_banded) is
  * always blocked. */
 static bool use_blocked(const conv_key *k) {
-  return k->k[0] * k->k[1] > 1 && !getenv("MIL_INTERP_DNNL_CONV_PLAIN");
+  return (k->k[0] * k->k[1] > 1 || k->nhwc) && !getenv("MIL_INTERP_DNNL_CONV_PLAIN");
 }
 
 /* The fused activation as an eltwise post-op (fuse.c): relu (max with 0,
@@ -125,8 +126,9 @@ static bool set_act(dnnl_primitive_attr_t attr, const conv_key *k) {
 }
 
 /* NCHW dims d; rows strided by a taller tensor's full_h rows when
- * full_h > 0 (a band of it). */
-static bool plain_md(dnnl_memory_desc_t *md, const dnnl_dims_t d, int64_t full_h) {
+ * full_h > 0 (a band of it); in NHWC order when nhwc. */
+static bool plain_md(dnnl_memory_desc_t *md, const dnnl_dims_t d, int64_t full_h, bool nhwc) {
+  if (nhwc) return dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, dnnl_nhwc) == dnnl_success;
   if (full_h <= 0) return dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, dnnl_nchw) == dnnl_success;
   dnnl_dims_t st = {d[1] * full_h * d[3], full_h * d[3], d[3], 1};
   return dnnl_memory_desc_init_by_strides(md, 4, d, dnnl_f32, st) == dnnl_success;
@@ -152,7 +154,8 @@ static conv_prim *prim_make(const conv_key *k, const float *w, const conv_prim *
   dnnl_primitive_attr_t attr = NULL;
   dnnl_primitive_desc_t pd = NULL;
   bool ok = pr[0] >= 0 && pr[1] >= 0 &&
-            plain_md(&cp->src_plain, sd, k->full_in) && plain_md(&cp->dst_plain, dd, k->full_out) &&
+            plain_md(&cp->src_plain, sd, k->full_in, k->nhwc & INTERP_NHWC_IN) &&
+            plain_md(&cp->dst_plain, dd, k->full_out, k->nhwc & INTERP_NHWC_OUT) &&
             dnnl_memory_desc_init_by_tag(&sany, 4, sd, dnnl_f32, blocked ? dnnl_format_tag_any : dnnl_nchw) == dnnl_success &&
             dnnl_memory_desc_init_by_tag(&dany, 4, dd, dnnl_f32, blocked ? dnnl_format_tag_any : dnnl_nchw) == dnnl_success &&
             dnnl_memory_desc_init_by_tag(&cp->bias_md, 1, bd, dnnl_f32, dnnl_a) == dnnl_success &&
@@ -332,6 +335,7 @@ bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const f
     key.in[i] = in[1 + i], key.out[i] = outsz[1 + i], key.k[i] = k[1 + i];
     key.s[i] = s[1 + i], key.d[i] = d[1 + i], key.pb[i] = pb[1 + i];
   }
+  key.nhwc = r->nhwc & (INTERP_NHWC_IN | INTERP_NHWC_OUT); /* a conv of a chain (fuse.c) */
   /* the activation: applied here, in place, after the primitive (an extra
    * pass over the output while it is still in the cache), exactly as the
    * activation kernels compute it. MIL_INTERP_DNNL_POSTOP=1 makes it a
@@ -348,7 +352,8 @@ bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const f
               getenv("MIL_INTERP_DNNL_POSTOP");
     if (!post_op) key.act = INTERP_FUSE_NONE, key.lo = key.hi = 0;
   }
-  if (interp_conv_dnnl_bands(n, cin, cout, in, outsz, k)) return conv_banded(r, &key, x, xh, w, bias, out, outh, post_op);
+  if (!key.nhwc && interp_conv_dnnl_bands(n, cin, cout, in, outsz, k))
+    return conv_banded(r, &key, x, xh, w, bias, out, outh, post_op);
   if (xh || outh) return false;
   conv_prim *tmp = NULL, *cp = prim_get(r, &key, w, NULL, &tmp);
   bool ok = cp && prim_run(cp, r->pool, x, bias, out) && interp_conv_act(r, post_op, out, n * cout * outsz[1] * outsz[2]);

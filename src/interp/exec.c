@@ -255,6 +255,7 @@ mil_status interp_exec_block(interp_run *r, mil_block *b) {
       } else {
         r->fuse = fe && fe->is_conv ? fe : NULL;
         r->fused = false;
+        r->nhwc = interp_fuse_nhwc(fplan, index);
         struct interp_tmp *mark = r->scratch;
         st = exec_op(r, op);
         interp_scratch_release(r, mark); /* the op's scratch buffers */
@@ -263,6 +264,7 @@ mil_status interp_exec_block(interp_run *r, mil_block *b) {
           if (fe->partner2 >= 0) fused[fe->partner2] = true;
         }
         r->fuse = NULL;
+        r->nhwc = 0;
       }
       if (r->prof) interp_profile_op(r->prof, op, interp_profile_now() - t0);
       if (st == MIL_OK && r->observer && r->depth == 1 && !mil_op_is_const(op)) observe(r, op);

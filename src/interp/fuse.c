@@ -26,7 +26,9 @@
  * interpreter family (kept in its cache, keyed by the function name) from
  * the first run's copy: every run's copy has the same ops in the same
  * order. A run uses it unless MIL_INTERP_NO_FUSE is set or an observer
- * watches every op's output (it must see the conv's own output). */
+ * watches every op's output (it must see the conv's own output). The same
+ * plan holds the conv chains that pass NHWC values (chain(), below;
+ * MIL_INTERP_NO_NHWC turns them off). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,12 +37,14 @@
 struct interp_fuse_plan {
   int32_t n_ops;
   interp_fuse_ent *ent; /* one per op of the body */
+  uint8_t *nhwc;        /* one per op: INTERP_NHWC_IN / _OUT of a conv in a chain */
 };
 
 static void plan_free(void *p) {
   interp_fuse_plan *fp = p;
   if (!fp) return;
   free(fp->ent);
+  free(fp->nhwc);
   free(fp);
 }
 
@@ -119,12 +123,54 @@ static bool silu_pair(const mil_var *v, const mil_block *b, const char *gate, co
   return true;
 }
 
+/* Whether t is a static rank-4 fp32 / fp16 tensor type of at most the
+ * size convs run whole (conv_dnnl.c bands larger ones, on NCHW rows). */
+static bool chain_type(const mil_type *t) {
+  if (!t || t->kind != MIL_TYPE_TENSOR || t->rank != 4 || !mil_type_is_static(t) ||
+      (t->dtype != MIL_DT_FP32 && t->dtype != MIL_DT_FP16))
+    return false;
+  double n = 4;
+  for (int32_t i = 0; i < 4; i++) n *= (double)t->dims[i].size;
+  return n <= 4.0 * 1024 * 1024;
+}
+
+/* Conv chains (interp_fuse_nhwc): a conv whose result (after its fused
+ * activation, when it has one) is read by nothing but another conv, as
+ * its input x, passes it in NHWC order: the producer writes it so and the
+ * reader takes it so (oneDNN's NHWC kernels, no reorders between them;
+ * conv.c converts where a conv runs another path). Nothing else sees the
+ * value: it is no block output and has that one reader; the fused
+ * activation ops are elementwise (and take the conv's value). Both
+ * tensors static, rank 4, of at most 4 MB. */
+static void chain(interp_fuse_plan *fp, const mil_block *b) {
+  int32_t i = 0;
+  for (const mil_op *op = b->first; op; op = op->next, i++) {
+    if (strcmp(op->type, "conv") != 0 || op->n_outputs != 1 || op->n_blocks) continue;
+    const mil_var *f = op->outputs[0]; /* the value the chain passes on */
+    if (fp->ent[i].kind && fp->ent[i].is_conv) {
+      int32_t j = 0;
+      for (const mil_op *p = b->first; p; p = p->next, j++)
+        if (j == fp->ent[i].partner) f = p->n_outputs == 1 ? p->outputs[0] : NULL;
+    }
+    if (!f || !chain_type(op->outputs[0]->type) || !chain_type(f->type) || f->n_uses != 1) continue;
+    const mil_use *u = f->uses;
+    if (!u->op || u->block || u->op->block != b || strcmp(u->op->type, "conv") != 0 || input_var(u->op, "x") != f ||
+        !chain_type(u->op->outputs[0]->type))
+      continue;
+    int32_t k = index_after(op->next, i + 1, u->op);
+    if (k < 0) continue;
+    fp->nhwc[i] |= INTERP_NHWC_OUT;
+    fp->nhwc[k] |= INTERP_NHWC_IN;
+  }
+}
+
 static interp_fuse_plan *plan_make(const mil_block *b) {
   interp_fuse_plan *fp = calloc(1, sizeof *fp);
   if (!fp) return NULL;
   for (const mil_op *op = b->first; op; op = op->next) fp->n_ops++;
   fp->ent = calloc((size_t)(fp->n_ops ? fp->n_ops : 1), sizeof *fp->ent);
-  if (!fp->ent) {
+  fp->nhwc = calloc((size_t)(fp->n_ops ? fp->n_ops : 1), 1);
+  if (!fp->ent || !fp->nhwc) {
     plan_free(fp);
     return NULL;
   }
@@ -163,6 +209,7 @@ static interp_fuse_plan *plan_make(const mil_block *b) {
     fp->ent[j] = a;
     if (k >= 0) fp->ent[k] = a;
   }
+  if (!getenv("MIL_INTERP_NO_NHWC")) chain(fp, b);
   return fp;
 }
 
@@ -190,3 +237,7 @@ const interp_fuse_ent *interp_fuse_at(const interp_fuse_plan *fp, int32_t index)
 }
 
 int32_t interp_fuse_n_ops(const interp_fuse_plan *fp) { return fp ? fp->n_ops : 0; }
+
+int interp_fuse_nhwc(const interp_fuse_plan *fp, int32_t index) {
+  return fp && index >= 0 && index < fp->n_ops ? fp->nhwc[index] : 0;
+}

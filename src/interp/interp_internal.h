@@ -99,6 +99,7 @@ typedef struct interp_run {
   interp_bufpool *pool;  /* the interpreter's own memory (bufpool.c), may be NULL */
   const interp_fuse_ent *fuse; /* while a conv of the body runs: the activation it may apply, else NULL */
   bool fused;            /* set by that conv when it applied r->fuse to its output */
+  int nhwc;              /* while a conv of the body runs: its INTERP_NHWC_* flags (fuse.c), else 0 */
   interp_profile *prof;  /* per-op times (profile.c) when profiling, else NULL */
   mil_interp_observer observer; /* mil_interp_set_observer, or NULL */
   void *observer_ud;
@@ -170,6 +171,12 @@ INTERP_HIDDEN const interp_fuse_plan *interp_fuse_plan_get(interp_run *r, const 
 /* The entry of op number `index` of the body, or NULL when it is in no pair. */
 INTERP_HIDDEN const interp_fuse_ent *interp_fuse_at(const interp_fuse_plan *fp, int32_t index);
 INTERP_HIDDEN int32_t interp_fuse_n_ops(const interp_fuse_plan *fp);
+/* The layout flags of op number `index` (a conv of a chain, fuse.c):
+ * INTERP_NHWC_IN (its x arrives in NHWC order) and INTERP_NHWC_OUT (it
+ * writes its result in NHWC order); 0 for every other op or without a plan. */
+#define INTERP_NHWC_IN 1
+#define INTERP_NHWC_OUT 2
+INTERP_HIDDEN int interp_fuse_nhwc(const interp_fuse_plan *fp, int32_t index);
 
 /* ---- bufpool.c ---- */
 /* Memory of one interpreter (not shared with its forks: used by one thread

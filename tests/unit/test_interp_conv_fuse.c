@@ -7,7 +7,9 @@
  * bit-identical to the unfused run (MIL_INTERP_NO_FUSE) in fp32 and fp16,
  * also with a NaN in the input (NaN where the unfused run has NaN) (and with MIL_INTERP_DNNL_POSTOP, the
  * activation inside oneDNN's kernel, without NaN). A conv read by two ops, or returned by the
- * block, is not fused (its own output stays pre-activation). Then forks of
+ * block, is not fused (its own output stays pre-activation). Convs whose
+ * result only the next conv reads pass it in NHWC order (conv chains):
+ * the same results through oneDNN and through the other paths. Then forks of
  * one interpreter run the program in several threads at once, several runs
  * each (the interpreters' buffer pools and work buffers reused), every run
  * bit-identical to a lone run. */
@@ -327,6 +329,16 @@ static void test_postop_equals_unfused(void **state) {
   check_same_as_unfused("fp16", false, "MIL_INTERP_DNNL_POSTOP");
 }
 
+/* Conv chains (fuse.c): c1 -> clip -> c2 and c2 -> relu -> c3 pass their
+ * values in NHWC order; with oneDNN off (MIL_INTERP_NO_DNNL_CONV) the
+ * other paths convert at the chain's ends: the same results. */
+static void test_chain_fallback_equals_unfused(void **state) {
+  (void)state;
+  check_same_as_unfused("fp32", false, "MIL_INTERP_NO_DNNL_CONV");
+  check_same_as_unfused("fp16", false, "MIL_INTERP_NO_DNNL_CONV");
+  check_same_as_unfused("fp32", false, "MIL_INTERP_DW_DIRECT");
+}
+
 static void test_fused_equals_unfused_nan(void **state) {
   (void)state;
   check_same_as_unfused("fp32", true, NULL);
@@ -393,6 +405,7 @@ int main(void) {
       cmocka_unit_test(test_fused_fp32_equals_reference),
       cmocka_unit_test(test_fused_equals_unfused),
       cmocka_unit_test(test_postop_equals_unfused),
+      cmocka_unit_test(test_chain_fallback_equals_unfused),
       cmocka_unit_test(test_fused_equals_unfused_nan),
       cmocka_unit_test(test_forks_in_threads_identical),
   };
