@@ -134,34 +134,116 @@ static bool chain_type(const mil_type *t) {
   return n <= 4.0 * 1024 * 1024;
 }
 
-/* Conv chains (interp_fuse_nhwc): a conv whose result (after its fused
- * activation, when it has one) is read by nothing but another conv, as
- * its input x, passes it in NHWC order: the producer writes it so and the
- * reader takes it so (oneDNN's NHWC kernels, no reorders between them;
- * conv.c converts where a conv runs another path). Nothing else sees the
- * value: it is no block output and has that one reader; the fused
- * activation ops are elementwise (and take the conv's value). Both
- * tensors static, rank 4, of at most 4 MB. */
-static void chain(interp_fuse_plan *fp, const mil_block *b) {
-  int32_t i = 0;
-  for (const mil_op *op = b->first; op; op = op->next, i++) {
-    if (strcmp(op->type, "conv") != 0 || op->n_outputs != 1 || op->n_blocks) continue;
-    const mil_var *f = op->outputs[0]; /* the value the chain passes on */
-    if (fp->ent[i].kind && fp->ent[i].is_conv) {
-      int32_t j = 0;
-      for (const mil_op *p = b->first; p; p = p->next, j++)
-        if (j == fp->ent[i].partner) f = p->n_outputs == 1 ? p->outputs[0] : NULL;
-    }
-    if (!f || !chain_type(op->outputs[0]->type) || !chain_type(f->type) || f->n_uses != 1) continue;
-    const mil_use *u = f->uses;
-    if (!u->op || u->block || u->op->block != b || strcmp(u->op->type, "conv") != 0 || input_var(u->op, "x") != f ||
-        !chain_type(u->op->outputs[0]->type))
-      continue;
-    int32_t k = index_after(op->next, i + 1, u->op);
-    if (k < 0) continue;
-    fp->nhwc[i] |= INTERP_NHWC_OUT;
-    fp->nhwc[k] |= INTERP_NHWC_IN;
+/* Ops that compute each output element from the same element of their
+ * operands alone (and their scalar parameters): they give the same bytes
+ * whatever order the elements are stored in, as long as every tensor
+ * operand is stored in that order and has the output's shape. */
+static bool elementwise(const mil_op *op, bool *binary) {
+  static const char *const unary[] = {"relu", "relu6", "clip", "sigmoid", "sigmoid_hard", "silu", "tanh",
+                                      "gelu", "leaky_relu", "elu", "softplus", "abs", "square"};
+  static const char *const bin[] = {"add", "sub", "mul", "real_div", "maximum", "minimum"};
+  for (size_t i = 0; i < sizeof unary / sizeof *unary; i++)
+    if (strcmp(op->type, unary[i]) == 0) return !(*binary = false);
+  for (size_t i = 0; i < sizeof bin / sizeof *bin; i++)
+    if (strcmp(op->type, bin[i]) == 0) return (*binary = true);
+  return false;
+}
+
+typedef struct op_at {
+  const mil_op *op;
+  int32_t i;
+} op_at;
+
+static int by_op(const void *x, const void *y) {
+  const op_at *a = x, *b = y;
+  return a->op < b->op ? -1 : a->op > b->op;
+}
+
+/* The index in the body of the op that defines v (sorted ops), or -1. */
+static int32_t producer(const op_at *ops, int32_t n, const mil_var *v) {
+  if (!v || !v->op) return -1;
+  op_at key = {v->op, 0};
+  const op_at *hit = bsearch(&key, ops, (size_t)n, sizeof *ops, by_op);
+  return hit ? hit->i : -1;
+}
+
+/* Whether operand var of elementwise op may be an NHWC value: a value of
+ * the body with the op's output type (no broadcasting). A one-element
+ * const operand is read alike in any order (yes, not a region var). */
+static bool operand_ok(const mil_op *op, const char *name, const mil_var **var) {
+  *var = NULL;
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    if (strcmp(op->inputs[i].name, name) != 0) continue;
+    if (op->inputs[i].n_args != 1) return false;
+    const mil_var *v = op->inputs[i].args[0].use.var;
+    if (!v) return op->inputs[i].args[0].value && op->inputs[i].args[0].value->numel == 1;
+    if (v->op && mil_op_is_const(v->op)) return v->val && v->val->numel == 1;
+    *var = v;
+    return v->type && mil_type_equal(v->type, op->outputs[0]->type);
   }
+  return false;
+}
+
+/* Conv chains (interp_fuse_nhwc): regions of the body whose values are
+ * stored in NHWC order. A value is in a region when it is made by a conv
+ * or by an elementwise op (relu, add, mul, ...) whose tensor operands are
+ * all in the region, and every reader of it is a conv reading it as x or
+ * an elementwise op of the region; nothing else (no block output, no
+ * other op) ever sees it. Convs in a region write their result in NHWC
+ * order and convs reading a region value take it so: oneDNN's NHWC
+ * kernels (1x1 and depthwise included) run without reorders between them,
+ * through residual adds and activations; conv.c converts where a conv runs
+ * another path. Static rank-4 fp32 / fp16 values of at most 4 MB. The
+ * region is the largest such set: candidates removed until every rule
+ * holds. */
+static void chain(interp_fuse_plan *fp, const mil_block *b) {
+  int32_t n = fp->n_ops, i = 0;
+  op_at *ops = malloc((size_t)(n ? n : 1) * sizeof *ops);
+  uint8_t *in = calloc((size_t)(n ? n : 1), 1); /* op i's output is in a region */
+  if (!ops || !in) {
+    free(ops), free(in);
+    return;
+  }
+  for (const mil_op *op = b->first; op; op = op->next, i++) ops[i] = (op_at){op, i};
+  qsort(ops, (size_t)n, sizeof *ops, by_op);
+  i = 0;
+  for (const mil_op *op = b->first; op; op = op->next, i++) {
+    bool binary;
+    in[i] = op->n_outputs == 1 && !op->n_blocks && op->outputs[0]->n_uses > 0 && chain_type(op->outputs[0]->type) &&
+            (strcmp(op->type, "conv") == 0 || elementwise(op, &binary));
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    i = 0;
+    for (const mil_op *op = b->first; op; op = op->next, i++) {
+      if (!in[i]) continue;
+      bool ok = true, binary = false;
+      if (elementwise(op, &binary)) { /* its operands in the region */
+        const char *names[2] = {"x", "y"};
+        for (int k = 0; k < (binary ? 2 : 1) && ok; k++) {
+          const mil_var *v;
+          int32_t p;
+          ok = operand_ok(op, names[k], &v) && (!v || ((p = producer(ops, n, v)) >= 0 && in[p]));
+        }
+      }
+      for (const mil_use *u = op->outputs[0]->uses; u && ok; u = u->next_use) { /* its readers */
+        int32_t j = u->op && !u->block && u->op->block == b ? producer(ops, n, u->op->n_outputs ? u->op->outputs[0] : NULL) : -1;
+        bool reader_conv = u->op && !u->block && u->op->block == b && strcmp(u->op->type, "conv") == 0 &&
+                           input_var(u->op, "x") == op->outputs[0] && input_var(u->op, "weight") != op->outputs[0] &&
+                           input_var(u->op, "bias") != op->outputs[0];
+        ok = reader_conv || (j >= 0 && in[j] && strcmp(u->op->type, "conv") != 0);
+      }
+      if (!ok) in[i] = 0, changed = true;
+    }
+  }
+  i = 0;
+  for (const mil_op *op = b->first; op; op = op->next, i++) {
+    if (strcmp(op->type, "conv") != 0) continue;
+    int32_t p = producer(ops, n, input_var(op, "x"));
+    if (in[i]) fp->nhwc[i] |= INTERP_NHWC_OUT;
+    if (p >= 0 && in[p]) fp->nhwc[i] |= INTERP_NHWC_IN;
+  }
+  free(ops), free(in);
 }
 
 static interp_fuse_plan *plan_make(const mil_block *b) {

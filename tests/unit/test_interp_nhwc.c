@@ -1,0 +1,176 @@
+/* Conv chains (src/interp/fuse.c, conv.c, conv_dnnl.c): a residual network
+ * whose values between convs, activations, a scalar mul and residual adds
+ * are passed in NHWC order gives the results of the same program run in
+ * NCHW order (MIL_INTERP_NO_NHWC), in fp32 and fp16, through oneDNN and
+ * through the interpreter's own conv loops (MIL_INTERP_NO_DNNL_CONV: they
+ * convert at the region's ends), and for a value that leaves the region
+ * (a block output read by a conv too). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "interp_fixture.h"
+#include "mil/interp.h"
+#include "mil/mil.h"
+#include "mil/text.h"
+
+#define C 8
+#define H 10
+#define N_X (C * H * H)
+#define N_Y (2 * C * H * H)
+
+static float wval(int i) { return (float)((i * 37 + 11) % 17 - 8) / 16.0f; }
+static float xval(int i) { return (float)((i * 53 + 7) % 19 - 9) / 8.0f; }
+
+typedef struct buf {
+  char *s;
+  size_t l, cap;
+} buf;
+
+static void put(buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(b->s + b->l, b->cap - b->l, fmt, ap);
+  va_end(ap);
+  assert_true(n >= 0 && (size_t)n < b->cap - b->l);
+  b->l += (size_t)n;
+}
+
+static void put_weight(buf *b, const char *dt, const char *name, int o, int i, int k, int seed) {
+  put(b, "    %%%s: (%d, %d, %d, %d, %s)*(Tensor) = const(val=[", name, o, i, k, k, dt);
+  for (int a = 0; a < o; a++) {
+    put(b, "%s[", a ? ", " : "");
+    for (int c = 0; c < i; c++) {
+      put(b, "%s[", c ? ", " : "");
+      for (int u = 0; u < k; u++) {
+        put(b, "%s[", u ? ", " : "");
+        for (int v = 0; v < k; v++) put(b, "%s%g", v ? ", " : "", wval(seed + ((a * i + c) * k + u) * k + v));
+        put(b, "]");
+      }
+      put(b, "]");
+    }
+    put(b, "]");
+  }
+  put(b, "], name=\"%s\")\n", name);
+}
+
+/* x -> conv 3x3 -> relu -> conv 1x1 -> + -> depthwise 3x3 -> * 0.5 -> + ->
+ * conv 1x1 (2C) -> relu: y; the second add's result is a block output
+ * (z) when `leak`, so it and what feeds it stay NCHW. */
+static char *program(const char *dt, bool leak) {
+  buf b = {malloc(1 << 20), 0, 1 << 20};
+  assert_non_null(b.s);
+  const char *T = dt;
+  put(&b, "main[CoreML6](%%x: (1, %d, %d, %d, %s)(Tensor)) {\n  block0() {\n", C, H, H, T);
+  put_weight(&b, T, "w1", C, C, 3, 0);
+  put_weight(&b, T, "w2", C, C, 1, 3);
+  put_weight(&b, T, "w3", C, 1, 3, 5);
+  put_weight(&b, T, "w4", 2 * C, C, 1, 7);
+  put(&b, "    %%h: (%s)*(Scalar) = const(val=0.5, name=\"h\")\n", T);
+  const char *conv = "conv(x=%%%s, weight=%%%s, strides=[1, 1], pad_type=\"custom\", pad=[%d, %d, %d, %d], "
+                     "dilations=[1, 1], groups=%d, name=\"%s\")\n";
+  char line[512];
+#define OP(name, ch, text) put(&b, "    %%%s: (1, %d, %d, %d, %s)(Tensor) = ", name, ch, H, H, T), put(&b, "%s", text)
+  snprintf(line, sizeof line, conv, "x", "w1", 1, 1, 1, 1, 1, "c1");
+  OP("c1", C, line);
+  OP("r1", C, "relu(x=%c1, name=\"r1\")\n");
+  snprintf(line, sizeof line, conv, "r1", "w2", 0, 0, 0, 0, 1, "c2");
+  OP("c2", C, line);
+  OP("s1", C, "add(x=%c2, y=%r1, name=\"s1\")\n");
+  snprintf(line, sizeof line, conv, "s1", "w3", 1, 1, 1, 1, C, "c3");
+  OP("c3", C, line);
+  OP("m", C, "mul(x=%c3, y=%h, name=\"m\")\n");
+  OP("s2", C, "add(x=%m, y=%s1, name=\"s2\")\n");
+  snprintf(line, sizeof line, conv, "s2", "w4", 0, 0, 0, 0, 1, "c4");
+  OP("c4", 2 * C, line);
+  OP("y", 2 * C, "relu(x=%c4, name=\"y\")\n");
+#undef OP
+  put(&b, leak ? "  } -> (%%y, %%s2)\n}\n" : "  } -> (%%y)\n}\n");
+  return b.s;
+}
+
+/* y (fp32 values; fp16 outputs widened) of one fresh interpreter, two
+ * runs that must agree, with env set to "1" during them when given. */
+static void run(const char *dt, bool leak, const char *env, const char *env2, float *y) {
+  if (env) setenv(env, "1", 1);
+  if (env2) setenv(env2, "1", 1);
+  char *text = program(dt, leak);
+  mil_program *p = ifix_parse(text, "nhwc.mil");
+  free(text);
+  bool h = dt[2] == '1';
+  float x[N_X];
+  uint16_t xh[N_X];
+  for (int i = 0; i < N_X; i++) x[i] = xval(i);
+  mil_fp32_to_fp16_array(x, xh, N_X);
+  int64_t shape[4] = {1, C, H, H};
+  mil_tensor t = {h ? MIL_DT_FP16 : MIL_DT_FP32, 4, shape, h ? (const void *)xh : (const void *)x,
+                  (size_t)N_X * (h ? 2 : 4), N_X};
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_interp *ip = NULL;
+  assert_int_equal(mil_interp_new(p, NULL, &ip, &d), MIL_OK);
+  float again[N_Y];
+  for (int r = 0; r < 2; r++) {
+    float *dst = r ? again : y;
+    assert_int_equal(mil_interp_set_input(ip, "x", &t, &d), MIL_OK);
+    if (mil_interp_run(ip, NULL, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
+    const mil_tensor *o = mil_interp_output_at(ip, 0);
+    assert_int_equal(o->numel, N_Y);
+    if (h) mil_fp16_to_fp32_array(o->data, dst, N_Y);
+    else memcpy(dst, o->data, sizeof again);
+  }
+  assert_memory_equal(y, again, sizeof again);
+  mil_interp_free(ip);
+  mil_diag_clear(&d);
+  mil_program_free(p);
+  if (env) unsetenv(env);
+  if (env2) unsetenv(env2);
+}
+
+static void check(const char *dt, bool leak, const char *env) {
+  float got[N_Y], want[N_Y];
+  run(dt, leak, env, NULL, got);
+  run(dt, leak, env, "MIL_INTERP_NO_NHWC", want);
+  double big = 0;
+  for (int i = 0; i < N_Y; i++) big = fmax(big, fabs(want[i]));
+  assert_true(big > 0.5);
+  double tol = (dt[2] == '1' ? 2e-3 : 1e-6) * big;
+  for (int i = 0; i < N_Y; i++)
+    if (fabs(got[i] - want[i]) > tol)
+      fail_msg("%s%s%s: y[%d] = %g, want %g", dt, leak ? " (s2 an output)" : "", env ? env : "", i, got[i], want[i]);
+}
+
+static void test_region_equals_nchw(void **state) {
+  (void)state;
+  check("fp32", false, NULL);
+  check("fp16", false, NULL);
+}
+
+static void test_region_fallback_paths(void **state) {
+  (void)state;
+  check("fp32", false, "MIL_INTERP_NO_DNNL_CONV");
+  check("fp16", false, "MIL_INTERP_NO_DNNL_CONV");
+  check("fp32", false, "MIL_INTERP_DW_DIRECT");
+}
+
+static void test_value_leaving_the_region(void **state) {
+  (void)state;
+  check("fp32", true, NULL);
+  check("fp16", true, NULL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_region_equals_nchw),
+      cmocka_unit_test(test_region_fallback_paths),
+      cmocka_unit_test(test_value_leaving_the_region),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
