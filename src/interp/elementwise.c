@@ -244,11 +244,26 @@ static void bin_run_at(bop k, bool h, const void *a, int64_t oa, int64_t sa, con
 
 /* Computes y = a (op) b over the broadcast shape `shape` (rank r); a, b
  * and y are fp32, or all fp16 when h is true. */
+/* With nhwc (an op of a conv chain's NHWC region, fuse.c; rank 4), every
+ * shape is walked as [N, H, W, C]: the region's operands are stored so,
+ * and the others read the same in either order. */
 static bool bin_broadcast(bop k, bool h, const void *a, const mil_value *va, const void *b, const mil_value *vb,
-                          int32_t r, const int64_t *shape, void *y) {
+                          int32_t r, const int64_t *shape_in, void *y, bool nhwc) {
   int64_t as[MIL_INTERP_MAX_RANK], bs[MIL_INTERP_MAX_RANK], sa[MIL_INTERP_MAX_RANK], sb[MIL_INTERP_MAX_RANK];
+  int64_t shape[MIL_INTERP_MAX_RANK];
   int32_t ra = interp_vshape(va, as), rb = interp_vshape(vb, bs);
   if (ra > r || rb > r || r > MIL_INTERP_MAX_RANK) return false;
+  for (int32_t i = 0; i < r; i++) shape[i] = shape_in[i];
+  if (nhwc && r == 4) { /* right-aligned to rank 4, then C moved last */
+    int64_t *d[3] = {shape, as, bs};
+    int32_t *rk[3] = {&r, &ra, &rb};
+    for (int q = 0; q < 3; q++) {
+      int64_t t[4] = {1, 1, 1, 1};
+      for (int32_t i = 0; i < *rk[q]; i++) t[4 - *rk[q] + i] = d[q][i];
+      d[q][0] = t[0], d[q][1] = t[2], d[q][2] = t[3], d[q][3] = t[1];
+      *rk[q] = 4;
+    }
+  }
   int64_t sta = 1, stb = 1;
   for (int32_t i = r - 1; i >= 0; i--) {
     int32_t ia = i - (r - ra), ib = i - (r - rb);
@@ -302,13 +317,13 @@ static mil_status binary(interp_run *r, mil_infer_ctx *c, bop k) {
   int64_t shape[MIL_INTERP_MAX_RANK];
   int32_t rank;
   if (!x || !y || !interp_shape(c->out[0], shape, &rank)) return INTERP_DECLINE;
-  bool cmp = k >= B_EQ;
+  bool cmp = k >= B_EQ, nhwc = (r->nhwc & INTERP_NHWC_OUT) && rank == 4;
   if (!cmp && x->kind == MIL_VAL_TENSOR && y->kind == MIL_VAL_TENSOR && x->type->dtype == MIL_DT_FP16 &&
       y->type->dtype == MIL_DT_FP16 && c->out[0] && c->out[0]->kind == MIL_TYPE_TENSOR &&
       c->out[0]->dtype == MIL_DT_FP16) {
     mil_value *v = interp_new_value(r, c->out[0]);
     if (!v) return interp_nomem(c);
-    if (!bin_broadcast(k, true, mil_value_data(x), x, mil_value_data(y), y, rank, shape, mil_value_data_mut(v)))
+    if (!bin_broadcast(k, true, mil_value_data(x), x, mil_value_data(y), y, rank, shape, mil_value_data_mut(v), nhwc))
       return INTERP_DECLINE;
     c->val[0] = v;
     return MIL_OK;
@@ -330,7 +345,7 @@ static mil_status binary(interp_run *r, mil_infer_ctx *c, bop k) {
     free(tx), free(ty);
     return interp_nomem(c);
   }
-  bool ok = bin_broadcast(k, false, xf, x, yf, y, rank, shape, out);
+  bool ok = bin_broadcast(k, false, xf, x, yf, y, rank, shape, out, nhwc);
   free(tx), free(ty);
   if (!ok) {
     if (cmp) free(cbuf);

@@ -167,9 +167,11 @@ static int32_t producer(const op_at *ops, int32_t n, const mil_var *v) {
   return hit ? hit->i : -1;
 }
 
-/* Whether operand var of elementwise op may be an NHWC value: a value of
- * the body with the op's output type (no broadcasting). A one-element
- * const operand is read alike in any order (yes, not a region var). */
+/* The operand `name` of elementwise op: *var the region value it must be
+ * (a var of the op's output type), or NULL when the operand reads the same
+ * in either order: a one-element value, or a tensor whose right-aligned
+ * rank-4 shape has C == 1 or H == W == 1 (a [N, C, 1, 1] gate, a per-pixel
+ * map); false for any other operand. */
 static bool operand_ok(const mil_op *op, const char *name, const mil_var **var) {
   *var = NULL;
   for (int32_t i = 0; i < op->n_inputs; i++) {
@@ -177,19 +179,47 @@ static bool operand_ok(const mil_op *op, const char *name, const mil_var **var) 
     if (op->inputs[i].n_args != 1) return false;
     const mil_var *v = op->inputs[i].args[0].use.var;
     if (!v) return op->inputs[i].args[0].value && op->inputs[i].args[0].value->numel == 1;
-    if (v->op && mil_op_is_const(v->op)) return v->val && v->val->numel == 1;
-    *var = v;
-    return v->type && mil_type_equal(v->type, op->outputs[0]->type);
+    const mil_type *t = v->type, *o = op->outputs[0]->type;
+    if (!t || t->kind != MIL_TYPE_TENSOR || !mil_type_is_static(t) || t->rank > 4) return false;
+    if (mil_type_equal(t, o) && !(v->op && mil_op_is_const(v->op))) {
+      *var = v; /* full size: a region value */
+      return true;
+    }
+    int64_t d[4] = {1, 1, 1, 1};
+    for (int32_t k = 0; k < t->rank; k++) d[4 - t->rank + k] = t->dims[k].size;
+    return d[1] == 1 || (d[2] == 1 && d[3] == 1);
   }
   return false;
 }
 
+/* Whether op reads v as the x of a reduce_mean / reduce_sum over axes 2
+ * and 3 (its result, [N, C] or [N, C, 1, 1], reads the same in either
+ * order; the kernel walks an NHWC x by strides). */
+static bool spatial_reduce(const mil_op *op, const mil_var *v) {
+  if ((strcmp(op->type, "reduce_mean") != 0 && strcmp(op->type, "reduce_sum") != 0) || input_var(op, "x") != v ||
+      input_var(op, "axes") == v)
+    return false;
+  const mil_var *ax = input_var(op, "axes");
+  const mil_value *av = NULL;
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    if (strcmp(op->inputs[i].name, "axes") == 0 && op->inputs[i].n_args == 1)
+      av = op->inputs[i].args[0].value ? op->inputs[i].args[0].value : ax && ax->op && mil_op_is_const(ax->op) ? ax->val : NULL;
+  if (!av || av->kind != MIL_VAL_TENSOR || av->numel != 2) return false;
+  int64_t a0 = mil_value_get_i64(av, 0), a1 = mil_value_get_i64(av, 1);
+  a0 = a0 < 0 ? a0 + 4 : a0, a1 = a1 < 0 ? a1 + 4 : a1;
+  return (a0 == 2 && a1 == 3) || (a0 == 3 && a1 == 2);
+}
+
 /* Conv chains (interp_fuse_nhwc): regions of the body whose values are
  * stored in NHWC order. A value is in a region when it is made by a conv
- * or by an elementwise op (relu, add, mul, ...) whose tensor operands are
- * all in the region, and every reader of it is a conv reading it as x or
- * an elementwise op of the region; nothing else (no block output, no
- * other op) ever sees it. Convs in a region write their result in NHWC
+ * or by an elementwise op (relu, add, mul, ...) whose full-size tensor
+ * operands are all in the region (others: one element, or a shape that
+ * reads the same in either order, as a squeeze-and-excite gate [N, C, 1,
+ * 1]), and every reader of it is a conv reading it as x, an elementwise op
+ * of the region, or a reduce_mean / reduce_sum over H and W; nothing else
+ * (no block output, no other op) ever sees it. Elementwise ops of a region
+ * are flagged INTERP_NHWC_OUT (a broadcasting one walks its operands in
+ * NHWC order), the reductions INTERP_NHWC_IN. Convs in a region write their result in NHWC
  * order and convs reading a region value take it so: oneDNN's NHWC
  * kernels (1x1 and depthwise included) run without reorders between them,
  * through residual adds and activations; conv.c converts where a conv runs
@@ -228,20 +258,21 @@ static void chain(interp_fuse_plan *fp, const mil_block *b) {
       }
       for (const mil_use *u = op->outputs[0]->uses; u && ok; u = u->next_use) { /* its readers */
         int32_t j = u->op && !u->block && u->op->block == b ? producer(ops, n, u->op->n_outputs ? u->op->outputs[0] : NULL) : -1;
-        bool reader_conv = u->op && !u->block && u->op->block == b && strcmp(u->op->type, "conv") == 0 &&
-                           input_var(u->op, "x") == op->outputs[0] && input_var(u->op, "weight") != op->outputs[0] &&
-                           input_var(u->op, "bias") != op->outputs[0];
-        ok = reader_conv || (j >= 0 && in[j] && strcmp(u->op->type, "conv") != 0);
+        bool here = u->op && !u->block && u->op->block == b;
+        bool reader_conv = here && strcmp(u->op->type, "conv") == 0 && input_var(u->op, "x") == op->outputs[0] &&
+                           input_var(u->op, "weight") != op->outputs[0] && input_var(u->op, "bias") != op->outputs[0];
+        ok = reader_conv || (here && spatial_reduce(u->op, op->outputs[0])) ||
+             (j >= 0 && in[j] && strcmp(u->op->type, "conv") != 0);
       }
       if (!ok) in[i] = 0, changed = true;
     }
   }
   i = 0;
   for (const mil_op *op = b->first; op; op = op->next, i++) {
-    if (strcmp(op->type, "conv") != 0) continue;
     int32_t p = producer(ops, n, input_var(op, "x"));
-    if (in[i]) fp->nhwc[i] |= INTERP_NHWC_OUT;
-    if (p >= 0 && in[p]) fp->nhwc[i] |= INTERP_NHWC_IN;
+    bool reads = p >= 0 && in[p];
+    if (in[i]) fp->nhwc[i] |= INTERP_NHWC_OUT; /* a conv or elementwise op of a region */
+    if (reads && (strcmp(op->type, "conv") == 0 || spatial_reduce(op, input_var(op, "x")))) fp->nhwc[i] |= INTERP_NHWC_IN;
   }
   free(ops), free(in);
 }

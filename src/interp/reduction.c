@@ -9,7 +9,8 @@
  * the input's dtype for reduce_sum), divided by the count in double and
  * rounded to the output dtype (coremltools' numpy: a half-precision mean
  * accumulates in float32). Only the walk differs: a group is a contiguous
- * run of elements, read without an index map or per-element dispatch. */
+ * run of elements (or, for an NHWC x of a conv chain, every C-th one),
+ * read without an index map or per-element dispatch. */
 #include <stdlib.h>
 
 #include "interp/interp_internal.h"
@@ -53,13 +54,18 @@ static mil_status reduce(interp_run *r, mil_infer_ctx *c, bool mean) {
   const float *xf = interp_f32(r, x, &tx);
   if (!xf) return interp_nomem(c);
   mil_dtype dt = x->type->dtype;
+  /* an x of a conv chain's NHWC region (fuse.c) reduced over H and W: the
+   * group (n, c) is every C-th element from n * H * W * C + c, in the same
+   * order (the same sums) */
+  int64_t xs[MIL_INTERP_MAX_RANK], step = 1;
+  if ((r->nhwc & INTERP_NHWC_IN) && interp_vshape(x, xs) == 4 && count == xs[2] * xs[3]) step = xs[1];
   for (int64_t g = 0; g < groups; g++) {
-    const float *p = xf + g * count;
+    const float *p = step == 1 ? xf + g * count : xf + (g / step) * count * step + g % step;
     double l[FOLD_SUM_LANES] = {0};
     int64_t i = 0;
     for (; i + FOLD_SUM_LANES <= count; i += FOLD_SUM_LANES)
-      for (int j = 0; j < FOLD_SUM_LANES; j++) l[j] += p[i + j];
-    for (; i < count; i++) l[i % FOLD_SUM_LANES] += p[i];
+      for (int j = 0; j < FOLD_SUM_LANES; j++) l[j] += p[(i + j) * step];
+    for (; i < count; i++) l[i % FOLD_SUM_LANES] += p[i * step];
     double acc = fold_sum_lanes(l);
     double v = mean ? fold_rnd(MIL_DT_FP32, acc) / (double)count : fold_rnd(dt, acc);
     mil_value_set_f64(out, g, fold_rnd(dt, v));

@@ -1,7 +1,8 @@
 /* Conv chains (src/interp/fuse.c, conv.c, conv_dnnl.c): a residual network
  * whose values between convs, activations, a scalar mul and residual adds
  * are passed in NHWC order gives the results of the same program run in
- * NCHW order (MIL_INTERP_NO_NHWC), in fp32 and fp16, through oneDNN and
+ * NCHW order (MIL_INTERP_NO_NHWC), with a squeeze-and-excite gate (a mean
+ * over H and W of a region value, a broadcasting mul), in fp32 and fp16, through oneDNN and
  * through the interpreter's own conv loops (MIL_INTERP_NO_DNNL_CONV: they
  * convert at the region's ends), and for a value that leaves the region
  * (a block output read by a conv too). */
@@ -62,7 +63,7 @@ static void put_weight(buf *b, const char *dt, const char *name, int o, int i, i
 }
 
 /* x -> conv 3x3 -> relu -> conv 1x1 -> + -> depthwise 3x3 -> * 0.5 -> + ->
- * conv 1x1 (2C) -> relu: y; the second add's result is a block output
+ * times sigmoid(mean over H, W) -> conv 1x1 (2C) -> relu: y; the second add's result is a block output
  * (z) when `leak`, so it and what feeds it stay NCHW. */
 static char *program(const char *dt, bool leak) {
   buf b = {malloc(1 << 20), 0, 1 << 20};
@@ -88,7 +89,11 @@ static char *program(const char *dt, bool leak) {
   OP("c3", C, line);
   OP("m", C, "mul(x=%c3, y=%h, name=\"m\")\n");
   OP("s2", C, "add(x=%m, y=%s1, name=\"s2\")\n");
-  snprintf(line, sizeof line, conv, "s2", "w4", 0, 0, 0, 0, 1, "c4");
+  /* squeeze-and-excite: a mean over H and W, its sigmoid as a [1, C, 1, 1] gate */
+  put(&b, "    %%g: (1, %d, 1, 1, %s)(Tensor) = reduce_mean(x=%%s2, axes=[2, 3], keep_dims=True, name=\"g\")\n", C, T);
+  put(&b, "    %%gs: (1, %d, 1, 1, %s)(Tensor) = sigmoid(x=%%g, name=\"gs\")\n", C, T);
+  OP("t", C, "mul(x=%gs, y=%s2, name=\"t\")\n");
+  snprintf(line, sizeof line, conv, "t", "w4", 0, 0, 0, 0, 1, "c4");
   OP("c4", 2 * C, line);
   OP("y", 2 * C, "relu(x=%c4, name=\"y\")\n");
 #undef OP
