@@ -27,6 +27,7 @@
 
 #include "fork_threads.h"
 #include "interp_fixture.h"
+#include "text_buf.h"
 #include "mil/interp.h"
 #include "mil/mil.h"
 #include "mil/text.h"
@@ -42,96 +43,64 @@ static float wval(int i) { return (float)((i * 37 + 11) % 17 - 8) / 8.0f; }
 static float xval(int i) { return (float)((i * 53 + 7) % 19 - 9) / 4.0f; }
 static float bval(int i) { return (float)(i % 5 - 2) / 4.0f; }
 
-typedef struct buf {
-  char *s;
-  size_t l, cap;
-} buf;
-
-static void put(buf *b, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(b->s + b->l, b->cap - b->l, fmt, ap);
-  va_end(ap);
-  assert_true(n >= 0 && (size_t)n < b->cap - b->l);
-  b->l += (size_t)n;
-}
-
-/* const %name of shape (o, i, k, k) with values wval(seed + flat index) */
-static void put_weight(buf *b, const char *dt, const char *name, int o, int i, int k, int seed) {
-  put(b, "    %%%s: (%d, %d, %d, %d, %s)*(Tensor) = const(val=[", name, o, i, k, k, dt);
-  for (int a = 0; a < o; a++) {
-    put(b, "%s[", a ? ", " : "");
-    for (int c = 0; c < i; c++) {
-      put(b, "%s[", c ? ", " : "");
-      for (int u = 0; u < k; u++) {
-        put(b, "%s[", u ? ", " : "");
-        for (int v = 0; v < k; v++) put(b, "%s%g", v ? ", " : "", wval(seed + ((a * i + c) * k + u) * k + v));
-        put(b, "]");
-      }
-      put(b, "]");
-    }
-    put(b, "]");
-  }
-  put(b, "], name=\"%s\")\n", name);
-}
 
 static char *program_text(const char *dt) {
-  buf b = {malloc(1 << 20), 0, 1 << 20};
+  text_buf b = {malloc(1 << 20), 0, 1 << 20};
   assert_non_null(b.s);
-  put(&b, "main[CoreML6](%%x: (1, %d, %d, %d, %s)(Tensor)) {\n  block0() {\n", CIN, H, H, dt);
-  put_weight(&b, dt, "w1", C1, CIN, 3, 0);
-  put(&b, "    %%b1: (%d, %s)*(Tensor) = const(val=[", C1, dt);
-  for (int o = 0; o < C1; o++) put(&b, "%s%g", o ? ", " : "", bval(o));
-  put(&b, "], name=\"b1\")\n");
-  put(&b, "    %%lo: (%s)*(Scalar) = const(val=-0.5, name=\"lo\")\n", dt);
-  put(&b, "    %%hi: (%s)*(Scalar) = const(val=0.75, name=\"hi\")\n", dt);
-  put_weight(&b, dt, "w2", C1, 1, 3, 3);
-  put_weight(&b, dt, "w3", C3, C1, 1, 5);
-  put_weight(&b, dt, "w4", C4, C3, 3, 7);
-  put(&b,
+  text_put(&b, "main[CoreML6](%%x: (1, %d, %d, %d, %s)(Tensor)) {\n  block0() {\n", CIN, H, H, dt);
+  text_put_weight(&b, dt, "w1", C1, CIN, 3, 0, wval);
+  text_put(&b, "    %%b1: (%d, %s)*(Tensor) = const(val=[", C1, dt);
+  for (int o = 0; o < C1; o++) text_put(&b, "%s%g", o ? ", " : "", bval(o));
+  text_put(&b, "], name=\"b1\")\n");
+  text_put(&b, "    %%lo: (%s)*(Scalar) = const(val=-0.5, name=\"lo\")\n", dt);
+  text_put(&b, "    %%hi: (%s)*(Scalar) = const(val=0.75, name=\"hi\")\n", dt);
+  text_put_weight(&b, dt, "w2", C1, 1, 3, 3, wval);
+  text_put_weight(&b, dt, "w3", C3, C1, 1, 5, wval);
+  text_put_weight(&b, dt, "w4", C4, C3, 3, 7, wval);
+  text_put(&b,
       "    %%c1: (1, %d, %d, %d, %s)(Tensor) = conv(x=%%x, weight=%%w1, bias=%%b1, strides=[1, 1], "
       "pad_type=\"custom\", pad=[1, 1, 1, 1], dilations=[1, 1], groups=1, name=\"c1\")\n"
       "    %%a1: (1, %d, %d, %d, %s)(Tensor) = clip(x=%%c1, alpha=%%lo, beta=%%hi, name=\"a1\")\n",
       C1, H, H, dt, C1, H, H, dt);
-  put(&b,
+  text_put(&b,
       "    %%c2: (1, %d, %d, %d, %s)(Tensor) = conv(x=%%a1, weight=%%w2, strides=[2, 2], pad_type=\"custom\", "
       "pad=[1, 1, 1, 1], dilations=[1, 1], groups=%d, name=\"c2\")\n"
       "    %%a2: (1, %d, %d, %d, %s)(Tensor) = relu(x=%%c2, name=\"a2\")\n",
       C1, H2, H2, dt, C1, C1, H2, H2, dt);
-  put(&b,
+  text_put(&b,
       "    %%c3: (1, %d, %d, %d, %s)(Tensor) = conv(x=%%a2, weight=%%w3, strides=[1, 1], pad_type=\"valid\", "
       "dilations=[1, 1], groups=1, name=\"c3\")\n"
       "    %%a3: (1, %d, %d, %d, %s)(Tensor) = relu6(x=%%c3, name=\"a3\")\n",
       C3, H2, H2, dt, C3, H2, H2, dt);
-  put(&b,
+  text_put(&b,
       "    %%c4: (1, %d, %d, %d, %s)(Tensor) = conv(x=%%a3, weight=%%w4, strides=[1, 1], pad_type=\"custom\", "
       "pad=[1, 1, 1, 1], dilations=[1, 1], groups=1, name=\"c4\")\n"
       "    %%a4: (1, %d, %d, %d, %s)(Tensor) = relu(x=%%c4, name=\"a4\")\n"
       "    %%s: (1, %d, %d, %d, %s)(Tensor) = add(x=%%c4, y=%%a4, name=\"s\")\n",
       C4, H2, H2, dt, C4, H2, H2, dt, C4, H2, H2, dt);
   /* c5: a block output (not fused), read by a relu too */
-  put(&b,
+  text_put(&b,
       "    %%c5: (1, %d, %d, %d, %s)(Tensor) = conv(x=%%a3, weight=%%w4, strides=[1, 1], pad_type=\"custom\", "
       "pad=[1, 1, 1, 1], dilations=[1, 1], groups=1, name=\"c5\")\n"
       "    %%a5: (1, %d, %d, %d, %s)(Tensor) = relu(x=%%c5, name=\"a5\")\n",
       C4, H2, H2, dt, C4, H2, H2, dt);
   /* c6: SiLU as PyTorch exports it, the mul's operands in the other order */
-  put(&b,
+  text_put(&b,
       "    %%c6: (1, %d, %d, %d, %s)(Tensor) = conv(x=%%a3, weight=%%w4, strides=[1, 1], pad_type=\"custom\", "
       "pad=[1, 1, 1, 1], dilations=[1, 1], groups=1, name=\"c6\")\n"
       "    %%g6: (1, %d, %d, %d, %s)(Tensor) = sigmoid(x=%%c6, name=\"g6\")\n"
       "    %%m6: (1, %d, %d, %d, %s)(Tensor) = mul(x=%%g6, y=%%c6, name=\"m6\")\n",
       C4, H2, H2, dt, C4, H2, H2, dt, C4, H2, H2, dt);
   /* c7: hard swish, sigmoid_hard with alpha 0.2 and beta 0.5 */
-  put(&b, "    %%ha: (%s)*(Scalar) = const(val=0.2, name=\"ha\")\n", dt);
-  put(&b, "    %%hb: (%s)*(Scalar) = const(val=0.5, name=\"hb\")\n", dt);
-  put(&b,
+  text_put(&b, "    %%ha: (%s)*(Scalar) = const(val=0.2, name=\"ha\")\n", dt);
+  text_put(&b, "    %%hb: (%s)*(Scalar) = const(val=0.5, name=\"hb\")\n", dt);
+  text_put(&b,
       "    %%c7: (1, %d, %d, %d, %s)(Tensor) = conv(x=%%a3, weight=%%w4, strides=[1, 1], pad_type=\"custom\", "
       "pad=[1, 1, 1, 1], dilations=[1, 1], groups=1, name=\"c7\")\n"
       "    %%g7: (1, %d, %d, %d, %s)(Tensor) = sigmoid_hard(x=%%c7, alpha=%%ha, beta=%%hb, name=\"g7\")\n"
       "    %%m7: (1, %d, %d, %d, %s)(Tensor) = mul(x=%%c7, y=%%g7, name=\"m7\")\n",
       C4, H2, H2, dt, C4, H2, H2, dt, C4, H2, H2, dt);
-  put(&b, "  } -> (%%s, %%c5, %%a5, %%m6, %%m7)\n}\n");
+  text_put(&b, "  } -> (%%s, %%c5, %%a5, %%m6, %%m7)\n}\n");
   return b.s;
 }
 

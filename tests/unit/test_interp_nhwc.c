@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "interp_fixture.h"
+#include "text_buf.h"
 #include "mil/interp.h"
 #include "mil/mil.h"
 #include "mil/text.h"
@@ -30,55 +31,24 @@
 static float wval(int i) { return (float)((i * 37 + 11) % 17 - 8) / 16.0f; }
 static float xval(int i) { return (float)((i * 53 + 7) % 19 - 9) / 8.0f; }
 
-typedef struct buf {
-  char *s;
-  size_t l, cap;
-} buf;
-
-static void put(buf *b, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(b->s + b->l, b->cap - b->l, fmt, ap);
-  va_end(ap);
-  assert_true(n >= 0 && (size_t)n < b->cap - b->l);
-  b->l += (size_t)n;
-}
-
-static void put_weight(buf *b, const char *dt, const char *name, int o, int i, int k, int seed) {
-  put(b, "    %%%s: (%d, %d, %d, %d, %s)*(Tensor) = const(val=[", name, o, i, k, k, dt);
-  for (int a = 0; a < o; a++) {
-    put(b, "%s[", a ? ", " : "");
-    for (int c = 0; c < i; c++) {
-      put(b, "%s[", c ? ", " : "");
-      for (int u = 0; u < k; u++) {
-        put(b, "%s[", u ? ", " : "");
-        for (int v = 0; v < k; v++) put(b, "%s%g", v ? ", " : "", wval(seed + ((a * i + c) * k + u) * k + v));
-        put(b, "]");
-      }
-      put(b, "]");
-    }
-    put(b, "]");
-  }
-  put(b, "], name=\"%s\")\n", name);
-}
 
 /* x -> conv 3x3 -> relu -> conv 1x1 -> + -> depthwise 3x3 -> * 0.5 -> + ->
  * times sigmoid(mean over H, W) -> conv 1x1 (2C) -> relu: y; the second add's result is a block output
  * (z) when `leak`, so it and what feeds it stay NCHW. */
 static char *program(const char *dt, bool leak) {
-  buf b = {malloc(1 << 20), 0, 1 << 20};
+  text_buf b = {malloc(1 << 20), 0, 1 << 20};
   assert_non_null(b.s);
   const char *T = dt;
-  put(&b, "main[CoreML6](%%x: (1, %d, %d, %d, %s)(Tensor)) {\n  block0() {\n", C, H, H, T);
-  put_weight(&b, T, "w1", C, C, 3, 0);
-  put_weight(&b, T, "w2", C, C, 1, 3);
-  put_weight(&b, T, "w3", C, 1, 3, 5);
-  put_weight(&b, T, "w4", 2 * C, C, 1, 7);
-  put(&b, "    %%h: (%s)*(Scalar) = const(val=0.5, name=\"h\")\n", T);
+  text_put(&b, "main[CoreML6](%%x: (1, %d, %d, %d, %s)(Tensor)) {\n  block0() {\n", C, H, H, T);
+  text_put_weight(&b, T, "w1", C, C, 3, 0, wval);
+  text_put_weight(&b, T, "w2", C, C, 1, 3, wval);
+  text_put_weight(&b, T, "w3", C, 1, 3, 5, wval);
+  text_put_weight(&b, T, "w4", 2 * C, C, 1, 7, wval);
+  text_put(&b, "    %%h: (%s)*(Scalar) = const(val=0.5, name=\"h\")\n", T);
   const char *conv = "conv(x=%%%s, weight=%%%s, strides=[1, 1], pad_type=\"custom\", pad=[%d, %d, %d, %d], "
                      "dilations=[1, 1], groups=%d, name=\"%s\")\n";
   char line[512];
-#define OP(name, ch, text) put(&b, "    %%%s: (1, %d, %d, %d, %s)(Tensor) = ", name, ch, H, H, T), put(&b, "%s", text)
+#define OP(name, ch, text) text_put(&b, "    %%%s: (1, %d, %d, %d, %s)(Tensor) = ", name, ch, H, H, T), text_put(&b, "%s", text)
   snprintf(line, sizeof line, conv, "x", "w1", 1, 1, 1, 1, 1, "c1");
   OP("c1", C, line);
   OP("r1", C, "relu(x=%c1, name=\"r1\")\n");
@@ -90,14 +60,14 @@ static char *program(const char *dt, bool leak) {
   OP("m", C, "mul(x=%c3, y=%h, name=\"m\")\n");
   OP("s2", C, "add(x=%m, y=%s1, name=\"s2\")\n");
   /* squeeze-and-excite: a mean over H and W, its sigmoid as a [1, C, 1, 1] gate */
-  put(&b, "    %%g: (1, %d, 1, 1, %s)(Tensor) = reduce_mean(x=%%s2, axes=[2, 3], keep_dims=True, name=\"g\")\n", C, T);
-  put(&b, "    %%gs: (1, %d, 1, 1, %s)(Tensor) = sigmoid(x=%%g, name=\"gs\")\n", C, T);
+  text_put(&b, "    %%g: (1, %d, 1, 1, %s)(Tensor) = reduce_mean(x=%%s2, axes=[2, 3], keep_dims=True, name=\"g\")\n", C, T);
+  text_put(&b, "    %%gs: (1, %d, 1, 1, %s)(Tensor) = sigmoid(x=%%g, name=\"gs\")\n", C, T);
   OP("t", C, "mul(x=%gs, y=%s2, name=\"t\")\n");
   snprintf(line, sizeof line, conv, "t", "w4", 0, 0, 0, 0, 1, "c4");
   OP("c4", 2 * C, line);
   OP("y", 2 * C, "relu(x=%c4, name=\"y\")\n");
 #undef OP
-  put(&b, leak ? "  } -> (%%y, %%s2)\n}\n" : "  } -> (%%y)\n}\n");
+  text_put(&b, leak ? "  } -> (%%y, %%s2)\n}\n" : "  } -> (%%y)\n}\n");
   return b.s;
 }
 
