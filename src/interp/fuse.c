@@ -210,16 +210,57 @@ static bool spatial_reduce(const mil_op *op, const mil_var *v) {
   return (a0 == 2 && a1 == 3) || (a0 == 3 && a1 == 2);
 }
 
+/* concat along C (interleave false) and 2-D max_pool: ops that move
+ * elements of their NHWC inputs into an NHWC result (tensor.c, pool.c walk
+ * them so when flagged). */
+static bool moves(const mil_op *op) {
+  if (strcmp(op->type, "max_pool") == 0) {
+    const mil_var *x = input_var(op, "x");
+    return x && x->type && x->type->rank == 4;
+  }
+  if (strcmp(op->type, "concat") != 0) return false;
+  float axis = 0, inter = 0;
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    const mil_input *in = &op->inputs[i];
+    const mil_value *v = in->n_args == 1 ? (in->args[0].value ? in->args[0].value : in->args[0].use.var ? in->args[0].use.var->val : NULL) : NULL;
+    if (strcmp(in->name, "axis") == 0) {
+      if (!v || v->numel != 1) return false;
+      axis = (float)mil_value_get_f64(v, 0);
+    } else if (strcmp(in->name, "interleave") == 0) {
+      if (!v || v->numel != 1) return false;
+      inter = (float)mil_value_get_f64(v, 0);
+    } else if (strcmp(in->name, "values") == 0) {
+      for (int32_t k = 0; k < in->n_args; k++)
+        if (!in->args[k].use.var || !chain_type(in->args[k].use.var->type)) return false;
+    }
+  }
+  return (axis == 1 || axis == -3) && inter == 0;
+}
+
+/* Whether region op reads v where an NHWC value may go: an elementwise
+ * op's x / y, a concat's values, a max_pool's x (not a parameter). */
+static bool region_input(const mil_op *op, const mil_var *v) {
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    const mil_input *in = &op->inputs[i];
+    bool data = !strcmp(in->name, "x") || !strcmp(in->name, "y") || !strcmp(in->name, "values");
+    for (int32_t k = 0; k < in->n_args; k++)
+      if (in->args[k].use.var == v && !data) return false;
+  }
+  return true;
+}
+
 /* Conv chains (interp_fuse_nhwc): regions of the body whose values are
  * stored in NHWC order. A value is in a region when it is made by a conv
  * or by an elementwise op (relu, add, mul, ...) whose full-size tensor
  * operands are all in the region (others: one element, or a shape that
  * reads the same in either order, as a squeeze-and-excite gate [N, C, 1,
- * 1]), and every reader of it is a conv reading it as x, an elementwise op
- * of the region, or a reduce_mean / reduce_sum over H and W; nothing else
- * (no block output, no other op) ever sees it. Elementwise ops of a region
- * are flagged INTERP_NHWC_OUT (a broadcasting one walks its operands in
- * NHWC order), the reductions INTERP_NHWC_IN. Convs in a region write their result in NHWC
+ * 1]), or by a concat along C or a 2-D max_pool of region values, and
+ * every reader of it is a conv reading it as x, an elementwise op, concat
+ * or max_pool of the region, or a reduce_mean / reduce_sum over H and W;
+ * nothing else (no block output, no other op) ever sees it. The region's ops are
+ * flagged INTERP_NHWC_OUT (a broadcasting elementwise op walks its operands
+ * in NHWC order, concat and max_pool their inputs), the reductions
+ * INTERP_NHWC_IN. Convs in a region write their result in NHWC
  * order and convs reading a region value take it so: oneDNN's NHWC
  * kernels (1x1 and depthwise included) run without reorders between them,
  * through residual adds and activations; conv.c converts where a conv runs
@@ -240,7 +281,7 @@ static void chain(interp_fuse_plan *fp, const mil_block *b) {
   for (const mil_op *op = b->first; op; op = op->next, i++) {
     bool binary;
     in[i] = op->n_outputs == 1 && !op->n_blocks && op->outputs[0]->n_uses > 0 && chain_type(op->outputs[0]->type) &&
-            (strcmp(op->type, "conv") == 0 || elementwise(op, &binary));
+            (strcmp(op->type, "conv") == 0 || elementwise(op, &binary) || moves(op));
   }
   for (bool changed = true; changed;) {
     changed = false;
@@ -248,6 +289,15 @@ static void chain(interp_fuse_plan *fp, const mil_block *b) {
     for (const mil_op *op = b->first; op; op = op->next, i++) {
       if (!in[i]) continue;
       bool ok = true, binary = false;
+      if (moves(op)) { /* a concat's values, a max_pool's x: all in the region */
+        for (int32_t a = 0; a < op->n_inputs && ok; a++) {
+          bool data = strcmp(op->inputs[a].name, "values") == 0 || strcmp(op->inputs[a].name, "x") == 0;
+          for (int32_t k = 0; data && k < op->inputs[a].n_args && ok; k++) {
+            int32_t p = producer(ops, n, op->inputs[a].args[k].use.var);
+            ok = p >= 0 && in[p];
+          }
+        }
+      }
       if (elementwise(op, &binary)) { /* its operands in the region */
         const char *names[2] = {"x", "y"};
         for (int k = 0; k < (binary ? 2 : 1) && ok; k++) {
@@ -262,7 +312,7 @@ static void chain(interp_fuse_plan *fp, const mil_block *b) {
         bool reader_conv = here && strcmp(u->op->type, "conv") == 0 && input_var(u->op, "x") == op->outputs[0] &&
                            input_var(u->op, "weight") != op->outputs[0] && input_var(u->op, "bias") != op->outputs[0];
         ok = reader_conv || (here && spatial_reduce(u->op, op->outputs[0])) ||
-             (j >= 0 && in[j] && strcmp(u->op->type, "conv") != 0);
+             (j >= 0 && in[j] && strcmp(u->op->type, "conv") != 0 && region_input(u->op, op->outputs[0]));
       }
       if (!ok) in[i] = 0, changed = true;
     }

@@ -134,6 +134,29 @@ static void max_plane_2d(const pgeom *g, const float *src, float *dst) {
   }
 }
 
+/* max_pool of a conv chain's NHWC region (fuse.c): x and the result
+ * [N, H, W, C]; each output folds its window in the order of the other
+ * kernels (rows, then columns; padding never counts), all channels of a
+ * pixel at once. */
+static void max_nhwc(const pgeom *g, int64_t n, int64_t ch, const float *src, float *dst) {
+  for (int64_t b = 0; b < n; b++)
+    for (int64_t oh = 0; oh < g->out[1]; oh++)
+      for (int64_t ow = 0; ow < g->out[2]; ow++) {
+        float *acc = dst + ((b * g->out[1] + oh) * g->out[2] + ow) * ch;
+        for (int64_t c = 0; c < ch; c++) acc[c] = -INFINITY;
+        for (int64_t kh = 0; kh < g->k[1]; kh++) {
+          int64_t h = oh * g->s[1] + kh - g->pb[1];
+          if (h < 0 || h >= g->in[1]) continue;
+          for (int64_t kw = 0; kw < g->k[2]; kw++) {
+            int64_t w = ow * g->s[2] + kw - g->pb[2];
+            if (w < 0 || w >= g->in[2]) continue;
+            const float *v = src + ((b * g->in[1] + h) * g->in[2] + w) * ch;
+            for (int64_t c = 0; c < ch; c++) acc[c] = v[c] > acc[c] || v[c] != v[c] ? v[c] : acc[c];
+          }
+        }
+      }
+}
+
 static mil_status run_pool(interp_run *r, mil_infer_ctx *c, pool_kind kind) {
   const mil_value *x = interp_fin(c, "x");
   if (!x) return INTERP_DECLINE;
@@ -154,6 +177,7 @@ static mil_status run_pool(interp_run *r, mil_infer_ctx *c, pool_kind kind) {
   }
   int64_t planes = xs[0] * xs[1], ip = g.in[0] * g.in[1] * g.in[2], opl = g.out[0] * g.out[1] * g.out[2];
   bool rows = kind == P_MAX && g.in[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 && g.out[0] == 1 && g.k[2] <= 64;
+  if (kind == P_MAX && rank == 4 && (r->nhwc & INTERP_NHWC_OUT)) planes = 0, max_nhwc(&g, xs[0], xs[1], xf, out);
   for (int64_t p = 0; p < planes; p++) {
     if (rows) max_plane_2d(&g, xf + p * ip, out + p * opl);
     else pool_plane(kind, exclude, &g, xf + p * ip, out + p * opl);

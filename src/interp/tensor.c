@@ -211,6 +211,9 @@ static mil_status k_concat(interp_run *r, mil_infer_ctx *c) {
   int64_t outer = 1, inner = 1;
   for (int32_t i = 0; i < axis; i++) outer *= os[i];
   for (int32_t i = (int32_t)axis + 1; i < rank; i++) inner *= os[i];
+  /* values of a conv chain's NHWC region along C (fuse.c): every pixel's
+   * channels of each value in turn */
+  if ((r->nhwc & INTERP_NHWC_OUT) && rank == 4 && axis == 1 && !interleave) outer = os[0] * os[2] * os[3], inner = 1;
   int64_t total_axis = 0;
   const mil_value *first = NULL;
   for (int32_t j = 0; j < in->n_args; j++) {

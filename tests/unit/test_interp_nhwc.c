@@ -2,7 +2,8 @@
  * whose values between convs, activations, a scalar mul and residual adds
  * are passed in NHWC order gives the results of the same program run in
  * NCHW order (MIL_INTERP_NO_NHWC), with a squeeze-and-excite gate (a mean
- * over H and W of a region value, a broadcasting mul), in fp32 and fp16, through oneDNN and
+ * over H and W of a region value, a broadcasting mul), a max_pool and a
+ * concat along C, in fp32 and fp16, through oneDNN and
  * through the interpreter's own conv loops (MIL_INTERP_NO_DNNL_CONV: they
  * convert at the region's ends), and for a value that leaves the region
  * (a block output read by a conv too). */
@@ -33,7 +34,8 @@ static float xval(int i) { return (float)((i * 53 + 7) % 19 - 9) / 8.0f; }
 
 
 /* x -> conv 3x3 -> relu -> conv 1x1 -> + -> depthwise 3x3 -> * 0.5 -> + ->
- * times sigmoid(mean over H, W) -> conv 1x1 (2C) -> relu: y; the second add's result is a block output
+ * times sigmoid(mean over H, W) -> concat of its max_pool and itself ->
+ * conv 1x1 (2C) -> relu: y; the second add's result is a block output
  * (z) when `leak`, so it and what feeds it stay NCHW. */
 static char *program(const char *dt, bool leak) {
   text_buf b = {malloc(1 << 20), 0, 1 << 20};
@@ -43,7 +45,7 @@ static char *program(const char *dt, bool leak) {
   text_put_weight(&b, T, "w1", C, C, 3, 0, wval);
   text_put_weight(&b, T, "w2", C, C, 1, 3, wval);
   text_put_weight(&b, T, "w3", C, 1, 3, 5, wval);
-  text_put_weight(&b, T, "w4", 2 * C, C, 1, 7, wval);
+  text_put_weight(&b, T, "w4", 2 * C, 2 * C, 1, 7, wval);
   text_put(&b, "    %%h: (%s)*(Scalar) = const(val=0.5, name=\"h\")\n", T);
   const char *conv = "conv(x=%%%s, weight=%%%s, strides=[1, 1], pad_type=\"custom\", pad=[%d, %d, %d, %d], "
                      "dilations=[1, 1], groups=%d, name=\"%s\")\n";
@@ -63,7 +65,11 @@ static char *program(const char *dt, bool leak) {
   text_put(&b, "    %%g: (1, %d, 1, 1, %s)(Tensor) = reduce_mean(x=%%s2, axes=[2, 3], keep_dims=True, name=\"g\")\n", C, T);
   text_put(&b, "    %%gs: (1, %d, 1, 1, %s)(Tensor) = sigmoid(x=%%g, name=\"gs\")\n", C, T);
   OP("t", C, "mul(x=%gs, y=%s2, name=\"t\")\n");
-  snprintf(line, sizeof line, conv, "t", "w4", 0, 0, 0, 0, 1, "c4");
+  /* a max_pool and a concat along C of region values */
+  OP("p", C, "max_pool(x=%t, kernel_sizes=[3, 2], strides=[1, 1], pad_type=\"custom\", pad=[1, 1, 0, 1], "
+             "ceil_mode=False, name=\"p\")\n");
+  OP("cc", 2 * C, "concat(values=(%p, %t), axis=1, interleave=False, name=\"cc\")\n");
+  snprintf(line, sizeof line, conv, "cc", "w4", 0, 0, 0, 0, 1, "c4");
   OP("c4", 2 * C, line);
   OP("y", 2 * C, "relu(x=%c4, name=\"y\")\n");
 #undef OP
