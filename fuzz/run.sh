@@ -19,6 +19,13 @@ only="$*"
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 shared=${MIL_SHARED_DIR:-$root/../shared}
+# scratch in memory when the machine has /dev/shm (fuzz_package and
+# fuzz_image write their inputs to files: twice the executions a second);
+# TMPDIR chooses another place
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  TMPDIR=/dev/shm
+  export TMPDIR
+fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/mil-fuzz.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT INT TERM
 
