@@ -19,10 +19,11 @@ only="$*"
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 shared=${MIL_SHARED_DIR:-$root/../shared}
-# scratch in memory when the machine has /dev/shm (fuzz_package and
-# fuzz_image write their inputs to files: twice the executions a second);
-# TMPDIR chooses another place
-if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+# scratch in memory when the machine has a /dev/shm with 1 GiB free
+# (fuzz_package and fuzz_image write their inputs to files: twice the
+# executions a second); TMPDIR chooses another place
+shm_free=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')
+if [ -z "${TMPDIR:-}" ] && [ -w /dev/shm ] && [ "${shm_free:-0}" -ge 1048576 ]; then
   TMPDIR=/dev/shm
   export TMPDIR
 fi
