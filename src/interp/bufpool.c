@@ -46,7 +46,7 @@ struct interp_bufpool {
   size_t held;       /* bytes of the waiting blocks */
   size_t live, peak; /* bytes of the blocks of at least POOL_MIN the runs hold, and their most */
   pool_ws ws[POOL_WS];
-  interp_bufplan *plan; /* blocks above POOL_MAX_ONE, or NULL: the system's */
+  interp_bufplan *plan; /* blocks from POOL_MIN bytes on, or NULL: the pool's */
 };
 
 static void unlink_blk(interp_bufpool *p, pool_blk *b) {
@@ -57,7 +57,6 @@ static void unlink_blk(interp_bufpool *p, pool_blk *b) {
   p->held -= b->n;
 }
 
-/* A block of n bytes: a waiting one of that size, else the system's. */
 /* Blocks from POOL_MAP bytes on are mapped and unmapped here: glibc
  * keeps blocks below its (moving) mmap threshold in its heap after they
  * are freed, and a run's freed 16-32 MB activations then stayed resident
