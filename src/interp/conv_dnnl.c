@@ -255,9 +255,11 @@ static double band_min_bytes(void) {
 
 bool interp_conv_dnnl_bands(int64_t n, int64_t cin, int64_t cout, const int64_t in[3], const int64_t outsz[3],
                             const int64_t k[3]) {
+  conv_key spatial; /* the kernel's size is all use_blocked reads of an NCHW conv */
+  memset(&spatial, 0, sizeof spatial);
+  spatial.k[0] = k[1], spatial.k[1] = k[2];
   int64_t in_px = cin * in[1] * in[2], out_px = cout * outsz[1] * outsz[2];
-  return k[1] * k[2] > 1 && !getenv("MIL_INTERP_DNNL_CONV_PLAIN") && !getenv("MIL_INTERP_NO_DNNL_CONV") &&
-         in[0] == 1 && outsz[0] == 1 && k[0] == 1 &&
+  return use_blocked(&spatial) && !getenv("MIL_INTERP_NO_DNNL_CONV") && in[0] == 1 && outsz[0] == 1 && k[0] == 1 &&
          4.0 * (double)n * (double)(in_px > out_px ? in_px : out_px) > band_min_bytes();
 }
 
