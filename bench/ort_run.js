@@ -7,16 +7,9 @@
 'use strict';
 const fs = require('fs');
 const ort = require('onnxruntime-node');
+const { readNpy: readNpyWith } = require('./ort_npy.js');
 
-function readNpy(path) {
-  const b = fs.readFileSync(path);
-  const hlen = b.readUInt16LE(8);
-  const header = b.slice(10, 10 + hlen).toString('latin1');
-  if (!/'descr': '<f4'/.test(header)) throw new Error(path + ': expected a little-endian float32 array');
-  const shape = header.match(/'shape': \(([^)]*)\)/)[1].split(',').map((s) => s.trim()).filter((s) => s).map(Number);
-  const data = new Float32Array(b.buffer.slice(b.byteOffset + 10 + hlen, b.byteOffset + b.length));
-  return new ort.Tensor('float32', data, shape);
-}
+const readNpy = (path) => readNpyWith(ort, path);
 
 function writeNpy(path, t) {
   const header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${t.dims.join(', ')}${t.dims.length === 1 ? ',' : ''}), }`;

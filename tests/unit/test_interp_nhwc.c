@@ -147,11 +147,81 @@ static void test_value_leaving_the_region(void **state) {
   check("fp16", true, NULL);
 }
 
+/* x (1, C, RH, RH) -> conv 1x1 (the identity: its output is x, exactly, in
+ * any summation order) -> reduce_mean and reduce_sum over H and W (the
+ * outputs): the conv writes NHWC and the reductions walk it a pixel at a
+ * time (2500 pixels: fp16 rows widened in several chunks, a count not a
+ * multiple of the eight lanes); their bits equal the NCHW run's. In fp32,
+ * pixels 0 and 2 hold +-2^60 (times a factor of the channel), the others
+ * small values: the lanes of pixels 0 and 2 absorb theirs and cancel when
+ * the lanes are combined, so the result is the sum of the four lanes that
+ * pixels 4 to 7 open, as value inference assigns pixels to lanes. */
+#define RH 50
+static float eye(int i) { return i % (C + 1) == 0 ? 1.0f : 0.0f; }
+static void reduce_run(const char *T, const char *env, float out[2][C]) {
+  if (env) setenv(env, "1", 1);
+  text_buf b = {malloc(1 << 16), 0, 1 << 16};
+  assert_non_null(b.s);
+  text_put(&b, "main[CoreML6](%%x: (1, %d, %d, %d, %s)(Tensor)) {\n  block0() {\n", C, RH, RH, T);
+  text_put_weight(&b, T, "w", C, C, 1, 0, eye);
+  text_put(&b, "    %%c: (1, %d, %d, %d, %s)(Tensor) = conv(x=%%x, weight=%%w, strides=[1, 1], pad_type=\"valid\", "
+               "dilations=[1, 1], groups=1, name=\"c\")\n", C, RH, RH, T);
+  text_put(&b, "    %%m: (1, %d, 1, 1, %s)(Tensor) = reduce_mean(x=%%c, axes=[2, 3], keep_dims=True, name=\"m\")\n", C, T);
+  text_put(&b, "    %%s: (1, %d, %s)(Tensor) = reduce_sum(x=%%c, axes=[-1, -2], keep_dims=False, name=\"s\")\n", C, T);
+  text_put(&b, "  } -> (%%m, %%s)\n}\n");
+  mil_program *p = ifix_parse(b.s, "reduce.mil");
+  free(b.s);
+  bool h = T[2] == '1';
+  static float x[C * RH * RH];
+  static uint16_t xh[C * RH * RH];
+  for (int i = 0; i < C * RH * RH; i++) {
+    int px = i % (RH * RH);
+    x[i] = xval(i) * (1.0f + (float)(i % 7) / 64.0f);
+    if (!h && (px == 0 || px == 2)) x[i] = ldexpf(px ? -1.0f : 1.0f, 60) * (1.0f + (float)(i / (RH * RH)) / 16.0f);
+  }
+  mil_fp32_to_fp16_array(x, xh, C * RH * RH);
+  int64_t shape[4] = {1, C, RH, RH};
+  mil_tensor t = {h ? MIL_DT_FP16 : MIL_DT_FP32, 4, shape, h ? (const void *)xh : (const void *)x,
+                  (size_t)(C * RH * RH) * (h ? 2 : 4), C * RH * RH};
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_interp *ip = NULL;
+  assert_int_equal(mil_interp_new(p, NULL, &ip, &d), MIL_OK);
+  assert_int_equal(mil_interp_set_input(ip, "x", &t, &d), MIL_OK);
+  if (mil_interp_run(ip, NULL, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
+  for (int k = 0; k < 2; k++) {
+    const mil_tensor *o = mil_interp_output_at(ip, k);
+    assert_int_equal(o->numel, C);
+    if (h) mil_fp16_to_fp32_array(o->data, out[k], C);
+    else memcpy(out[k], o->data, sizeof out[k]);
+  }
+  mil_interp_free(ip);
+  mil_diag_clear(&d);
+  mil_program_free(p);
+  if (env) unsetenv(env);
+}
+
+static void test_reductions_bit_equal(void **state) {
+  (void)state;
+  const char *types[2] = {"fp32", "fp16"};
+  for (int i = 0; i < 2; i++) {
+    float got[2][C], want[2][C];
+    reduce_run(types[i], NULL, got);
+    reduce_run(types[i], "MIL_INTERP_NO_NHWC", want);
+    assert_true(fabsf(want[1][0]) > 0.0f && isfinite(want[1][0]));
+    for (int k = 0; k < 2; k++)
+      for (int c = 0; c < C; c++)
+        if (memcmp(&got[k][c], &want[k][c], sizeof(float)) != 0)
+          fail_msg("%s %s[%d] = %.9g, want %.9g", types[i], k ? "reduce_sum" : "reduce_mean", c, got[k][c], want[k][c]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_region_equals_nchw),
       cmocka_unit_test(test_region_fallback_paths),
       cmocka_unit_test(test_value_leaving_the_region),
+      cmocka_unit_test(test_reductions_bit_equal),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

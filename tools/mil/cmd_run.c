@@ -19,7 +19,7 @@
 static void help(void) {
   printf("usage: mil run MODEL [--input NAME=FILE.npy|FILE.pb]... [--function NAME]\n"
          "               [--output-dir DIR] [--output-format npy|pb] [--seed S] [--random-inputs]\n"
-         "               [--max-value-bytes N] [--no-write] [--runs N] [--profile]\n"
+         "               [--max-value-bytes N] [--no-write] [--runs N] [--profile] [--profile-top N]\n"
          "               [--threads N]\n\n"
          "Run MODEL (.mlpackage, .mlmodel or .mil) on the CPU reference interpreter.\n"
          "Each output is written to DIR/<output name>.npy (or .pb; DIR defaults to the\n"
@@ -52,6 +52,7 @@ static void help(void) {
          "  --profile              print to stderr the time per op type and the 20\n"
          "                         slowest ops (per run; the runs after the first when\n"
          "                         --runs is above 1)\n"
+         "  --profile-top N        --profile, listing the N slowest ops\n"
          "  --threads N            threads one op may use (1 to 1024; default: the\n"
          "                         environment variable MIL_NUM_THREADS, else the\n"
          "                         number of CPUs): oneDNN, OpenBLAS and the large\n"
@@ -68,7 +69,7 @@ static double now_ms(void) {
 
 /* Runs ip `runs` times (profiling the runs after the first when there
  * are several), printing the times to stderr when runs > 1. */
-static mil_status run_timed(mil_interp *ip, uint64_t runs, bool profile, mil_diag *d) {
+static mil_status run_timed(mil_interp *ip, uint64_t runs, bool profile, uint64_t top, mil_diag *d) {
   double first = 0, best = 0;
   mil_status st = MIL_OK;
   if (profile && runs <= 1 && (st = mil_interp_set_profile(ip, true)) != MIL_OK) return st;
@@ -82,7 +83,7 @@ static mil_status run_timed(mil_interp *ip, uint64_t runs, bool profile, mil_dia
   }
   if (st != MIL_OK) return st;
   if (runs > 1) fprintf(stderr, "runs: %llu, first %.3f ms, best %.3f ms\n", (unsigned long long)runs, first, best);
-  if (profile) mil_interp_profile_report(ip, stderr, 20);
+  if (profile) mil_interp_profile_report(ip, stderr, (int)top);
   return MIL_OK;
 }
 
@@ -100,7 +101,7 @@ static char *out_path(const char *dir, const char *name, const char *ext) {
 int cmd_run(int argc, char **argv) {
   const char *model = NULL, *function = NULL, *outdir = ".", *format = "npy";
   bool write = true, random_inputs = false, profile = false;
-  uint64_t seed = 0, max_value_bytes = 0, runs = 1, threads = 0;
+  uint64_t seed = 0, max_value_bytes = 0, runs = 1, threads = 0, top = 20;
   cli_input_arg *ins = calloc((size_t)argc + 1, sizeof *ins);
   int n_ins = 0;
   if (!ins) return CLI_FAIL;
@@ -137,6 +138,13 @@ int cmd_run(int argc, char **argv) {
         rc = cli_usage_error("run", "--threads is %s; expected 1 to %d", argv[i], MIL_INTERP_MAX_THREADS);
         goto done;
       }
+    } else if (!strcmp(a, "--profile-top") && more) {
+      if ((rc = cli_parse_u64("run", a, argv[++i], &top)) != CLI_OK) goto done;
+      if (top == 0 || top > 1000000) {
+        rc = cli_usage_error("run", "--profile-top is %s; expected 1 to 1000000", argv[i]);
+        goto done;
+      }
+      profile = true;
     } else if (!strcmp(a, "--profile")) profile = true;
     else if (!strcmp(a, "--no-write")) write = false;
     else if (!strcmp(a, "--random-inputs")) random_inputs = true;
@@ -205,7 +213,7 @@ int cmd_run(int argc, char **argv) {
     }
     /* the weight files still cover their mappings (a truncated one would raise SIGBUS) */
     if (st == MIL_OK && m.model) st = mil_model_check_weights(m.model, &d);
-    if (st == MIL_OK) st = run_timed(ip, runs, profile, &d);
+    if (st == MIL_OK) st = run_timed(ip, runs, profile, top, &d);
     if (st == MIL_OK && write && mkdir(outdir, 0777) != 0 && errno != EEXIST)
       st = mil_diag_error(&d, MIL_ERR_IO, "%s: cannot create the output directory: %s", outdir, strerror(errno));
     for (int32_t i = 0; st == MIL_OK && i < mil_interp_n_outputs(ip); i++) {
