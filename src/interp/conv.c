@@ -383,9 +383,11 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
   bool dw = cg == 1 && G > 1;
   float *tx, *tw, *tb = NULL, *col = NULL;
   int lay = r->nhwc; /* a conv of a chain: x and / or the result in NHWC order (fuse.c) */
-  /* a large fp16 conv: widened and rounded band by band (conv_dnnl.c) */
-  if (!lay && a.x->type->dtype == MIL_DT_FP16 && c->out[0]->dtype == MIL_DT_FP16 && a.rank <= 4 &&
-      interp_conv_dnnl_bands(n, cin, cout, g->in, g->out, g->k) && interp_cache_is_stable(r->cache, mil_value_data(a.w))) {
+  /* a large fp16 conv, or one of a chain (NHWC, one image): widened and
+   * rounded band by band (conv_dnnl.c) */
+  if (a.x->type->dtype == MIL_DT_FP16 && c->out[0]->dtype == MIL_DT_FP16 && a.rank <= 4 &&
+      (lay ? n == 1 : interp_conv_dnnl_bands(n, cin, cout, g->in, g->out, g->k)) &&
+      interp_cache_is_stable(r->cache, mil_value_data(a.w))) {
     st = conv_fp16_banded(r, c, &a);
     if (st != INTERP_DECLINE) return st;
   }

@@ -263,24 +263,28 @@ bool interp_conv_dnnl_bands(int64_t n, int64_t cin, int64_t cout, const int64_t 
          4.0 * (double)n * (double)(in_px > out_px ? in_px : out_px) > band_min_bytes();
 }
 
-/* A large conv with a spatial kernel, run band by band: each band of
- * output rows reads the input rows it needs (its own top / bottom padding
- * where it meets the tensor's edge), reordered into oneDNN's blocked layout
- * in a work buffer of about 1 MB, convolved, and reordered back into its
- * rows of the NCHW output, where the fused activation is applied while the
- * rows are in the cache. Whole-tensor blocked copies of a 1024x1024
- * activation cost their size twice in memory (unet1024 fp32: 606 MB peak
- * RSS against 386 MB plain), and plain NCHW runs oneDNN's GEMM-based
- * kernel, about half as fast as its blocked direct one. The bands' few
- * primitives (first, middle, last) share one reordered weight. An fp16
- * input is widened band by band, and an fp16 output rounded band by band
- * (no whole-tensor fp32 copies; n == 1). Every
- * output element is the same sum of the same products as in the whole
- * conv (the order of oneDNN's kernel for a band). */
+/* A conv run band by band of output rows: each band reads the input rows
+ * it needs (its own top / bottom padding where it meets the tensor's
+ * edge), convolved by a primitive of the band's size, and the fused
+ * activation is applied to the band's rows while they are in the cache.
+ * On NCHW (a large conv with a spatial kernel) a band's rows are strided
+ * by the whole tensor's height and reordered into oneDNN's blocked layout
+ * in a work buffer of about 1 MB: whole-tensor blocked copies of a
+ * 1024x1024 activation cost their size twice in memory (unet1024 fp32: 606
+ * MB peak RSS against 386 MB plain), and plain NCHW runs oneDNN's
+ * GEMM-based kernel, about half as fast as its blocked direct one. In NHWC
+ * order (a conv of a chain, fuse.c) a band is a contiguous run of rows
+ * that oneDNN's NHWC kernels read as they are. The bands' few primitives
+ * (first, middle, last) share one reordered weight. An fp16 input is
+ * widened band by band, and an fp16 output rounded band by band (no
+ * whole-tensor fp32 copies; n == 1). Every output element is the same sum
+ * of the same products as in the whole conv (the order of oneDNN's kernel
+ * for a band). */
 static bool conv_banded(interp_run *r, const conv_key *whole, const float *x, const uint16_t *xh, const float *w,
                         const float *bias, float *out, uint16_t *outh, bool post_op) {
   int64_t ih = whole->in[0], iw = whole->in[1], oh = whole->out[0], ow = whole->out[1];
   int64_t kh = whole->k[0], sh = whole->s[0], dh = whole->d[0], pt = whole->pb[0];
+  bool x_nhwc = whole->nhwc & INTERP_NHWC_IN, o_nhwc = whole->nhwc & INTERP_NHWC_OUT;
   const char *e = getenv("MIL_INTERP_BAND_KB");
   double target = (e && *e ? atof(e) : 1024.0) * 1024;
   double row_bytes = 4.0 * (double)whole->n * ((double)((whole->cin + 7) / 8 * 8) * (double)(iw * sh) +
@@ -294,31 +298,48 @@ static bool conv_banded(interp_run *r, const conv_key *whole, const float *x, co
   /* fp16 rows are widened into, and rounded from, dense fp32 bands */
   float *xb = xh ? interp_bufpool_work(r->pool, 4, (size_t)(cin * ((rows - 1) * sh + (kh - 1) * dh + 1) * iw) * 4) : NULL;
   float *ob = outh ? interp_bufpool_work(r->pool, 5, (size_t)(cout * rows * ow) * 4) : NULL;
-  if ((xh && (!xb || whole->n != 1)) || (outh && (!ob || whole->n != 1))) return false;
+  if ((xh && (!xb || whole->n != 1)) || (outh && (!ob || whole->n != 1)) || ((x_nhwc || o_nhwc) && whole->n != 1))
+    return false;
   for (int64_t o0 = 0; ok && o0 < oh; o0 += rows) {
-    int64_t o1 = o0 + rows < oh ? o0 + rows : oh;
+    int64_t o1 = o0 + rows < oh ? o0 + rows : oh, orows = o1 - o0;
     int64_t a = o0 * sh - pt, b = (o1 - 1) * sh - pt + (kh - 1) * dh + 1;
     int64_t i0 = a > 0 ? a : 0, i1 = b < ih ? b : ih;
     if (i1 <= i0) return false; /* rows of padding only: the caller's other paths */
     conv_key k = *whole;
-    k.in[0] = i1 - i0, k.out[0] = o1 - o0, k.pb[0] = i0 - a;
-    k.full_in = xh ? 0 : ih, k.full_out = outh ? 0 : oh;
-    if (xh)
+    k.in[0] = i1 - i0, k.out[0] = orows, k.pb[0] = i0 - a;
+    k.full_in = xh || x_nhwc ? 0 : ih, k.full_out = outh || o_nhwc ? 0 : oh;
+    if (xh && x_nhwc) mil_fp16_to_fp32_array(xh + i0 * iw * cin, xb, (size_t)((i1 - i0) * iw * cin));
+    else if (xh)
       for (int64_t ch = 0; ch < cin; ch++)
         mil_fp16_to_fp32_array(xh + (ch * ih + i0) * iw, xb + ch * (i1 - i0) * iw, (size_t)((i1 - i0) * iw));
+    const float *src = xh ? xb : x + i0 * iw * (x_nhwc ? cin : 1);
+    float *dst = outh ? ob : out + o0 * ow * (o_nhwc ? cout : 1);
     conv_prim *tmp = NULL, *cp = prim_get(r, &k, w, share, &tmp);
-    ok = cp && prim_run(cp, r->pool, xh ? xb : x + i0 * iw, bias, outh ? ob : out + o0 * ow);
+    ok = cp && prim_run(cp, r->pool, src, bias, dst);
     if (!tmp && cp && !share) share = cp;
     prim_free(tmp);
-    if (outh) { /* dense band: the activation at once, then each channel's rows rounded */
-      ok = ok && interp_conv_act(r, post_op, ob, cout * (o1 - o0) * ow);
-      for (int64_t ch = 0; ok && ch < cout; ch++)
-        mil_fp32_to_fp16_array(ob + ch * (o1 - o0) * ow, outh + (ch * oh + o0) * ow, (size_t)((o1 - o0) * ow));
-    }
-    for (int64_t p = 0; ok && !outh && p < whole->n * cout; p++)
-      ok = interp_conv_act(r, post_op, out + (p * oh + o0) * ow, (o1 - o0) * ow);
+    if (outh || o_nhwc) /* a dense band: the activation at once */
+      ok = ok && interp_conv_act(r, post_op, dst, cout * orows * ow);
+    else /* each channel's rows of the band */
+      for (int64_t p = 0; ok && p < whole->n * cout; p++) ok = interp_conv_act(r, post_op, out + (p * oh + o0) * ow, orows * ow);
+    if (ok && outh && o_nhwc) mil_fp32_to_fp16_array(ob, outh + o0 * ow * cout, (size_t)(orows * ow * cout));
+    else if (ok && outh)
+      for (int64_t ch = 0; ch < cout; ch++)
+        mil_fp32_to_fp16_array(ob + ch * orows * ow, outh + (ch * oh + o0) * ow, (size_t)(orows * ow));
   }
   return ok;
+}
+
+/* Whether a conv runs in bands (conv_banded): on NCHW, a large one with a
+ * spatial kernel (interp_conv_dnnl_bands); in NHWC order (one image), one
+ * with an fp16 operand or a fused activation (applied, and the fp16 result
+ * rounded, while each band is in the cache) or a large one. */
+static bool banded(const conv_key *k, bool fp16, const interp_run *r) {
+  if (!k->nhwc) return interp_conv_dnnl_bands(k->n, k->cin, k->cout, (int64_t[3]){1, k->in[0], k->in[1]},
+                                              (int64_t[3]){1, k->out[0], k->out[1]}, (int64_t[3]){1, k->k[0], k->k[1]});
+  if (k->n != 1 || getenv("MIL_INTERP_NO_NHWC_BANDS")) return false;
+  double in_b = 4.0 * (double)(k->cin * k->in[0] * k->in[1]), out_b = 4.0 * (double)(k->cout * k->out[0] * k->out[1]);
+  return fp16 || r->fuse || (in_b > out_b ? in_b : out_b) > band_min_bytes();
 }
 
 bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const float *w, const float *bias, float *out,
@@ -354,8 +375,7 @@ bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const f
               getenv("MIL_INTERP_DNNL_POSTOP");
     if (!post_op) key.act = INTERP_FUSE_NONE, key.lo = key.hi = 0;
   }
-  if (!key.nhwc && interp_conv_dnnl_bands(n, cin, cout, in, outsz, k))
-    return conv_banded(r, &key, x, xh, w, bias, out, outh, post_op);
+  if (banded(&key, xh || outh, r)) return conv_banded(r, &key, x, xh, w, bias, out, outh, post_op);
   if (xh || outh) return false;
   conv_prim *tmp = NULL, *cp = prim_get(r, &key, w, NULL, &tmp);
   bool ok = cp && prim_run(cp, r->pool, x, bias, out) && interp_conv_act(r, post_op, out, n * cout * outsz[1] * outsz[2]);

@@ -123,15 +123,17 @@ static bool silu_pair(const mil_var *v, const mil_block *b, const char *gate, co
   return true;
 }
 
-/* Whether t is a static rank-4 fp32 / fp16 tensor type of at most the
- * size convs run whole (conv_dnnl.c bands larger ones, on NCHW rows). */
+/* Whether t is a static rank-4 fp32 / fp16 tensor type (of any size: a
+ * large conv of a region runs in bands of contiguous NHWC rows, conv_dnnl.c;
+ * MIL_INTERP_REGION_MB=M keeps values above M MB out, for measuring). */
 static bool chain_type(const mil_type *t) {
   if (!t || t->kind != MIL_TYPE_TENSOR || t->rank != 4 || !mil_type_is_static(t) ||
       (t->dtype != MIL_DT_FP32 && t->dtype != MIL_DT_FP16))
     return false;
   double n = 4;
   for (int32_t i = 0; i < 4; i++) n *= (double)t->dims[i].size;
-  return n <= 4.0 * 1024 * 1024;
+  const char *e = getenv("MIL_INTERP_REGION_MB");
+  return !(e && *e) || n <= atof(e) * 1024 * 1024;
 }
 
 /* Ops that compute each output element from the same element of their
@@ -264,7 +266,7 @@ static bool region_input(const mil_op *op, const mil_var *v) {
  * order and convs reading a region value take it so: oneDNN's NHWC
  * kernels (1x1 and depthwise included) run without reorders between them,
  * through residual adds and activations; conv.c converts where a conv runs
- * another path. Static rank-4 fp32 / fp16 values of at most 4 MB. The
+ * another path. Static rank-4 fp32 / fp16 values. The
  * region is the largest such set: candidates removed until every rule
  * holds. */
 static void chain(interp_fuse_plan *fp, const mil_block *b) {

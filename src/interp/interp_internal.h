@@ -235,10 +235,12 @@ INTERP_HIDDEN bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_
                                     const float *bias, float *out, uint16_t *outh, int64_t n, int64_t cin,
                                     int64_t cout, int64_t groups, const int64_t in[3], const int64_t outsz[3],
                                     const int64_t k[3], const int64_t s[3], const int64_t d[3], const int64_t pb[3]);
-/* Whether interp_conv_dnnl runs such a conv in bands of rows, the only
- * path that takes fp16 buffers: xh (the fp16 input, x NULL) and outh (the
- * fp16 output, out NULL; each band's sums rounded once, as an fp16 op's
- * output is). False without oneDNN. */
+/* Whether interp_conv_dnnl runs such an NCHW conv in bands of rows (a
+ * large one with a spatial kernel). The banded paths are the only ones
+ * that take fp16 buffers: xh (the fp16 input, x NULL) and outh (the fp16
+ * output, out NULL; each band's sums rounded once, as an fp16 op's output
+ * is); a conv of a chain (r->nhwc, one image) runs banded whenever it has
+ * them. False without oneDNN. */
 INTERP_HIDDEN bool interp_conv_dnnl_bands(int64_t n, int64_t cin, int64_t cout, const int64_t in[3],
                                           const int64_t outsz[3], const int64_t k[3]);
 
