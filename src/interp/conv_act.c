@@ -13,6 +13,10 @@
 #include "interp/vmath.h"
 
 static void finish_silu(float *out, int64_t n, bool fp16) {
+  if (!fp16) { /* the sigmoid and the product in one pass (vmath.h: the same bits) */
+    interp_vswish(out, out, n);
+    return;
+  }
   float sg[1024];
   uint16_t h[1024];
   for (int64_t i0 = 0; i0 < n; i0 += 1024) {

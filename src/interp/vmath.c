@@ -63,6 +63,12 @@ static void sigmoid_c(const float *x, float *y, int64_t n) {
 static void silu_c(const float *x, float *y, int64_t n) {
   for (int64_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + exp1(-x[i]));
 }
+static void swish_c(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    float sg = 1.0f / (1.0f + exp1(-x[i]));
+    y[i] = x[i] * sg;
+  }
+}
 static void gelu_sigm_c(const float *x, float *y, int64_t n) {
   for (int64_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + exp1(-1.702f * x[i]));
 }
@@ -201,6 +207,94 @@ VM_LOOP(gelu_tanh_avx2, {
   __m256 u2 = _mm256_mul_ps(_mm256_set1_ps(1.5957691216057308f), _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), x3, a));
   v = _mm256_div_ps(a, _mm256_add_ps(ONE, exp8(NEG(u2))));
 })
+VM_LOOP(swish_avx2, v = _mm256_mul_ps(a, _mm256_div_ps(ONE, _mm256_add_ps(ONE, exp8(NEG(a))))))
+#undef ONE
+#undef NEG
+
+/* ---------------- AVX-512 bodies ----------------
+ * The AVX2 bodies' operations, 16 lanes at a time, in the same order
+ * (min / max with the same operand order, so a NaN stays NaN; the same
+ * fused multiply-adds; IEEE division): every result has the AVX2 body's
+ * bits (tests/unit/test_interp_vmath.c compares them). */
+#define VM_512 __attribute__((target("avx512f")))
+
+VM_512 static inline __m512 exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_set1_ps(X_MAX), _mm512_max_ps(_mm512_set1_ps(X_MIN), x));
+  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_HI), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_LO), r);
+  __m512 p = _mm512_set1_ps(C7);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C5));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C4));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(C2));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  __m512i ni = _mm512_cvtps_epi32(n);
+  __m512i h = _mm512_srai_epi32(ni, 1), l = _mm512_sub_epi32(ni, h);
+  __m512i bias = _mm512_set1_epi32(127);
+  __m512 sh = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(h, bias), 23));
+  __m512 sl = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(l, bias), 23));
+  return _mm512_mul_ps(_mm512_mul_ps(p, sh), sl);
+}
+
+/* `body` computes __m512 v from __m512 a (16 inputs); the tail through
+ * masked loads (zeros past the end) and stores. */
+#define VM_LOOP512(name, body)                                         \
+  VM_512 static void name(const float *x, float *y, int64_t n) {      \
+    int64_t i = 0;                                                     \
+    for (; i + 16 <= n; i += 16) {                                     \
+      __m512 a = _mm512_loadu_ps(x + i), v;                            \
+      body;                                                            \
+      _mm512_storeu_ps(y + i, v);                                      \
+    }                                                                  \
+    if (i < n) {                                                       \
+      __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);                 \
+      __m512 a = _mm512_maskz_loadu_ps(m, x + i), v;                   \
+      body;                                                            \
+      _mm512_mask_storeu_ps(y + i, m, v);                              \
+    }                                                                  \
+  }
+
+#define ONE _mm512_set1_ps(1.0f)
+#define NEG(a) _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32((int)0x80000000u)))
+VM_LOOP512(exp_avx512, v = exp16(a))
+VM_LOOP512(sigmoid_avx512, v = _mm512_div_ps(ONE, _mm512_add_ps(ONE, exp16(NEG(a)))))
+VM_LOOP512(silu_avx512, v = _mm512_div_ps(a, _mm512_add_ps(ONE, exp16(NEG(a)))))
+VM_LOOP512(gelu_sigm_avx512,
+           v = _mm512_div_ps(a, _mm512_add_ps(ONE, exp16(_mm512_mul_ps(_mm512_set1_ps(-1.702f), a)))))
+VM_LOOP512(swish_avx512, v = _mm512_mul_ps(a, _mm512_div_ps(ONE, _mm512_add_ps(ONE, exp16(NEG(a))))))
+
+VM_512 static inline __m512 gelu_erf16(__m512 x) {
+  __m512 ax0 = _mm512_abs_ps(x);
+  __m512 z = _mm512_mul_ps(ax0, _mm512_set1_ps(0.70710678118654752f));
+  __m512 zc = _mm512_min_ps(z, _mm512_set1_ps(GE_ZMAX));
+  __m512 t = _mm512_div_ps(ONE, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), zc, ONE));
+  __m512 p = _mm512_set1_ps(GE_C9);
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(GE_C8));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(GE_C7));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(GE_C6));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(GE_C5));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(GE_C4));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(GE_C3));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(GE_C2));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(GE_C1));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(GE_C0));
+  __m512 ax = _mm512_min_ps(ax0, _mm512_set1_ps(GE_XMAX));
+  __m512 e = _mm512_mul_ps(t, exp16(_mm512_fnmadd_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), ax), ax, p)));
+  e = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(z, _mm512_set1_ps(GE_ZMAX), _CMP_LT_OQ), e); /* 0 past ZMAX (and for NaN) */
+  __m512 he = _mm512_mul_ps(_mm512_set1_ps(0.5f), e);
+  __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+  __m512 phi = _mm512_mask_blend_ps(neg, _mm512_sub_ps(ONE, he), he);
+  return _mm512_mul_ps(x, phi); /* a NaN x stays NaN */
+}
+VM_LOOP512(gelu_erf_avx512, v = gelu_erf16(a))
+VM_LOOP512(gelu_tanh_avx512, {
+  __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(a, a), a);
+  __m512 u2 = _mm512_mul_ps(_mm512_set1_ps(1.5957691216057308f), _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), x3, a));
+  v = _mm512_div_ps(a, _mm512_add_ps(ONE, exp16(NEG(u2))));
+})
 #undef ONE
 #undef NEG
 #endif
@@ -209,38 +303,50 @@ VM_LOOP(gelu_tanh_avx2, {
 
 typedef void (*vm_fn)(const float *, float *, int64_t);
 typedef struct vm_table {
-  vm_fn exp, sigmoid, silu, gelu_sigm, gelu_erf, gelu_tanh;
+  vm_fn exp, sigmoid, silu, gelu_sigm, gelu_erf, gelu_tanh, swish;
+  const char *name;
 } vm_table;
 
-static const vm_table k_portable = {exp_c, sigmoid_c, silu_c, gelu_sigm_c, gelu_erf_c, gelu_tanh_c};
+static const vm_table k_portable = {exp_c, sigmoid_c, silu_c, gelu_sigm_c, gelu_erf_c, gelu_tanh_c, swish_c, "portable"};
 #ifdef VM_X86
-static const vm_table k_avx2 = {exp_avx2, sigmoid_avx2, silu_avx2, gelu_sigm_avx2, gelu_erf_avx2, gelu_tanh_avx2};
+static const vm_table k_avx2 = {exp_avx2,       sigmoid_avx2,   silu_avx2,  gelu_sigm_avx2,
+                                gelu_erf_avx2,  gelu_tanh_avx2, swish_avx2, "AVX2"};
+static const vm_table k_avx512 = {exp_avx512,      sigmoid_avx512,   silu_avx512,  gelu_sigm_avx512,
+                                  gelu_erf_avx512, gelu_tanh_avx512, swish_avx512, "AVX-512"};
 #endif
 static const vm_table *g_vm = &k_portable;
-static bool g_forced;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
-static void pick(void) {
+/* The body for `body` (INTERP_VM_*), or NULL when this CPU lacks it. */
+static const vm_table *table(int body) {
+  if (body == INTERP_VM_PORTABLE) return &k_portable;
 #ifdef VM_X86
   __builtin_cpu_init();
-  if (!g_forced && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) g_vm = &k_avx2;
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
+  if (body == INTERP_VM_AVX512 || (body == INTERP_VM_AUTO && avx512)) return avx512 ? &k_avx512 : NULL;
+  if (body == INTERP_VM_AVX2 || body == INTERP_VM_AUTO) return avx2 ? &k_avx2 : body == INTERP_VM_AUTO ? &k_portable : NULL;
+  return NULL;
+#else
+  return body == INTERP_VM_AUTO ? &k_portable : NULL;
 #endif
 }
+
+static void pick(void) { g_vm = table(INTERP_VM_AUTO); }
 
 static const vm_table *vm(void) {
   pthread_once(&g_once, pick);
   return g_vm;
 }
 
-void interp_vmath_force_portable(bool on) {
+bool interp_vmath_force(int body) {
   pthread_once(&g_once, pick);
-  g_forced = on;
-  g_vm = &k_portable;
-#ifdef VM_X86
-  if (!on && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) g_vm = &k_avx2;
-#endif
+  const vm_table *t = table(body);
+  if (t) g_vm = t;
+  return t != NULL;
 }
 
+const char *interp_vmath_body(void) { return vm()->name; }
 bool interp_vmath_simd(void) { return vm() != &k_portable; }
 
 void interp_vexp(const float *x, float *y, int64_t n) { vm()->exp(x, y, n); }
@@ -249,3 +355,4 @@ void interp_vsilu(const float *x, float *y, int64_t n) { vm()->silu(x, y, n); }
 void interp_vgelu_sigm(const float *x, float *y, int64_t n) { vm()->gelu_sigm(x, y, n); }
 void interp_vgelu_erf(const float *x, float *y, int64_t n) { vm()->gelu_erf(x, y, n); }
 void interp_vgelu_tanh(const float *x, float *y, int64_t n) { vm()->gelu_tanh(x, y, n); }
+void interp_vswish(const float *x, float *y, int64_t n) { vm()->swish(x, y, n); }

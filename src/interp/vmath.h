@@ -1,9 +1,11 @@
 /* Vectorized fp32 math for the interpreter's elementwise and activation
  * kernels (vmath.c): exp and the activations built on it, over arrays.
  *
- * Each function has an AVX2/FMA body chosen once at run time
- * (__builtin_cpu_supports) and a portable C body otherwise; both follow the
- * same algorithm:
+ * Each function has an AVX-512 body and an AVX2/FMA body, one chosen once
+ * at run time (__builtin_cpu_supports: AVX-512F where the CPU has it), and
+ * a portable C body otherwise; all follow the same algorithm (and the two
+ * vector bodies the same operations, in the same order: the AVX-512 body's
+ * results are the AVX2 body's, bit for bit):
  *   exp(x) = 2^n * p(r), n = round(x / ln 2), r = x - n ln 2 (ln 2 split in
  *   two parts, |r| <= ln 2 / 2), p the degree-7 Taylor polynomial of e^r
  *   (truncation below 0.1 ulp), 2^n applied as two exact powers of two so
@@ -35,6 +37,10 @@
  *                      terms (1.0e-5 measured, at x near -9, where u
  *                      rounds).
  *   For both, results below 2^-100 in magnitude are within 2^-100.
+ *   interp_vswish      x * sigmoid(x), the sigmoid rounded to fp32 first:
+ *                      bit for bit interp_vsigmoid followed by an fp32
+ *                      product (the SiLU that PyTorch exports as a sigmoid
+ *                      and a mul, fuse.c).
  * y may equal x (in place). */
 #ifndef MIL_INTERP_VMATH_H
 #define MIL_INTERP_VMATH_H
@@ -50,10 +56,17 @@ INTERP_HIDDEN void interp_vgelu_sigm(const float *x, float *y, int64_t n);
 INTERP_HIDDEN void interp_vgelu_erf(const float *x, float *y, int64_t n);
 INTERP_HIDDEN void interp_vgelu_tanh(const float *x, float *y, int64_t n);
 
-/* Forces the portable bodies (on = true) or the run-time choice (false):
- * for tests that compare the two. Not thread-safe; call before running. */
-INTERP_HIDDEN void interp_vmath_force_portable(bool on);
-/* true when the AVX2/FMA bodies are in use. */
+INTERP_HIDDEN void interp_vswish(const float *x, float *y, int64_t n);
+
+/* The bodies, for tests that compare them: INTERP_VM_AUTO is the run-time
+ * choice. */
+enum { INTERP_VM_AUTO = -1, INTERP_VM_PORTABLE = 0, INTERP_VM_AVX2 = 1, INTERP_VM_AVX512 = 2 };
+/* Uses body `body` from now on; false (nothing changed) when this CPU or
+ * build lacks it. Not thread-safe; call before running. */
+INTERP_HIDDEN bool interp_vmath_force(int body);
+/* The name of the body in use: "portable", "AVX2" or "AVX-512". */
+INTERP_HIDDEN const char *interp_vmath_body(void);
+/* true when a vector body is in use. */
 INTERP_HIDDEN bool interp_vmath_simd(void);
 
 #endif

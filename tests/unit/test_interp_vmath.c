@@ -3,7 +3,8 @@
  * sigmoid / silu / the sigmoid form of gelu within 4 ulp (results below
  * 2^-100 in magnitude: within 2^-100), special values
  * (NaN, +-inf, overflow, underflow), for the portable bodies and, on a CPU
- * with AVX2/FMA, the vector bodies. Lengths that are not multiples of 8 check
+ * with AVX2/FMA or AVX-512, the vector bodies; the AVX-512 bodies' results
+ * equal the AVX2 bodies' bit for bit, and swish is sigmoid times x. Lengths that are not multiples of 8 check
  * the vector tails; results computed in place must equal out-of-place ones. */
 #include <math.h>
 #include <setjmp.h>
@@ -81,7 +82,7 @@ static void check_rel(vfn f, rfn ref, double bound, const char *name) {
     if (e > worst) worst = e, at = i;
   }
   printf("%s (%s body): worst relative error %.3g at x = %.9g (got %.9g, want %.9g)\n", name,
-         interp_vmath_simd() ? "AVX2" : "portable", worst, (double)x[at], (double)y[at], ref((double)x[at]));
+         interp_vmath_body(), worst, (double)x[at], (double)y[at], ref((double)x[at]));
   assert_true(worst <= bound);
   free(x), free(y);
 }
@@ -105,7 +106,7 @@ static void check(vfn f, rfn ref, double bound, const char *name) {
       u = ulps(y[i], want);
     if (u > worst) worst = u, at = i;
   }
-  printf("%s (%s body): worst %.3f ulp at x = %.9g (got %.9g)\n", name, interp_vmath_simd() ? "AVX2" : "portable", worst,
+  printf("%s (%s body): worst %.3f ulp at x = %.9g (got %.9g)\n", name, interp_vmath_body(), worst,
          (double)x[at], (double)y[at]);
   assert_true(worst <= bound);
   /* odd lengths (vector tails) and in place give the same values */
@@ -141,27 +142,86 @@ static void specials(void) {
   assert_true(y[1] == 1.0f && y[2] == 0.0f && y[3] == 1.0f && y[4] == 0.0f && y[5] == 0.5f);
 }
 
-static void test_portable(void **st) {
-  (void)st;
-  interp_vmath_force_portable(true);
-  assert_false(interp_vmath_simd());
-  all();
-  specials();
-  interp_vmath_force_portable(false);
+/* interp_vswish is interp_vsigmoid followed by an fp32 product, bit for bit */
+static void swish_is_sigmoid_times_x(void) {
+  size_t n;
+  float *x = inputs(&n), *y = malloc(n * sizeof *y), *z = malloc(n * sizeof *z);
+  assert_non_null(y);
+  assert_non_null(z);
+  interp_vswish(x, y, (int64_t)n);
+  interp_vsigmoid(x, z, (int64_t)n);
+  for (size_t i = 0; i < n; i++) {
+    float want = x[i] * z[i];
+    if (memcmp(&y[i], &want, sizeof want) != 0 && !(isnan(y[i]) && isnan(want)))
+      fail_msg("%s swish(%.9g) = %.9g, want %.9g", interp_vmath_body(), (double)x[i], (double)y[i], (double)want);
+  }
+  free(x), free(y), free(z);
 }
 
-static void test_simd(void **st) {
-  (void)st;
-  interp_vmath_force_portable(false);
-  if (!interp_vmath_simd()) skip();
+static void body(int which) {
+  if (!interp_vmath_force(which)) {
+    interp_vmath_force(INTERP_VM_AUTO);
+    skip();
+  }
   all();
   specials();
+  swish_is_sigmoid_times_x();
+  interp_vmath_force(INTERP_VM_AUTO);
+}
+
+static void test_portable(void **st) {
+  (void)st;
+  assert_true(interp_vmath_force(INTERP_VM_PORTABLE));
+  assert_false(interp_vmath_simd());
+  body(INTERP_VM_PORTABLE);
+}
+
+static void test_avx2(void **st) {
+  (void)st;
+  body(INTERP_VM_AVX2);
+}
+
+static void test_avx512(void **st) {
+  (void)st;
+  body(INTERP_VM_AVX512);
+}
+
+/* The AVX-512 bodies give the AVX2 bodies' bits, every function, every
+ * input of the sweep (and the vector tails: odd lengths). */
+static void test_avx512_equals_avx2(void **st) {
+  (void)st;
+  if (!interp_vmath_force(INTERP_VM_AVX512) || !interp_vmath_force(INTERP_VM_AVX2)) {
+    interp_vmath_force(INTERP_VM_AUTO);
+    skip();
+  }
+  const vfn fns[] = {interp_vexp, interp_vsigmoid, interp_vsilu, interp_vgelu_sigm, interp_vgelu_erf, interp_vgelu_tanh,
+                     interp_vswish};
+  size_t n;
+  float *x = inputs(&n), *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+  assert_non_null(a);
+  assert_non_null(b);
+  for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++)
+    for (int64_t len = (int64_t)n; len > (int64_t)n - 17; len--) {
+      interp_vmath_force(INTERP_VM_AVX2);
+      memset(a, 0, n * sizeof *a), memset(b, 0, n * sizeof *b);
+      fns[f](x, a, len);
+      interp_vmath_force(INTERP_VM_AVX512);
+      fns[f](x, b, len);
+      for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof *a) != 0 && !(isnan(a[i]) && isnan(b[i])))
+          fail_msg("function %zu, length %lld: x = %.9g: AVX2 %.9g, AVX-512 %.9g", f, (long long)len, (double)x[i],
+                   (double)a[i], (double)b[i]);
+    }
+  interp_vmath_force(INTERP_VM_AUTO);
+  free(x), free(a), free(b);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_portable),
-      cmocka_unit_test(test_simd),
+      cmocka_unit_test(test_avx2),
+      cmocka_unit_test(test_avx512),
+      cmocka_unit_test(test_avx512_equals_avx2),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
