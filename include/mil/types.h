@@ -145,6 +145,13 @@ MIL_API uint16_t mil_fp64_to_fp16(double d);
  * CPU's F16C instructions when present. (src/core/convert.c) */
 MIL_API void mil_fp32_to_fp16_array(const float *src, uint16_t *dst, size_t n);
 MIL_API void mil_fp16_to_fp32_array(const uint16_t *src, float *dst, size_t n);
+/* Rounds each of the n floats at v to the nearest fp16 value, in place:
+ * v[i] = mil_fp16_to_fp32(mil_fp32_to_fp16(v[i])), bit for bit (NaN
+ * payloads included; values beyond fp16's range become infinities). What
+ * an fp16 program's op output holds, kept in fp32 for the next step of a
+ * fused computation. One pass, in registers (AVX-512F or F16C when the CPU
+ * has them). (src/core/convert.c) */
+MIL_API void mil_fp16_round_array(float *v, size_t n);
 
 #ifdef __cplusplus
 }

@@ -3,10 +3,11 @@
  *
  * The scalar converters work on the bit patterns directly (one rounding,
  * ties to even, like numpy's npy_floatbits_to_halfbits): no libm, no
- * double. The array forms use the F16C instructions when the CPU has them
- * (checked once at run time); F16C rounds the same way for every number,
- * and differs from numpy only in the payload of NaNs, so a group of eight
- * that holds a NaN is converted by the scalar code instead.
+ * double. The array forms use the AVX-512F or F16C instructions when the
+ * CPU has them (checked once at run time); they round the same way for
+ * every number, and differ from numpy only in the payload of NaNs, so a
+ * group of sixteen or eight that holds a NaN is converted by the scalar
+ * code instead.
  *
  * Arrays of 2M elements and more (a large weight) are split between two
  * threads when the machine has a second CPU: the conversion is bound by
@@ -80,28 +81,93 @@ __attribute__((target("avx,f16c"))) static size_t f16_to_f32_f16c(const uint16_t
   return i;
 }
 
-/* CPUID leaf 1: OSXSAVE, AVX and F16C, and the OS saving the ymm state
- * (XGETBV), read directly so that any GCC or clang can build it. */
-static int have_f16c(void) {
-  static int known = -1;
-  if (known < 0) {
-    unsigned a, b, c, d;
-    int ok = 0;
-    if (__get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 27)) && (c & (1u << 28)) && (c & (1u << 29))) {
-      unsigned lo, hi;
-      __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-      ok = (lo & 6u) == 6u;
+/* The same 16 at a time (AVX-512F): a group holding a NaN in scalar code. */
+__attribute__((target("avx512f"))) static size_t f32_to_f16_avx512(const float *src, uint16_t *dst, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 x = _mm512_loadu_ps(src + i);
+    if (_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q)) {
+      for (size_t k = 0; k < 16; k++) dst[i + k] = mil_fp32_to_fp16(src[i + k]);
+      continue;
     }
-    known = ok;
+    _mm256_storeu_si256((__m256i *)(void *)(dst + i), _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
   }
-  return known;
+  return i;
+}
+
+__attribute__((target("avx512f"))) static size_t f16_to_f32_avx512(const uint16_t *src, float *dst, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
+    __m512i w = _mm512_cvtepu16_epi32(h); /* exponent all ones (inf/NaN): scalar code */
+    __m512i e = _mm512_and_si512(w, _mm512_set1_epi32(0x7c00));
+    if (_mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(0x7c00))) {
+      for (size_t k = 0; k < 16; k++) dst[i + k] = mil_fp16_to_fp32(src[i + k]);
+      continue;
+    }
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(h));
+  }
+  return i;
+}
+
+/* v rounded to fp16 and widened back in registers, 16 at a time; a group
+ * holding a NaN or an infinity in scalar code. */
+__attribute__((target("avx512f"))) static size_t round_f16_avx512(float *v, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 x = _mm512_loadu_ps(v + i);
+    if (_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q)) {
+      for (size_t k = 0; k < 16; k++) v[i + k] = mil_fp16_to_fp32(mil_fp32_to_fp16(v[i + k]));
+      continue;
+    }
+    _mm512_storeu_ps(v + i, _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)));
+  }
+  return i;
+}
+
+__attribute__((target("avx,f16c"))) static size_t round_f16_f16c(float *v, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 x = _mm256_loadu_ps(v + i);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q))) {
+      for (size_t k = 0; k < 8; k++) v[i + k] = mil_fp16_to_fp32(mil_fp32_to_fp16(v[i + k]));
+      continue;
+    }
+    _mm256_storeu_ps(v + i, _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)));
+  }
+  return i;
+}
+
+/* What the CPU offers (CPUID and XGETBV, read directly so that any GCC or
+ * clang can build it): 1 = F16C (leaf 1: OSXSAVE, AVX, F16C; the OS saves
+ * the ymm state), 2 = also AVX-512F (leaf 7; the OS saves the opmask and
+ * zmm state), 0 = neither. */
+static int simd_level(void) {
+  static int known = -1;
+  int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+  if (k >= 0) return k;
+  unsigned a, b, c, d;
+  int lvl = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 27)) && (c & (1u << 28)) && (c & (1u << 29))) {
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & 6u) == 6u) lvl = 1;
+    if (lvl && (lo & 0xe6u) == 0xe6u && __get_cpuid_max(0, NULL) >= 7) {
+      __cpuid_count(7, 0, a, b, c, d);
+      if (b & (1u << 16)) lvl = 2;
+    }
+  }
+  __atomic_store_n(&known, lvl, __ATOMIC_RELAXED);
+  return lvl;
 }
 #endif
 
 static void f32_to_f16_serial(const float *src, uint16_t *dst, size_t n) {
   size_t i = 0;
 #ifdef MIL_HAVE_F16C_PATH
-  if (have_f16c()) i = f32_to_f16_f16c(src, dst, n);
+  int lvl = simd_level();
+  if (lvl == 2) i = f32_to_f16_avx512(src, dst, n);
+  if (lvl >= 1) i += f32_to_f16_f16c(src + i, dst + i, n - i);
 #endif
   for (; i < n; i++) dst[i] = mil_fp32_to_fp16(src[i]);
 }
@@ -109,9 +175,21 @@ static void f32_to_f16_serial(const float *src, uint16_t *dst, size_t n) {
 static void f16_to_f32_serial(const uint16_t *src, float *dst, size_t n) {
   size_t i = 0;
 #ifdef MIL_HAVE_F16C_PATH
-  if (have_f16c()) i = f16_to_f32_f16c(src, dst, n);
+  int lvl = simd_level();
+  if (lvl == 2) i = f16_to_f32_avx512(src, dst, n);
+  if (lvl >= 1) i += f16_to_f32_f16c(src + i, dst + i, n - i);
 #endif
   for (; i < n; i++) dst[i] = mil_fp16_to_fp32(src[i]);
+}
+
+void mil_fp16_round_array(float *v, size_t n) {
+  size_t i = 0;
+#ifdef MIL_HAVE_F16C_PATH
+  int lvl = simd_level();
+  if (lvl == 2) i = round_f16_avx512(v, n);
+  if (lvl >= 1) i += round_f16_f16c(v + i, n - i);
+#endif
+  for (; i < n; i++) v[i] = mil_fp16_to_fp32(mil_fp32_to_fp16(v[i]));
 }
 
 #define SPLIT_MIN ((size_t)2 << 20)

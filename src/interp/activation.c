@@ -96,13 +96,11 @@ static mil_status k_sigmoid_hard(interp_run *r, mil_infer_ctx *c) {
     const uint16_t *xh = mil_value_data(x);
     uint16_t *yh = mil_value_data_mut(out);
     float t[1024];
-    uint16_t h[1024];
     for (int64_t i0 = 0; i0 < x->numel; i0 += 1024) {
       size_t n = (size_t)(x->numel - i0 < 1024 ? x->numel - i0 : 1024);
       mil_fp16_to_fp32_array(xh + i0, t, n);
       for (size_t i = 0; i < n; i++) t[i] *= a;
-      mil_fp32_to_fp16_array(t, h, n); /* the product rounded to fp16 */
-      mil_fp16_to_fp32_array(h, t, n);
+      mil_fp16_round_array(t, n); /* the product rounded to fp16 */
       for (size_t i = 0; i < n; i++) {
         float v = t[i] + b;
         t[i] = v < 0 ? 0.0f : v > 1 ? 1.0f : v; /* clamping a rounded sum = rounding the clamped one */

@@ -18,19 +18,12 @@ static void finish_silu(float *out, int64_t n, bool fp16) {
     return;
   }
   float sg[1024];
-  uint16_t h[1024];
   for (int64_t i0 = 0; i0 < n; i0 += 1024) {
     size_t m = (size_t)(n - i0 < 1024 ? n - i0 : 1024);
     float *v = out + i0;
-    if (fp16) { /* the conv's output as the fp16 program stores it */
-      mil_fp32_to_fp16_array(v, h, m);
-      mil_fp16_to_fp32_array(h, v, m);
-    }
+    mil_fp16_round_array(v, m); /* the conv's output as the fp16 program stores it */
     interp_vsigmoid(v, sg, (int64_t)m);
-    if (fp16) { /* the sigmoid's output, rounded */
-      mil_fp32_to_fp16_array(sg, h, m);
-      mil_fp16_to_fp32_array(h, sg, m);
-    }
+    mil_fp16_round_array(sg, m); /* the sigmoid's output, rounded */
     for (size_t i = 0; i < m; i++) v[i] = v[i] * sg[i]; /* the mul's product (rounded at the op's end) */
   }
 }
@@ -93,21 +86,17 @@ static void finish_hswish_fp16(float *out, int64_t n, float a, float b) {
   a = mil_fp16_to_fp32(mil_fp32_to_fp16(a));
   b = mil_fp16_to_fp32(mil_fp32_to_fp16(b));
   float t[1024];
-  uint16_t h[1024];
   for (int64_t i0 = 0; i0 < n; i0 += 1024) {
     size_t m = (size_t)(n - i0 < 1024 ? n - i0 : 1024);
     float *v = out + i0;
-    mil_fp32_to_fp16_array(v, h, m); /* the conv's output as the program stores it */
-    mil_fp16_to_fp32_array(h, v, m);
+    mil_fp16_round_array(v, m); /* the conv's output as the program stores it */
     for (size_t i = 0; i < m; i++) t[i] = v[i] * a;
-    mil_fp32_to_fp16_array(t, h, m); /* the product rounded */
-    mil_fp16_to_fp32_array(h, t, m);
+    mil_fp16_round_array(t, m); /* the product rounded */
     for (size_t i = 0; i < m; i++) {
       float s = t[i] + b;
       t[i] = s < 0 ? 0.0f : s > 1 ? 1.0f : s;
     }
-    mil_fp32_to_fp16_array(t, h, m); /* the gate rounded */
-    mil_fp16_to_fp32_array(h, t, m);
+    mil_fp16_round_array(t, m); /* the gate rounded */
     for (size_t i = 0; i < m; i++) v[i] = v[i] * t[i];
   }
 }

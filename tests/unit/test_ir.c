@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -346,6 +347,47 @@ static void test_fp16(void **state) {
   assert_true(mil_fp8e5m2_to_fp32(0x7b) == 57344.0f);
 }
 
+/* The array forms (vector bodies where the CPU has them) give the scalar
+ * functions' bits: every fp16 pattern widened; fp32 patterns (every
+ * exponent, NaNs with payloads, infinities, subnormals, ties) narrowed and
+ * rounded in place; at every offset and odd length (the vectors' tails). */
+static void test_fp16_arrays(void **state) {
+  (void)state;
+  enum { NH = 65536, NF = 1 << 20 };
+  uint16_t *h = malloc(NH * sizeof *h), *h2 = malloc(NF * sizeof *h2);
+  float *f = malloc(NF * sizeof *f), *g = malloc(NF * sizeof *g);
+  assert_true(h && h2 && f && g);
+  for (uint32_t i = 0; i < NH; i++) h[i] = (uint16_t)i;
+  mil_fp16_to_fp32_array(h, f, NH);
+  for (uint32_t i = 0; i < NH; i++) {
+    float w = mil_fp16_to_fp32((uint16_t)i);
+    assert_memory_equal(&f[i], &w, sizeof w);
+  }
+  uint32_t s = 7;
+  for (uint32_t i = 0; i < NF; i++) {
+    s = s * 1664525u + 1013904223u;
+    uint32_t b = i < 512 ? (i << 23) | (i & 1 ? 0x1000u : 0x3000u) /* every exponent, ties */
+                         : (i % 97 == 0 ? 0x7f800001u + (s >> 9) : s);      /* NaN payloads, random patterns */
+    memcpy(&f[i], &b, sizeof b);
+  }
+  for (size_t off = 0; off < 3; off++)
+    for (size_t len = NF - 40; len < NF - 3; len += 7) {
+      mil_fp32_to_fp16_array(f + off, h2, len - off);
+      memcpy(g, f + off, (len - off) * sizeof *g);
+      mil_fp16_round_array(g, len - off);
+      for (size_t i = 0; i < len - off; i++) {
+        uint16_t want = mil_fp32_to_fp16(f[off + i]);
+        float back = mil_fp16_to_fp32(want);
+        if (h2[i] != want || memcmp(&g[i], &back, sizeof back) != 0) {
+          uint32_t xb, gb, bb;
+          memcpy(&xb, &f[off + i], 4), memcpy(&gb, &g[i], 4), memcpy(&bb, &back, 4);
+          fail_msg("x = 0x%08x: array 0x%04x, rounded 0x%08x; want 0x%04x, 0x%08x", xb, h2[i], gb, want, bb);
+        }
+      }
+    }
+  free(h), free(h2), free(f), free(g);
+}
+
 static void test_values(void **state) {
   (void)state;
   mil_program *p = mil_program_new(NULL);
@@ -548,7 +590,8 @@ int main(void) {
       cmocka_unit_test(test_replace_uses_after), cmocka_unit_test(test_clone),
       cmocka_unit_test(test_order_relabel), cmocka_unit_test(test_remove_parts),
       cmocka_unit_test(test_verify_errors), cmocka_unit_test(test_nested_scoping),
-      cmocka_unit_test(test_fp16), cmocka_unit_test(test_values), cmocka_unit_test(test_collect_garbage), cmocka_unit_test(test_compact_ops), cmocka_unit_test(test_cast_round_trip_shares),
+      cmocka_unit_test(test_fp16),
+      cmocka_unit_test(test_fp16_arrays), cmocka_unit_test(test_values), cmocka_unit_test(test_collect_garbage), cmocka_unit_test(test_compact_ops), cmocka_unit_test(test_cast_round_trip_shares),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
