@@ -413,7 +413,7 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
 #ifdef DW_HAVE_AVX2
   if (out && dw2d) {
     for (int64_t b = 0; b < n; b++) dw2d_avx2(xf + b * cin * plane, wf, bf, cout, og, g, out + b * cout * oplane);
-    interp_conv_act(r, false, out, o.v->numel); /* the fused activation, if any */
+    interp_conv_act(r, false, out, o.v->numel, 0); /* the fused activation, if any */
     free(tx), free(tw), free(tb);
     c->val[0] = interp_fout_end(&o);
     return MIL_OK;
@@ -461,7 +461,6 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
     }
   }
   if (!dw) add_bias(out, bf, n, cout, oplane);
-  interp_conv_act(r, false, out, o.v->numel); /* the fused activation, if any */
   free(tx), free(tw), free(tb), free(col);
   if (lay & INTERP_NHWC_OUT) { /* the reader takes NHWC */
     float *t = interp_scratch_f32(r, (size_t)o.v->numel);
@@ -472,6 +471,7 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
     memcpy(t, out, (size_t)o.v->numel * sizeof *out);
     nhwc_nchw(t, out, n, cout, oplane, true);
   }
+  interp_conv_act(r, false, out, o.v->numel, 0); /* the fused activation, if any (a residual: in the reader's order) */
   c->val[0] = interp_fout_end(&o);
   return MIL_OK;
 }

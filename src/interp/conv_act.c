@@ -113,9 +113,35 @@ static void clamp(float *out, int64_t n, float lo, float hi) {
   }
 }
 
-bool interp_conv_act(interp_run *r, bool post_op, float *out, int64_t n) {
+/* A residual add (and its relu / clip): out + skip in fp32, as the add's
+ * kernel computes it (addition commutes bit for bit); in fp16 programs the
+ * conv's output and the skip as the program stores them (the sum is
+ * rounded at the op's end: relu and clip with fp16 bounds commute with that
+ * rounding). */
+static void finish_add(float *out, int64_t n, const interp_fuse_ent *e, const mil_value *skip, int64_t off) {
+  float t[1024];
+  for (int64_t i0 = 0; i0 < n; i0 += 1024) {
+    size_t m = (size_t)(n - i0 < 1024 ? n - i0 : 1024);
+    float *v = out + i0;
+    const float *y;
+    if (e->fp16) {
+      mil_fp16_round_array(v, m);
+      mil_fp16_to_fp32_array((const uint16_t *)mil_value_data(skip) + off + i0, t, m);
+      y = t;
+    } else {
+      y = (const float *)mil_value_data(skip) + off + i0;
+    }
+    for (size_t i = 0; i < m; i++) v[i] = v[i] + y[i];
+  }
+  if (e->post != INTERP_FUSE_NONE)
+    clamp(out, n, e->post == INTERP_FUSE_RELU ? 0.0f : e->lo, e->post == INTERP_FUSE_RELU ? INFINITY : e->hi);
+}
+
+bool interp_conv_act(interp_run *r, bool post_op, float *out, int64_t n, int64_t off) {
   if (!r->fuse) return true;
-  if (r->fuse->kind == INTERP_FUSE_SILU) {
+  if (r->fuse->kind == INTERP_FUSE_ADD) {
+    finish_add(out, n, r->fuse, r->fuse_skip, off);
+  } else if (r->fuse->kind == INTERP_FUSE_SILU) {
     finish_silu(out, n, r->fuse->fp16);
   } else if (r->fuse->kind == INTERP_FUSE_HSWISH) {
     if (r->fuse->fp16) finish_hswish_fp16(out, n, r->fuse->lo, r->fuse->hi);

@@ -318,10 +318,12 @@ static bool conv_banded(interp_run *r, const conv_key *whole, const float *x, co
     ok = cp && prim_run(cp, r->pool, src, bias, dst);
     if (!tmp && cp && !share) share = cp;
     prim_free(tmp);
-    if (outh || o_nhwc) /* a dense band: the activation at once */
-      ok = ok && interp_conv_act(r, post_op, dst, cout * orows * ow);
-    else /* each channel's rows of the band */
-      for (int64_t p = 0; ok && p < whole->n * cout; p++) ok = interp_conv_act(r, post_op, out + (p * oh + o0) * ow, orows * ow);
+    if (o_nhwc) /* contiguous rows: the activation at once */
+      ok = ok && interp_conv_act(r, post_op, dst, cout * orows * ow, o0 * ow * cout);
+    else /* each channel's rows of the band (dense in ob, strided in out) */
+      for (int64_t p = 0; ok && p < whole->n * cout; p++)
+        ok = interp_conv_act(r, post_op, outh ? ob + p * orows * ow : out + (p * oh + o0) * ow, orows * ow,
+                             (p * oh + o0) * ow);
     if (ok && outh && o_nhwc) mil_fp32_to_fp16_array(ob, outh + o0 * ow * cout, (size_t)(orows * ow * cout));
     else if (ok && outh)
       for (int64_t ch = 0; ch < cout; ch++)
@@ -378,7 +380,7 @@ bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const f
   if (banded(&key, xh || outh, r)) return conv_banded(r, &key, x, xh, w, bias, out, outh, post_op);
   if (xh || outh) return false;
   conv_prim *tmp = NULL, *cp = prim_get(r, &key, w, NULL, &tmp);
-  bool ok = cp && prim_run(cp, r->pool, x, bias, out) && interp_conv_act(r, post_op, out, n * cout * outsz[1] * outsz[2]);
+  bool ok = cp && prim_run(cp, r->pool, x, bias, out) && interp_conv_act(r, post_op, out, n * cout * outsz[1] * outsz[2], 0);
   prim_free(tmp);
   return ok;
 }

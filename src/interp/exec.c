@@ -202,16 +202,37 @@ static void observe(interp_run *r, const mil_op *op) {
 
 /* The activation op whose conv applied it already: its output is the
  * conv's output value (same type), bound without computing. */
-static mil_status take_fused(interp_run *r, mil_op *op) {
-  const mil_var *x = NULL;
-  for (int32_t i = 0; i < op->n_inputs && !x; i++)
-    if (strcmp(op->inputs[i].name, "x") == 0 && op->inputs[i].n_args == 1) x = op->inputs[i].args[0].use.var;
+/* The var bound to input `name` of op, or NULL. */
+static const mil_var *input_var(const mil_op *op, const char *name) {
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    if (strcmp(op->inputs[i].name, name) == 0 && op->inputs[i].n_args == 1) return op->inputs[i].args[0].use.var;
+  return NULL;
+}
+
+/* An op whose result its conv computed (fuse.c): its output is the value
+ * of its input from the conv (x, or an add's y when fe->take_y). */
+static mil_status take_fused(interp_run *r, mil_op *op, const interp_fuse_ent *fe) {
+  const mil_var *x = input_var(op, fe->take_y ? "y" : "x");
   if (!x || !x->val || op->n_outputs != 1)
     return mil_diag_error(r->d, MIL_ERR_INVALID, "function '%s': op '%s' (%s): its fused input has no value",
                           r->fn->name, op->name, op->type);
   op->def = mil_op_def_find(op->type, r->opset);
   interp_bind(op->outputs[0], x->val);
   return MIL_OK;
+}
+
+/* The value a conv (op, number `index` of its block) fused with a residual
+ * add adds to its output: the add's other operand, when it has a value of
+ * the conv's output type (fuse.c made it so; NULL otherwise). */
+static const mil_value *skip_of(const mil_op *op, const interp_fuse_ent *fe, int32_t index) {
+  const mil_op *add = op;
+  for (int32_t i = index; add && i < fe->partner; i++) add = add->next;
+  const mil_var *v = add ? input_var(add, fe->take_y ? "x" : "y") : NULL;
+  const mil_type *t = op->outputs[0]->type;
+  if (!v || !v->val || v->val->kind != MIL_VAL_TENSOR || !v->val->type || !t || !mil_value_data(v->val) ||
+      v->val->type->dtype != t->dtype || v->val->numel != mil_type_numel(t))
+    return NULL;
+  return v->val;
 }
 
 static char k_dead; /* op->aux of an op whose outputs nothing needs */
@@ -251,9 +272,11 @@ mil_status interp_exec_block(interp_run *r, mil_block *b) {
       const interp_fuse_ent *fe = interp_fuse_at(fplan, index);
       int64_t t0 = r->prof ? interp_profile_now() : 0;
       if (fe && !fe->is_conv && fused[index]) {
-        st = take_fused(r, op);
+        st = take_fused(r, op, fe);
       } else {
         r->fuse = fe && fe->is_conv ? fe : NULL;
+        r->fuse_skip = r->fuse && r->fuse->kind == INTERP_FUSE_ADD ? skip_of(op, r->fuse, index) : NULL;
+        if (r->fuse && r->fuse->kind == INTERP_FUSE_ADD && !r->fuse_skip) r->fuse = NULL; /* the add runs itself */
         r->fused = false;
         r->nhwc = interp_fuse_nhwc(fplan, index);
         struct interp_tmp *mark = r->scratch;
@@ -264,6 +287,7 @@ mil_status interp_exec_block(interp_run *r, mil_block *b) {
           if (fe->partner2 >= 0) fused[fe->partner2] = true;
         }
         r->fuse = NULL;
+        r->fuse_skip = NULL;
         r->nhwc = 0;
       }
       if (r->prof) interp_profile_op(r->prof, op, interp_profile_now() - t0);

@@ -22,6 +22,14 @@
  * computed as its kernel does (product, sum, clamp; in fp16 programs with
  * its roundings after the product and of the clamped sum).
  *
+ * A residual add (conv output + another value of its type, made before
+ * the conv; the add its only reader) fuses the same way: the conv adds the
+ * other operand to its output (fp32 addition commutes bit for bit; in fp16
+ * programs after rounding its output as the conv op does), and a relu /
+ * relu6 / clip that alone reads the sum is applied too (it commutes with
+ * the sum's rounding to fp16). The add and that activation then take the
+ * conv's output (MIL_INTERP_NO_FUSE_ADD=1 leaves adds alone).
+ *
  * The plan depends only on the program, so it is made once per
  * interpreter family (kept in its cache, keyed by the function name) from
  * the first run's copy: every run's copy has the same ops in the same
@@ -120,6 +128,37 @@ static bool silu_pair(const mil_var *v, const mil_block *b, const char *gate, co
   if (so->n_uses != 1 || so->uses->op != m || !((mx == v && my == so) || (mx == so && my == v))) return false;
   if (!m->outputs[0]->type || !v->type || !mil_type_equal(m->outputs[0]->type, v->type)) return false;
   *sig = s, *mul = m;
+  return true;
+}
+
+/* The residual add reading conv output v (its only reader, op `conv`): an
+ * add of v and another value of v's type that exists before the conv runs
+ * (made by no op between the conv and the add), v not a block output.
+ * Fills *add, e->take_y and, when the add's only reader is a relu, relu6
+ * or clip of its x (no block output), *post and e's post and bounds. */
+static bool residual(const mil_op *conv, const mil_var *v, const mil_block *b, interp_fuse_ent *e, const mil_op **add,
+                     const mil_op **post) {
+  const mil_use *u = v->uses;
+  if (!u || u->next_use || v->n_uses != 1 || !u->op || u->block || u->op->block != b || strcmp(u->op->type, "add") != 0)
+    return false;
+  const mil_op *a = u->op;
+  const mil_var *x = input_var(a, "x"), *y = input_var(a, "y");
+  if (a->n_outputs != 1 || a->n_blocks || !x || !y || (x == v) == (y == v)) return false;
+  const mil_var *o = x == v ? y : x;
+  if (!o->type || !v->type || !mil_type_equal(o->type, v->type) || !mil_type_is_static(v->type) ||
+      !a->outputs[0]->type || !mil_type_equal(a->outputs[0]->type, v->type))
+    return false;
+  for (const mil_op *p = conv->next; p && p != a; p = p->next)
+    if (o->op == p) return false; /* made after the conv */
+  e->take_y = y == v;
+  *add = a, *post = NULL;
+  const mil_var *s = a->outputs[0];
+  const mil_use *w = s->uses;
+  interp_fuse_ent pe = {0};
+  if (w && !w->next_use && s->n_uses == 1 && w->op && !w->block && w->op->block == b && fusable(w->op, s, &pe)) {
+    *post = w->op;
+    e->post = pe.kind, e->lo = pe.lo, e->hi = pe.hi;
+  }
   return true;
 }
 
@@ -351,10 +390,15 @@ static interp_fuse_plan *plan_make(const mil_block *b) {
     e.is_conv = true;
     e.fp16 = v->type->dtype == MIL_DT_FP16;
     const mil_use *u = v->uses;
-    const mil_op *sig = NULL, *mul = NULL;
+    const mil_op *sig = NULL, *mul = NULL, *add = NULL, *post = NULL;
     int32_t j = -1, k = -1; /* the readers' indices: they come later in the block */
     if (u && !u->next_use && u->op && !u->block && u->op->block == b && v->n_uses == 1 && fusable(u->op, v, &e)) {
       j = index_after(op->next, i + 1, u->op);
+    } else if (!getenv("MIL_INTERP_NO_FUSE_ADD") && residual(op, v, b, &e, &add, &post)) {
+      e.kind = INTERP_FUSE_ADD;
+      j = index_after(op->next, i + 1, add);
+      k = post ? index_after(op->next, i + 1, post) : -1;
+      if (post && (k < 0 || fp->ent[k].kind)) continue;
     } else if (silu_pair(v, b, "sigmoid", &sig, &mul) ||
                (silu_pair(v, b, "sigmoid_hard", &sig, &mul) &&
                 const_param(sig, "alpha", 0.2f, &e.lo) && const_param(sig, "beta", 0.5f, &e.hi))) {
@@ -372,6 +416,7 @@ static interp_fuse_plan *plan_make(const mil_block *b) {
     interp_fuse_ent a = e;
     a.partner = i, a.partner2 = -1, a.is_conv = false;
     fp->ent[j] = a;
+    a.take_y = false; /* an add's relu takes its x */
     if (k >= 0) fp->ent[k] = a;
   }
   if (!getenv("MIL_INTERP_NO_NHWC")) chain(fp, b);

@@ -71,13 +71,22 @@ typedef struct interp_plan interp_plan;
 typedef struct interp_bufpool interp_bufpool;
 
 /* An activation a conv applies to its output (fuse.c). */
-enum { INTERP_FUSE_NONE = 0, INTERP_FUSE_RELU = 1, INTERP_FUSE_CLIP = 2, INTERP_FUSE_SILU = 3, INTERP_FUSE_HSWISH = 4 };
+enum {
+  INTERP_FUSE_NONE = 0,
+  INTERP_FUSE_RELU = 1,
+  INTERP_FUSE_CLIP = 2,
+  INTERP_FUSE_SILU = 3,
+  INTERP_FUSE_HSWISH = 4,
+  INTERP_FUSE_ADD = 5 /* a residual add of another value of the conv's output type, then `post` */
+};
 typedef struct interp_fuse_ent {
   int32_t kind;     /* INTERP_FUSE_*; SILU / HSWISH: x * sigmoid(x) / x * sigmoid_hard(x) as a gate op and a mul */
-  int32_t partner;  /* index in the body of the other op of the pair (the conv's entry: the activation's) */
-  int32_t partner2; /* the conv's entry of SILU: the sigmoid's index; else -1 */
+  int32_t post;     /* ADD: INTERP_FUSE_NONE, _RELU or _CLIP (lo, hi) applied to the sum by the op reading it */
+  int32_t partner;  /* index in the body of the other op of the pair (the conv's entry: the activation's / the add's) */
+  int32_t partner2; /* the conv's entry of SILU: the sigmoid's index; of ADD: post's op, or -1; else -1 */
   bool is_conv;     /* this entry is the conv's (else an activation op's) */
   bool fp16;        /* the conv's output is fp16 (SILU then rounds as the separate ops do) */
+  bool take_y;      /* an add's entry: the conv's output is its y (the op takes y's value, else x's) */
   float lo, hi;     /* CLIP: min(max(x, lo), hi); HSWISH: the gate's alpha and beta */
 } interp_fuse_ent;
 typedef struct interp_fuse_plan interp_fuse_plan;
@@ -99,6 +108,7 @@ typedef struct interp_run {
   interp_bufpool *pool;  /* the interpreter's own memory (bufpool.c), may be NULL */
   const interp_fuse_ent *fuse; /* while a conv of the body runs: the activation it may apply, else NULL */
   bool fused;            /* set by that conv when it applied r->fuse to its output */
+  const mil_value *fuse_skip; /* r->fuse of kind ADD: the add's other operand (the conv's output type) */
   int nhwc;              /* while a conv of the body runs: its INTERP_NHWC_* flags (fuse.c), else 0 */
   interp_profile *prof;  /* per-op times (profile.c) when profiling, else NULL */
   mil_interp_observer observer; /* mil_interp_set_observer, or NULL */
@@ -247,8 +257,10 @@ INTERP_HIDDEN bool interp_conv_dnnl_bands(int64_t n, int64_t cin, int64_t cout, 
 /* ---- conv_act.c ---- */
 /* Applies r->fuse's activation (when set) in place to the n floats of a
  * conv's fp32 output, unless post_op (oneDNN applied a relu / clip
- * already), and sets r->fused. Returns true. */
-INTERP_HIDDEN bool interp_conv_act(interp_run *r, bool post_op, float *out, int64_t n);
+ * already), and sets r->fused. off: where out starts in the conv's whole
+ * output, in elements (a residual add, INTERP_FUSE_ADD, adds r->fuse_skip's
+ * elements from there: same layout). Returns true. */
+INTERP_HIDDEN bool interp_conv_act(interp_run *r, bool post_op, float *out, int64_t n, int64_t off);
 
 /* ---- memplan.c ---- */
 /* The liveness plan of block b (the function body): which vars die after
