@@ -82,9 +82,55 @@ static void finish_hswish(float *out, int64_t n, float a, float b) {
  * output, sigmoid_hard's product and its clamped sum (alpha and beta
  * themselves rounded to fp16, as its kernel takes them), the mul's product
  * (rounded at the op's end). */
+static void finish_hswish_fp16_scalar(float *out, int64_t n, float a, float b);
+
+#ifdef HS_AVX
+/* The same operations 16 at a time, each rounding to fp16 in registers
+ * (AVX-512F's conversions round as the scalar code does for non-NaN
+ * values); a group with a NaN, or a value that is infinite as fp16, is
+ * left to the scalar code (returns how many floats it did). Finite fp16
+ * values keep every later step finite (no NaN to convert). */
+__attribute__((target("avx512f"))) static int64_t hswish_fp16_avx512(float *v, int64_t n, float a, float b) {
+  __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b), zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+  const __m512 inf = _mm512_set1_ps(INFINITY);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 x = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(v + i), _MM_FROUND_TO_NEAREST_INT));
+    if (_mm512_cmp_ps_mask(_mm512_abs_ps(x), inf, _CMP_NLT_UQ)) break; /* NaN, or +-inf as fp16: the scalar code */
+    __m512 t = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(x, va), _MM_FROUND_TO_NEAREST_INT));
+    t = _mm512_min_ps(one, _mm512_max_ps(zero, _mm512_add_ps(t, vb)));
+    t = _mm512_cvtph_ps(_mm512_cvtps_ph(t, _MM_FROUND_TO_NEAREST_INT));
+    _mm512_storeu_ps(v + i, _mm512_mul_ps(x, t));
+  }
+  return i;
+}
+#endif
+
 static void finish_hswish_fp16(float *out, int64_t n, float a, float b) {
   a = mil_fp16_to_fp32(mil_fp32_to_fp16(a));
   b = mil_fp16_to_fp32(mil_fp32_to_fp16(b));
+#ifdef HS_AVX
+  static int avx512_state = -1; /* as in finish_hswish */
+  int avx512 = __atomic_load_n(&avx512_state, __ATOMIC_RELAXED);
+  if (avx512 < 0) {
+    __builtin_cpu_init();
+    avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    __atomic_store_n(&avx512_state, avx512, __ATOMIC_RELAXED);
+  }
+  while (avx512 && n >= 16) { /* vector groups up to a non-finite one, which the scalar code takes */
+    int64_t done = hswish_fp16_avx512(out, n, a, b);
+    out += done, n -= done;
+    if (n >= 16) {
+      finish_hswish_fp16_scalar(out, 16, a, b);
+      out += 16, n -= 16;
+    }
+  }
+#endif
+  finish_hswish_fp16_scalar(out, n, a, b);
+}
+
+/* fp16 hard swish in portable code (a and b already fp16 values) */
+static void finish_hswish_fp16_scalar(float *out, int64_t n, float a, float b) {
   float t[1024];
   for (int64_t i0 = 0; i0 < n; i0 += 1024) {
     size_t m = (size_t)(n - i0 < 1024 ? n - i0 : 1024);
