@@ -13,19 +13,10 @@
 #include "interp/vmath.h"
 
 static void finish_silu(float *out, int64_t n, bool fp16) {
-  if (!fp16) { /* the sigmoid and the product in one pass (vmath.h: the same bits) */
-    interp_vswish(out, out, n);
-    return;
-  }
-  float sg[1024];
-  for (int64_t i0 = 0; i0 < n; i0 += 1024) {
-    size_t m = (size_t)(n - i0 < 1024 ? n - i0 : 1024);
-    float *v = out + i0;
-    mil_fp16_round_array(v, m); /* the conv's output as the fp16 program stores it */
-    interp_vsigmoid(v, sg, (int64_t)m);
-    mil_fp16_round_array(sg, m); /* the sigmoid's output, rounded */
-    for (size_t i = 0; i < m; i++) v[i] = v[i] * sg[i]; /* the mul's product (rounded at the op's end) */
-  }
+  /* the sigmoid and the product in one pass (vmath.h: the same bits; in
+   * fp16 programs with the conv's output and the sigmoid rounded) */
+  if (fp16) interp_vswish_fp16(out, out, n);
+  else interp_vswish(out, out, n);
 }
 
 /* fp32 hard swish: sigmoid_hard's product and sum (rounded to fp32 each),

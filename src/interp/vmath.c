@@ -69,6 +69,14 @@ static void swish_c(const float *x, float *y, int64_t n) {
     y[i] = x[i] * sg;
   }
 }
+static inline float round16(float v) { return mil_fp16_to_fp32(mil_fp32_to_fp16(v)); }
+static void swish_fp16_c(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    float v = round16(x[i]);
+    float sg = round16(1.0f / (1.0f + exp1(-v)));
+    y[i] = v * sg;
+  }
+}
 static void gelu_sigm_c(const float *x, float *y, int64_t n) {
   for (int64_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + exp1(-1.702f * x[i]));
 }
@@ -208,6 +216,25 @@ VM_LOOP(gelu_tanh_avx2, {
   v = _mm256_div_ps(a, _mm256_add_ps(ONE, exp8(NEG(u2))));
 })
 VM_LOOP(swish_avx2, v = _mm256_mul_ps(a, _mm256_div_ps(ONE, _mm256_add_ps(ONE, exp8(NEG(a))))))
+#define R16(a) _mm256_cvtph_ps(_mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT))
+/* fp16 SiLU; a group holding a NaN goes through the portable code (NaN
+ * payloads as mil_fp32_to_fp16 keeps them; no other step makes a NaN that
+ * is then rounded) */
+__attribute__((target("avx2,fma,f16c"))) static void swish_fp16_avx2(const float *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 a = _mm256_loadu_ps(x + i);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(a, a, _CMP_UNORD_Q))) {
+      swish_fp16_c(x + i, y + i, 8);
+      continue;
+    }
+    a = R16(a);
+    __m256 sg = R16(_mm256_div_ps(ONE, _mm256_add_ps(ONE, exp8(NEG(a)))));
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(a, sg));
+  }
+  swish_fp16_c(x + i, y + i, n - i);
+}
+#undef R16
 #undef ONE
 #undef NEG
 
@@ -265,6 +292,22 @@ VM_LOOP512(silu_avx512, v = _mm512_div_ps(a, _mm512_add_ps(ONE, exp16(NEG(a)))))
 VM_LOOP512(gelu_sigm_avx512,
            v = _mm512_div_ps(a, _mm512_add_ps(ONE, exp16(_mm512_mul_ps(_mm512_set1_ps(-1.702f), a)))))
 VM_LOOP512(swish_avx512, v = _mm512_mul_ps(a, _mm512_div_ps(ONE, _mm512_add_ps(ONE, exp16(NEG(a))))))
+#define R16(a) _mm512_cvtph_ps(_mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT))
+VM_512 static void swish_fp16_avx512(const float *x, float *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 a = _mm512_loadu_ps(x + i);
+    if (_mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q)) {
+      swish_fp16_c(x + i, y + i, 16);
+      continue;
+    }
+    a = R16(a);
+    __m512 sg = R16(_mm512_div_ps(ONE, _mm512_add_ps(ONE, exp16(NEG(a)))));
+    _mm512_storeu_ps(y + i, _mm512_mul_ps(a, sg));
+  }
+  swish_fp16_c(x + i, y + i, n - i);
+}
+#undef R16
 
 VM_512 static inline __m512 gelu_erf16(__m512 x) {
   __m512 ax0 = _mm512_abs_ps(x);
@@ -303,16 +346,17 @@ VM_LOOP512(gelu_tanh_avx512, {
 
 typedef void (*vm_fn)(const float *, float *, int64_t);
 typedef struct vm_table {
-  vm_fn exp, sigmoid, silu, gelu_sigm, gelu_erf, gelu_tanh, swish;
+  vm_fn exp, sigmoid, silu, gelu_sigm, gelu_erf, gelu_tanh, swish, swish_fp16;
   const char *name;
 } vm_table;
 
-static const vm_table k_portable = {exp_c, sigmoid_c, silu_c, gelu_sigm_c, gelu_erf_c, gelu_tanh_c, swish_c, "portable"};
+static const vm_table k_portable = {exp_c,      sigmoid_c, silu_c,       gelu_sigm_c, gelu_erf_c,
+                                    gelu_tanh_c, swish_c,  swish_fp16_c, "portable"};
 #ifdef VM_X86
 static const vm_table k_avx2 = {exp_avx2,       sigmoid_avx2,   silu_avx2,  gelu_sigm_avx2,
-                                gelu_erf_avx2,  gelu_tanh_avx2, swish_avx2, "AVX2"};
+                                gelu_erf_avx2,  gelu_tanh_avx2, swish_avx2, swish_fp16_avx2, "AVX2"};
 static const vm_table k_avx512 = {exp_avx512,      sigmoid_avx512,   silu_avx512,  gelu_sigm_avx512,
-                                  gelu_erf_avx512, gelu_tanh_avx512, swish_avx512, "AVX-512"};
+                                  gelu_erf_avx512, gelu_tanh_avx512, swish_avx512, swish_fp16_avx512, "AVX-512"};
 #endif
 static const vm_table *g_vm = &k_portable;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -356,3 +400,4 @@ void interp_vgelu_sigm(const float *x, float *y, int64_t n) { vm()->gelu_sigm(x,
 void interp_vgelu_erf(const float *x, float *y, int64_t n) { vm()->gelu_erf(x, y, n); }
 void interp_vgelu_tanh(const float *x, float *y, int64_t n) { vm()->gelu_tanh(x, y, n); }
 void interp_vswish(const float *x, float *y, int64_t n) { vm()->swish(x, y, n); }
+void interp_vswish_fp16(const float *x, float *y, int64_t n) { vm()->swish_fp16(x, y, n); }

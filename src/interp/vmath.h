@@ -57,6 +57,7 @@ INTERP_HIDDEN void interp_vgelu_erf(const float *x, float *y, int64_t n);
 INTERP_HIDDEN void interp_vgelu_tanh(const float *x, float *y, int64_t n);
 
 INTERP_HIDDEN void interp_vswish(const float *x, float *y, int64_t n);
+INTERP_HIDDEN void interp_vswish_fp16(const float *x, float *y, int64_t n);
 
 /* The bodies, for tests that compare them: INTERP_VM_AUTO is the run-time
  * choice. */

@@ -158,6 +158,23 @@ static void swish_is_sigmoid_times_x(void) {
   free(x), free(y), free(z);
 }
 
+/* interp_vswish_fp16: x rounded to fp16, its sigmoid (interp_vsigmoid)
+ * rounded to fp16, their fp32 product, bit for bit */
+static void swish_fp16_is_rounded_sigmoid_times_x(void) {
+  size_t n;
+  float *x = inputs(&n), *y = malloc(n * sizeof *y), *v = malloc(n * sizeof *v), *z = malloc(n * sizeof *z);
+  assert_true(y && v && z);
+  interp_vswish_fp16(x, y, (int64_t)n);
+  for (size_t i = 0; i < n; i++) v[i] = mil_fp16_to_fp32(mil_fp32_to_fp16(x[i]));
+  interp_vsigmoid(v, z, (int64_t)n);
+  for (size_t i = 0; i < n; i++) {
+    float want = v[i] * mil_fp16_to_fp32(mil_fp32_to_fp16(z[i]));
+    if (memcmp(&y[i], &want, sizeof want) != 0 && !(isnan(y[i]) && isnan(want)))
+      fail_msg("%s swish_fp16(%.9g) = %.9g, want %.9g", interp_vmath_body(), (double)x[i], (double)y[i], (double)want);
+  }
+  free(x), free(y), free(v), free(z);
+}
+
 static void body(int which) {
   if (!interp_vmath_force(which)) {
     interp_vmath_force(INTERP_VM_AUTO);
@@ -166,6 +183,7 @@ static void body(int which) {
   all();
   specials();
   swish_is_sigmoid_times_x();
+  swish_fp16_is_rounded_sigmoid_times_x();
   interp_vmath_force(INTERP_VM_AUTO);
 }
 
@@ -195,7 +213,7 @@ static void test_avx512_equals_avx2(void **st) {
     skip();
   }
   const vfn fns[] = {interp_vexp, interp_vsigmoid, interp_vsilu, interp_vgelu_sigm, interp_vgelu_erf, interp_vgelu_tanh,
-                     interp_vswish};
+                     interp_vswish, interp_vswish_fp16};
   size_t n;
   float *x = inputs(&n), *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
   assert_non_null(a);
