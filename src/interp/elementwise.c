@@ -234,6 +234,32 @@ static void bin_run_h(bop k, const uint16_t *a, int64_t sa, const uint16_t *b, i
   }
 }
 
+/* fp16, a full operand (rows x inner, contiguous) against one row of
+ * `inner` values repeated for every row (b when row_is_b, else a): the
+ * row widened once, the full operand widened and the output rounded a few
+ * rows at a time (a squeeze-and-excite gate over an NHWC region value:
+ * rows are pixels, inner the channels). The same fp32 operations as
+ * bin_run_h. false when out of memory. */
+static bool bin_rows_h(bop k, const uint16_t *full, const uint16_t *row, bool row_is_b, uint16_t *y, int64_t rows,
+                       int64_t inner) {
+  float *rw = malloc((size_t)inner * sizeof *rw);
+  if (!rw) return false;
+  mil_fp16_to_fp32_array(row, rw, (size_t)inner);
+  float fa[4 * H_BLOCK], fy[4 * H_BLOCK];
+  int64_t per = 4 * H_BLOCK / inner;
+  for (int64_t r0 = 0; r0 < rows; r0 += per) {
+    int64_t nr = rows - r0 < per ? rows - r0 : per, n = nr * inner;
+    mil_fp16_to_fp32_array(full + r0 * inner, fa, (size_t)n);
+    for (int64_t j = 0; j < nr; j++) {
+      const float *f = fa + j * inner;
+      bin_run(k, row_is_b ? f : rw, 1, row_is_b ? rw : f, 1, fy + j * inner, inner);
+    }
+    mil_fp32_to_fp16_array(fy, y + r0 * inner, (size_t)n);
+  }
+  free(rw);
+  return true;
+}
+
 /* One run of n outputs at element offsets oy, oa, ob: fp32 (h false) or
  * fp16 (h true) pointers. */
 static void bin_run_at(bop k, bool h, const void *a, int64_t oa, int64_t sa, const void *b, int64_t ob, int64_t sb,
@@ -297,6 +323,10 @@ static bool bin_broadcast(bop k, bool h, const void *a, const mil_value *va, con
   }
   if (m == 0) cs[0] = 1, ca[0] = cb[0] = 0, m = 1;
   int64_t inner = cs[m - 1], idx[MIL_INTERP_MAX_RANK] = {0}, oa = 0, ob = 0;
+  if (h && m == 2 && inner <= 4 * H_BLOCK && ca[1] == 1 && cb[1] == 1) { /* a repeated row, few values at a time */
+    if (ca[0] == inner && cb[0] == 0) return bin_rows_h(k, a, b, true, y, cs[0], inner);
+    if (cb[0] == inner && ca[0] == 0) return bin_rows_h(k, b, a, false, y, cs[0], inner);
+  }
   for (int64_t o = 0; o < total; o += inner) {
     bin_run_at(k, h, a, oa, ca[m - 1], b, ob, cb[m - 1], y, o, inner);
     for (int32_t i = m - 2; i >= 0; i--) {

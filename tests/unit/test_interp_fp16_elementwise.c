@@ -3,8 +3,9 @@
  * output) against a reference computed here element by element: each
  * fp16 input widened exactly, the op in fp32, rounded to fp16 (to nearest
  * even). Binary ops over numpy broadcasting (a (2, 3, 4, 1050) tensor with
- * a (1, 3, 1, 1) one, with a scalar, and two equal shapes whose inner run
- * is longer than a block), unary maps (clip, relu, abs) and sigmoid (whose
+ * a (1, 3, 1, 1) one, with a (1, 1, 1, 1050) row repeated for each of its
+ * 24 rows on either side, with a scalar, and two equal shapes whose inner
+ * run is longer than a block), unary maps (clip, relu, abs) and sigmoid (whose
  * fp32 kernel is tested in test_interp_vmath: here the fp16 path must give
  * its values rounded). NaN and infinities among the inputs. */
 #include <math.h>
@@ -33,7 +34,7 @@
 
 static const char *k_prog =
     "main[CoreML6](%x: (2, 3, 4, 1050, fp16)(Tensor), %y: (2, 3, 4, 1050, fp16)(Tensor), "
-    "%g: (1, 3, 1, 1, fp16)(Tensor)) {\n  block0() {\n"
+    "%g: (1, 3, 1, 1, fp16)(Tensor), %w: (1, 1, 1, 1050, fp16)(Tensor)) {\n  block0() {\n"
     "    %add: (2, 3, 4, 1050, fp16)(Tensor) = add(x=%x, y=%y, name=\"add\")\n"
     "    %mul: (2, 3, 4, 1050, fp16)(Tensor) = mul(x=%x, y=%g, name=\"mul\")\n"
     "    %sub: (2, 3, 4, 1050, fp16)(Tensor) = sub(x=%g, y=%x, name=\"sub\")\n"
@@ -46,9 +47,11 @@ static const char *k_prog =
     "    %relu: (2, 3, 4, 1050, fp16)(Tensor) = relu(x=%x, name=\"relu\")\n"
     "    %abs: (2, 3, 4, 1050, fp16)(Tensor) = abs(x=%x, name=\"abs\")\n"
     "    %sig: (2, 3, 4, 1050, fp16)(Tensor) = sigmoid(x=%x, name=\"sig\")\n"
-    "  } -> (%add, %mul, %sub, %div, %mx, %clip, %relu, %abs, %sig)\n}\n";
+    "    %rs: (2, 3, 4, 1050, fp16)(Tensor) = sub(x=%x, y=%w, name=\"rs\")\n"
+    "    %sr: (2, 3, 4, 1050, fp16)(Tensor) = sub(x=%w, y=%x, name=\"sr\")\n"
+    "  } -> (%add, %mul, %sub, %div, %mx, %clip, %relu, %abs, %sig, %rs, %sr)\n}\n";
 
-static uint16_t g_x[NX], g_y[NX], g_g[N1];
+static uint16_t g_x[NX], g_y[NX], g_g[N1], g_w[N3];
 
 static float h2f(uint16_t h) { return mil_fp16_to_fp32(h); }
 static uint16_t f2h(float f) { return mil_fp32_to_fp16(f); }
@@ -76,6 +79,8 @@ static void test_fp16_elementwise(void **state) {
   g_x[5] = f2h(NAN), g_x[77] = f2h(INFINITY), g_y[78] = f2h(-INFINITY), g_x[1000] = f2h(65504.0f);
   g_y[1000] = f2h(65504.0f); /* the sum overflows to inf */
   g_g[0] = f2h(0.5f), g_g[1] = f2h(-3.25f), g_g[2] = f2h(1000.0f);
+  for (int i = 0; i < N3; i++) g_w[i] = f2h((float)(i % 37) * 0.37f - 5.0f);
+  g_w[3] = f2h(INFINITY);
   mil_diag d;
   mil_diag_init(&d);
   mil_program *p = ifix_parse(k_prog, "fp16.mil");
@@ -84,14 +89,17 @@ static void test_fp16_elementwise(void **state) {
   const int64_t sh[4] = {N0, N1, N2, N3}, gs[4] = {1, N1, 1, 1};
   mil_tensor tx = {MIL_DT_FP16, 4, sh, g_x, sizeof g_x, NX}, ty = {MIL_DT_FP16, 4, sh, g_y, sizeof g_y, NX};
   mil_tensor tg = {MIL_DT_FP16, 4, gs, g_g, sizeof g_g, N1};
+  const int64_t ws[4] = {1, 1, 1, N3};
+  mil_tensor tw = {MIL_DT_FP16, 4, ws, g_w, sizeof g_w, N3};
   assert_int_equal(mil_interp_set_input(ip, "x", &tx, &d), MIL_OK);
   assert_int_equal(mil_interp_set_input(ip, "y", &ty, &d), MIL_OK);
   assert_int_equal(mil_interp_set_input(ip, "g", &tg, &d), MIL_OK);
+  assert_int_equal(mil_interp_set_input(ip, "w", &tw, &d), MIL_OK);
   if (mil_interp_run(ip, NULL, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
   static uint16_t want[NX];
   static float fx[NX], fs[NX];
   const float third = h2f(f2h(0.333f));
-  for (int k = 0; k < 9; k++) {
+  for (int k = 0; k < 11; k++) {
     const mil_tensor *o = mil_interp_output_at(ip, k);
     assert_non_null(o);
     assert_int_equal(o->dtype, MIL_DT_FP16);
@@ -107,7 +115,10 @@ static void test_fp16_elementwise(void **state) {
       case 5: r = a < -1.5f ? -1.5f : a > 6.0f ? 6.0f : a; break;
       case 6: r = a < 0 ? 0.0f : a; break;
       case 7: r = fabsf(a); break;
-      default: fx[i] = a; break;
+      case 9: r = a - h2f(g_w[i % N3]); break;
+      case 10: r = h2f(g_w[i % N3]) - a; break;
+      case 8: fx[i] = a; break;
+      default: break;
       }
       want[i] = f2h(r);
     }
@@ -116,7 +127,8 @@ static void test_fp16_elementwise(void **state) {
       for (int i = 0; i < NX; i++) want[i] = f2h(fs[i]);
     }
     if (k == 5 || k == 6) want[5] = ((const uint16_t *)o->data)[5]; /* clip / relu of NaN: the kernel's choice */
-    static const char *names[] = {"add", "mul", "sub", "real_div", "maximum", "clip", "relu", "abs", "sigmoid"};
+    static const char *names[] = {"add",  "mul",  "sub",     "real_div", "maximum",    "clip",
+                                  "relu", "abs",  "sigmoid", "sub (row as y)", "sub (row as x)"};
     same(o->data, want, names[k]);
   }
   assert_true(isinf(h2f(((const uint16_t *)mil_interp_output_at(ip, 0)->data)[1000])));
