@@ -138,22 +138,82 @@ static void max_plane_2d(const pgeom *g, const float *src, float *dst) {
  * [N, H, W, C]; each output folds its window in the order of the other
  * kernels (rows, then columns; padding never counts), all channels of a
  * pixel at once. */
+/* One output pixel of max_nhwc: the maximum over its taps (the pointers
+ * to their first channels) of ch channels (a NaN tap value wins, as in the
+ * plain loops; a NaN maximum stays). */
+static void max_taps_c(const float *const *taps, int nt, int64_t ch, float *acc) {
+  for (int64_t c = 0; c < ch; c++) acc[c] = -INFINITY;
+  for (int t = 0; t < nt; t++)
+    for (int64_t c = 0; c < ch; c++) acc[c] = taps[t][c] > acc[c] || taps[t][c] != taps[t][c] ? taps[t][c] : acc[c];
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define POOL_AVX512 1
+/* The same selection 64 channels at a time in four registers (a lane takes
+ * the tap's value when it is greater or NaN); the rest by max_taps_c. */
+__attribute__((target("avx512f"))) static void max_taps_avx512(const float *const *taps, int nt, int64_t ch,
+                                                               float *acc) {
+  int64_t c0 = 0;
+  for (; c0 + 64 <= ch; c0 += 64) {
+    __m512 a[4];
+    for (int q = 0; q < 4; q++) a[q] = _mm512_set1_ps(-INFINITY);
+    for (int t = 0; t < nt; t++)
+      for (int q = 0; q < 4; q++) {
+        __m512 v = _mm512_loadu_ps(taps[t] + c0 + 16 * q);
+        __mmask16 k = _mm512_cmp_ps_mask(v, a[q], _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        a[q] = _mm512_mask_mov_ps(a[q], k, v);
+      }
+    for (int q = 0; q < 4; q++) _mm512_storeu_ps(acc + c0 + 16 * q, a[q]);
+  }
+  if (c0 < ch) {
+    const float *rest[256];
+    for (int t = 0; t < nt; t++) rest[t] = taps[t] + c0;
+    max_taps_c(rest, nt, ch - c0, acc + c0);
+  }
+}
+#endif
+
+static void max_taps(const float *const *taps, int nt, int64_t ch, float *acc) {
+#ifdef POOL_AVX512
+  static int state = -1; /* -1 unknown; every thread finds the same answer */
+  int ok = __atomic_load_n(&state, __ATOMIC_RELAXED);
+  if (ok < 0) {
+    __builtin_cpu_init();
+    ok = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    __atomic_store_n(&state, ok, __ATOMIC_RELAXED);
+  }
+  if (ok) {
+    max_taps_avx512(taps, nt, ch, acc);
+    return;
+  }
+#endif
+  max_taps_c(taps, nt, ch, acc);
+}
+
 static void max_nhwc(const pgeom *g, int64_t n, int64_t ch, const float *src, float *dst) {
+  const float *taps[256];
   for (int64_t b = 0; b < n; b++)
     for (int64_t oh = 0; oh < g->out[1]; oh++)
       for (int64_t ow = 0; ow < g->out[2]; ow++) {
         float *acc = dst + ((b * g->out[1] + oh) * g->out[2] + ow) * ch;
-        for (int64_t c = 0; c < ch; c++) acc[c] = -INFINITY;
+        int nt = 0;
         for (int64_t kh = 0; kh < g->k[1]; kh++) {
           int64_t h = oh * g->s[1] + kh - g->pb[1];
           if (h < 0 || h >= g->in[1]) continue;
           for (int64_t kw = 0; kw < g->k[2]; kw++) {
             int64_t w = ow * g->s[2] + kw - g->pb[2];
             if (w < 0 || w >= g->in[2]) continue;
-            const float *v = src + ((b * g->in[1] + h) * g->in[2] + w) * ch;
-            for (int64_t c = 0; c < ch; c++) acc[c] = v[c] > acc[c] || v[c] != v[c] ? v[c] : acc[c];
+            taps[nt++] = src + ((b * g->in[1] + h) * g->in[2] + w) * ch;
+            if (nt == 256) { /* a kernel of more than 256 taps: fold them in groups */
+              max_taps(taps, nt, ch, acc);
+              taps[0] = acc, nt = 1;
+            }
           }
         }
+        if (nt) max_taps(taps, nt, ch, acc);
+        else
+          for (int64_t c = 0; c < ch; c++) acc[c] = -INFINITY;
       }
 }
 
@@ -170,14 +230,16 @@ static mil_status run_pool(interp_run *r, mil_infer_ctx *c, pool_kind kind) {
   float *tx;
   const float *xf = interp_f32(r, x, &tx);
   interp_fout o;
-  float *out = xf ? interp_fout_begin(r, c, 0, &o) : NULL;
+  bool nhwc = kind == P_MAX && rank == 4 && (r->nhwc & INTERP_NHWC_OUT);
+  /* max_nhwc writes every output element: no zeroed buffer */
+  float *out = xf ? (nhwc ? interp_fout_begin_uninit(r, c, 0, &o) : interp_fout_begin(r, c, 0, &o)) : NULL;
   if (!out) {
     free(tx);
     return interp_nomem(c);
   }
   int64_t planes = xs[0] * xs[1], ip = g.in[0] * g.in[1] * g.in[2], opl = g.out[0] * g.out[1] * g.out[2];
   bool rows = kind == P_MAX && g.in[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 && g.out[0] == 1 && g.k[2] <= 64;
-  if (kind == P_MAX && rank == 4 && (r->nhwc & INTERP_NHWC_OUT)) planes = 0, max_nhwc(&g, xs[0], xs[1], xf, out);
+  if (nhwc) planes = 0, max_nhwc(&g, xs[0], xs[1], xf, out);
   for (int64_t p = 0; p < planes; p++) {
     if (rows) max_plane_2d(&g, xf + p * ip, out + p * opl);
     else pool_plane(kind, exclude, &g, xf + p * ip, out + p * opl);

@@ -226,6 +226,67 @@ static void test_reductions_bit_equal(void **state) {
   }
 }
 
+/* x (1, PC, PH, PH) -> depthwise conv 1x1 (weights 1: the identity, no
+ * channel mixing, so a NaN stays in its channel) -> max_pool 3x3 (stride
+ * 1, pad 1) -> the same conv: the pool walks NHWC pixels, 64 channels at a
+ * time in vector registers and the last 8 apart; with NaN inputs, its bits
+ * equal the NCHW run's (NaN where it has NaN). */
+#define PC 72
+#define PH 9
+static float eye_pc(int i) {
+  (void)i;
+  return 1.0f;
+}
+static void pool_run(const char *env, float *out) {
+  if (env) setenv(env, "1", 1);
+  text_buf b = {malloc(1 << 20), 0, 1 << 20};
+  assert_non_null(b.s);
+  text_put(&b, "main[CoreML6](%%x: (1, %d, %d, %d, fp32)(Tensor)) {\n  block0() {\n", PC, PH, PH);
+  text_put_weight(&b, "fp32", "w", PC, 1, 1, 0, eye_pc);
+  const char *conv = "conv(x=%%%s, weight=%%w, strides=[1, 1], pad_type=\"valid\", dilations=[1, 1], groups=72, "
+                     "name=\"%s\")\n";
+  char line[256];
+  snprintf(line, sizeof line, conv, "x", "c1");
+  text_put(&b, "    %%c1: (1, %d, %d, %d, fp32)(Tensor) = %s", PC, PH, PH, line);
+  text_put(&b, "    %%p: (1, %d, %d, %d, fp32)(Tensor) = max_pool(x=%%c1, kernel_sizes=[3, 3], strides=[1, 1], "
+               "pad_type=\"custom\", pad=[1, 1, 1, 1], ceil_mode=False, name=\"p\")\n", PC, PH, PH);
+  snprintf(line, sizeof line, conv, "p", "c2");
+  text_put(&b, "    %%c2: (1, %d, %d, %d, fp32)(Tensor) = %s", PC, PH, PH, line);
+  text_put(&b, "  } -> (%%c2)\n}\n");
+  mil_program *p = ifix_parse(b.s, "pool.mil");
+  free(b.s);
+  static float x[PC * PH * PH];
+  for (int i = 0; i < PC * PH * PH; i++) x[i] = xval(i * 7 + 3) * (1.0f + (float)(i % 11) / 32.0f);
+  x[5 * PH * PH + 4] = NAN, x[70 * PH * PH + 40] = NAN, x[3] = NAN; /* channels 5, 70 (the tail), 0: edge, middle, edge pixels */
+  int64_t shape[4] = {1, PC, PH, PH};
+  mil_tensor t = {MIL_DT_FP32, 4, shape, x, sizeof x, PC * PH * PH};
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_interp *ip = NULL;
+  assert_int_equal(mil_interp_new(p, NULL, &ip, &d), MIL_OK);
+  assert_int_equal(mil_interp_set_input(ip, "x", &t, &d), MIL_OK);
+  if (mil_interp_run(ip, NULL, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
+  memcpy(out, mil_interp_output_at(ip, 0)->data, sizeof x);
+  mil_interp_free(ip);
+  mil_diag_clear(&d);
+  mil_program_free(p);
+  if (env) unsetenv(env);
+}
+
+static void test_max_pool_bit_equal(void **state) {
+  (void)state;
+  static float got[PC * PH * PH], want[PC * PH * PH];
+  pool_run(NULL, got);
+  pool_run("MIL_INTERP_NO_NHWC", want);
+  int nans = 0;
+  for (int i = 0; i < PC * PH * PH; i++) {
+    if (isnan(want[i])) nans++;
+    if (isnan(got[i]) != isnan(want[i]) || (!isnan(want[i]) && memcmp(&got[i], &want[i], sizeof got[i]) != 0))
+      fail_msg("max_pool[%d] = %g, want %g", i, (double)got[i], (double)want[i]);
+  }
+  if (nans != 6 + 9 + 6) fail_msg("%d NaN outputs, want 21", nans); /* each NaN reaches the pool outputs around it, in its channel */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_region_equals_nchw),
@@ -233,6 +294,7 @@ int main(void) {
       cmocka_unit_test(test_region_in_bands),
       cmocka_unit_test(test_value_leaving_the_region),
       cmocka_unit_test(test_reductions_bit_equal),
+      cmocka_unit_test(test_max_pool_bit_equal),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
