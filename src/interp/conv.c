@@ -150,8 +150,7 @@ __attribute__((target("avx2,fma"))) static void dw_row_avx2(float *drow, const f
 
 static dw_row_fn dw_row_pick(void) {
 #ifdef DW_HAVE_AVX2
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return dw_row_avx2;
+  if (interp_cpu(INTERP_CPU_AVX2_FMA)) return dw_row_avx2;
 #endif
   return dw_row_c;
 }
@@ -286,16 +285,7 @@ __attribute__((target("avx2,fma"))) static void dw2d_avx2(const float *x, const 
   }
 }
 
-static bool dw2d_cpu(void) {
-  static int ok_state = -1; /* -1 unknown; every thread finds the same answer (atomic: no data race) */
-  int ok = __atomic_load_n(&ok_state, __ATOMIC_RELAXED);
-  if (ok < 0) {
-    __builtin_cpu_init();
-    ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    __atomic_store_n(&ok_state, ok, __ATOMIC_RELAXED);
-  }
-  return ok;
-}
+static bool dw2d_cpu(void) { return interp_cpu(INTERP_CPU_AVX2_FMA); }
 #endif
 
 typedef struct conv_args {

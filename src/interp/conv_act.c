@@ -43,14 +43,7 @@ __attribute__((target("avx"))) static int64_t hswish_avx(float *v, int64_t n, fl
 
 static void finish_hswish(float *out, int64_t n, float a, float b) {
 #ifdef HS_AVX
-  static int avx_state = -1; /* -1 unknown; every thread finds the same answer (atomic: no data race) */
-  int avx = __atomic_load_n(&avx_state, __ATOMIC_RELAXED);
-  if (avx < 0) {
-    __builtin_cpu_init();
-    avx = __builtin_cpu_supports("avx") ? 1 : 0;
-    __atomic_store_n(&avx_state, avx, __ATOMIC_RELAXED);
-  }
-  if (avx) {
+  if (interp_cpu(INTERP_CPU_AVX)) {
     int64_t done = hswish_avx(out, n, a, b);
     out += done, n -= done;
   }
@@ -101,14 +94,7 @@ static void finish_hswish_fp16(float *out, int64_t n, float a, float b) {
   a = mil_fp16_to_fp32(mil_fp32_to_fp16(a));
   b = mil_fp16_to_fp32(mil_fp32_to_fp16(b));
 #ifdef HS_AVX
-  static int avx512_state = -1; /* as in finish_hswish */
-  int avx512 = __atomic_load_n(&avx512_state, __ATOMIC_RELAXED);
-  if (avx512 < 0) {
-    __builtin_cpu_init();
-    avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
-    __atomic_store_n(&avx512_state, avx512, __ATOMIC_RELAXED);
-  }
-  while (avx512 && n >= 16) { /* vector groups up to a non-finite one, which the scalar code takes */
+  while (interp_cpu(INTERP_CPU_AVX512F) && n >= 16) { /* vector groups up to a non-finite one, which the scalar code takes */
     int64_t done = hswish_fp16_avx512(out, n, a, b);
     out += done, n -= done;
     if (n >= 16) {

@@ -254,6 +254,13 @@ INTERP_HIDDEN bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_
 INTERP_HIDDEN bool interp_conv_dnnl_bands(int64_t n, int64_t cin, int64_t cout, const int64_t in[3],
                                           const int64_t outsz[3], const int64_t k[3]);
 
+/* ---- util.c: the CPU ---- */
+/* Instruction sets the vector kernels may use (x86, with gcc or clang:
+ * __builtin_cpu_supports, checked once; elsewhere none). */
+enum { INTERP_CPU_AVX = 1, INTERP_CPU_AVX2_FMA = 2, INTERP_CPU_AVX512F = 4 };
+/* Whether this CPU has every set of `features` (INTERP_CPU_* bits). */
+INTERP_HIDDEN bool interp_cpu(int features);
+
 /* ---- conv_act.c ---- */
 /* Applies r->fuse's activation (when set) in place to the n floats of a
  * conv's fp32 output, unless post_op (oneDNN applied a relu / clip

@@ -176,14 +176,7 @@ __attribute__((target("avx512f"))) static void max_taps_avx512(const float *cons
 
 static void max_taps(const float *const *taps, int nt, int64_t ch, float *acc) {
 #ifdef POOL_AVX512
-  static int state = -1; /* -1 unknown; every thread finds the same answer */
-  int ok = __atomic_load_n(&state, __ATOMIC_RELAXED);
-  if (ok < 0) {
-    __builtin_cpu_init();
-    ok = __builtin_cpu_supports("avx512f") ? 1 : 0;
-    __atomic_store_n(&state, ok, __ATOMIC_RELAXED);
-  }
-  if (ok) {
+  if (interp_cpu(INTERP_CPU_AVX512F)) {
     max_taps_avx512(taps, nt, ch, acc);
     return;
   }

@@ -237,3 +237,19 @@ mil_value *interp_view(interp_run *r, const mil_type *t, const mil_value *src) {
   v->storage = MIL_STORE_VIEW;
   return v;
 }
+
+bool interp_cpu(int features) {
+  static int known = -1; /* the INTERP_CPU_* bits, once found (atomic: every thread finds the same) */
+  int have = __atomic_load_n(&known, __ATOMIC_RELAXED);
+  if (have < 0) {
+    have = 0;
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx")) have |= INTERP_CPU_AVX;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) have |= INTERP_CPU_AVX2_FMA;
+    if (__builtin_cpu_supports("avx512f")) have |= INTERP_CPU_AVX512F;
+#endif
+    __atomic_store_n(&known, have, __ATOMIC_RELAXED);
+  }
+  return (have & features) == features;
+}

@@ -157,6 +157,25 @@ static void test_value_leaving_the_region(void **state) {
   check("fp16", true, NULL);
 }
 
+/* Runs p once on x (input "x") in a fresh interpreter and widens its first
+ * n outputs (numel each) into out[k]. */
+static void run_once(mil_program *p, const mil_tensor *x, int n, float *const *out, int64_t numel) {
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_interp *ip = NULL;
+  assert_int_equal(mil_interp_new(p, NULL, &ip, &d), MIL_OK);
+  assert_int_equal(mil_interp_set_input(ip, "x", x, &d), MIL_OK);
+  if (mil_interp_run(ip, NULL, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
+  for (int k = 0; k < n; k++) {
+    const mil_tensor *o = mil_interp_output_at(ip, k);
+    assert_int_equal(o->numel, numel);
+    if (o->dtype == MIL_DT_FP16) mil_fp16_to_fp32_array(o->data, out[k], (size_t)numel);
+    else memcpy(out[k], o->data, (size_t)numel * sizeof(float));
+  }
+  mil_interp_free(ip);
+  mil_diag_clear(&d);
+}
+
 /* x (1, C, RH, RH) -> conv 1x1 (the identity: its output is x, exactly, in
  * any summation order) -> reduce_mean and reduce_sum over H and W (the
  * outputs): the conv writes NHWC and the reductions walk it a pixel at a
@@ -193,20 +212,8 @@ static void reduce_run(const char *T, const char *env, float out[2][C]) {
   int64_t shape[4] = {1, C, RH, RH};
   mil_tensor t = {h ? MIL_DT_FP16 : MIL_DT_FP32, 4, shape, h ? (const void *)xh : (const void *)x,
                   (size_t)(C * RH * RH) * (h ? 2 : 4), C * RH * RH};
-  mil_diag d;
-  mil_diag_init(&d);
-  mil_interp *ip = NULL;
-  assert_int_equal(mil_interp_new(p, NULL, &ip, &d), MIL_OK);
-  assert_int_equal(mil_interp_set_input(ip, "x", &t, &d), MIL_OK);
-  if (mil_interp_run(ip, NULL, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
-  for (int k = 0; k < 2; k++) {
-    const mil_tensor *o = mil_interp_output_at(ip, k);
-    assert_int_equal(o->numel, C);
-    if (h) mil_fp16_to_fp32_array(o->data, out[k], C);
-    else memcpy(out[k], o->data, sizeof out[k]);
-  }
-  mil_interp_free(ip);
-  mil_diag_clear(&d);
+  float *outs[2] = {out[0], out[1]};
+  run_once(p, &t, 2, outs, C);
   mil_program_free(p);
   if (env) unsetenv(env);
 }
@@ -260,15 +267,7 @@ static void pool_run(const char *env, float *out) {
   x[5 * PH * PH + 4] = NAN, x[70 * PH * PH + 40] = NAN, x[3] = NAN; /* channels 5, 70 (the tail), 0: edge, middle, edge pixels */
   int64_t shape[4] = {1, PC, PH, PH};
   mil_tensor t = {MIL_DT_FP32, 4, shape, x, sizeof x, PC * PH * PH};
-  mil_diag d;
-  mil_diag_init(&d);
-  mil_interp *ip = NULL;
-  assert_int_equal(mil_interp_new(p, NULL, &ip, &d), MIL_OK);
-  assert_int_equal(mil_interp_set_input(ip, "x", &t, &d), MIL_OK);
-  if (mil_interp_run(ip, NULL, &d) != MIL_OK) fail_msg("%s", mil_diag_first_error(&d));
-  memcpy(out, mil_interp_output_at(ip, 0)->data, sizeof x);
-  mil_interp_free(ip);
-  mil_diag_clear(&d);
+  run_once(p, &t, 1, &out, PC * PH * PH);
   mil_program_free(p);
   if (env) unsetenv(env);
 }
