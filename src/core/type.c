@@ -106,21 +106,22 @@ static const char *dims_product(int32_t rank, const mil_dim *dims, char *buf, si
 
 bool mil_tensor_size_ok(mil_dtype dt, int32_t rank, const mil_dim *dims, char *why, size_t n) {
   if (rank <= 0 || !dims) return true;
-  /* the count is tracked as a power-of-two bound as well, to name how far
-   * over int64 an overflowing product goes */
   int64_t count = 1;
   bool over = false;
-  double log2n = 0;
   for (int32_t i = 0; i < rank; i++) {
     int64_t s = dims[i].size;
     if (s < 0) continue; /* unknown or symbolic */
     if (s == 0) return true; /* no elements */
-    log2n += log2((double)s);
     if (!over && count > INT64_MAX / s) over = true;
     if (!over) count *= s;
   }
   char pb[160];
   if (over || count > MIL_TENSOR_MAX_ELEMENTS) {
+    /* the count as a power of two, to name how far over int64 an
+     * overflowing product goes */
+    double log2n = 0;
+    for (int32_t i = 0; i < rank; i++)
+      if (dims[i].size > 0) log2n += log2((double)dims[i].size);
     size_why(why, n, "%s = about 2^%.0f elements, more than the maximum 2^48 (MIL_TENSOR_MAX_ELEMENTS)%s",
              dims_product(rank, dims, pb, sizeof pb), log2n, over ? " and more than int64 holds" : "");
     return false;
