@@ -86,8 +86,9 @@ size_t io_lex_name(io_lex *L, const char **s) {
 }
 
 /* A name: printable ASCII other than the punctuation of the syntax, and
- * valid UTF-8 (the printer escapes anything else, so a name with an
- * invalid byte could not be printed and read back: it ends the name). */
+ * valid UTF-8 other than the C1 controls U+0080..U+009F (the printer
+ * escapes anything else, mil_escape, so a name with such a byte could not
+ * be printed and read back: it ends the name). */
 size_t io_lex_name_here(io_lex *L, const char **s) {
   const char *p = L->p;
   while (p < L->end && io_name_byte((unsigned char)*p)) {
@@ -96,7 +97,7 @@ size_t io_lex_name_here(io_lex *L, const char **s) {
       continue;
     }
     size_t n = io_utf8_len((const unsigned char *)p, (const unsigned char *)L->end);
-    if (!n) break;
+    if (!n || (n == 2 && (unsigned char)p[0] == 0xc2 && (unsigned char)p[1] < 0xa0)) break;
     p += n;
   }
   *s = L->p;

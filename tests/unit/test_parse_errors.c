@@ -150,6 +150,14 @@ static void test_names(void **state) {
                "      } -> (%t)\n" TAIL,
                "t.mil:8:13: %t is not visible here: it is defined at line 5 inside a block that does not enclose "
                "this use");
+  /* a C1 control (U+008B) ends a name: the printer escapes it, so such a
+   * name could not be printed and read back (found by fuzz_text_parse) */
+  expect_error("main[CoreML7](%x: (2,fp32)(Tensor), %p: (bool)(Scalar)) {\n  block0() {\n"
+               "    %y: (2,fp32)(Tensor) = cond(pred=%p, name=\"c\")\n"
+               "      cond\xc2\x8brue() {\n",
+               "t.mil:4:11: expected '(' after the block name, found byte 0xc2");
+  expect_error(HEAD "    %a\xc2\x85" "b: (2,fp32)(Tensor) = relu(x=%x, name=\"a\")\n" TAIL,
+               "t.mil:3:7: expected ':' after the variable name, found byte 0xc2");
   /* an op cannot read its own output */
   expect_error(HEAD "    %r: (2,fp32)(Tensor) = relu(x=%r, name=\"r\")\n" TAIL,
                "t.mil:3:35: %r is used before its definition (at line 3): an op cannot read its own outputs");
