@@ -202,17 +202,10 @@ static void observe(interp_run *r, const mil_op *op) {
 
 /* The activation op whose conv applied it already: its output is the
  * conv's output value (same type), bound without computing. */
-/* The var bound to input `name` of op, or NULL. */
-static const mil_var *input_var(const mil_op *op, const char *name) {
-  for (int32_t i = 0; i < op->n_inputs; i++)
-    if (strcmp(op->inputs[i].name, name) == 0 && op->inputs[i].n_args == 1) return op->inputs[i].args[0].use.var;
-  return NULL;
-}
-
 /* An op whose result its conv computed (fuse.c): its output is the value
  * of its input from the conv (x, or an add's y when fe->take_y). */
 static mil_status take_fused(interp_run *r, mil_op *op, const interp_fuse_ent *fe) {
-  const mil_var *x = input_var(op, fe->take_y ? "y" : "x");
+  const mil_var *x = interp_input_var(op, fe->take_y ? "y" : "x");
   if (!x || !x->val || op->n_outputs != 1)
     return mil_diag_error(r->d, MIL_ERR_INVALID, "function '%s': op '%s' (%s): its fused input has no value",
                           r->fn->name, op->name, op->type);
@@ -227,7 +220,7 @@ static mil_status take_fused(interp_run *r, mil_op *op, const interp_fuse_ent *f
 static const mil_value *skip_of(const mil_op *op, const interp_fuse_ent *fe, int32_t index) {
   const mil_op *add = op;
   for (int32_t i = index; add && i < fe->partner; i++) add = add->next;
-  const mil_var *v = add ? input_var(add, fe->take_y ? "x" : "y") : NULL;
+  const mil_var *v = add ? interp_input_var(add, fe->take_y ? "x" : "y") : NULL;
   const mil_type *t = op->outputs[0]->type;
   if (!v || !v->val || v->val->kind != MIL_VAL_TENSOR || !v->val->type || !t || !mil_value_data(v->val) ||
       v->val->type->dtype != t->dtype || v->val->numel != mil_type_numel(t))

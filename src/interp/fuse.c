@@ -75,17 +75,10 @@ static bool const_param(const mil_op *op, const char *name, float dflt, float *o
   return true;
 }
 
-/* The var bound to input `name` of op, or NULL. */
-static const mil_var *input_var(const mil_op *op, const char *name) {
-  for (int32_t i = 0; i < op->n_inputs; i++)
-    if (strcmp(op->inputs[i].name, name) == 0 && op->inputs[i].n_args == 1) return op->inputs[i].args[0].use.var;
-  return NULL;
-}
-
 /* Whether act (the only reader of conv's output v) can run as conv's
  * post-op; fills kind and bounds. */
 static bool fusable(const mil_op *act, const mil_var *v, interp_fuse_ent *e) {
-  if (act->n_outputs != 1 || act->n_blocks || input_var(act, "x") != v) return false;
+  if (act->n_outputs != 1 || act->n_blocks || interp_input_var(act, "x") != v) return false;
   float lo = 0, hi = 0;
   if (strcmp(act->type, "relu") == 0) {
     e->kind = INTERP_FUSE_RELU;
@@ -123,8 +116,8 @@ static bool silu_pair(const mil_var *v, const mil_block *b, const char *gate, co
     if (strcmp(u->op->type, gate) == 0) s = u->op;
     else if (strcmp(u->op->type, "mul") == 0) m = u->op;
   }
-  if (!s || !m || s->n_outputs != 1 || m->n_outputs != 1 || input_var(s, "x") != v) return false;
-  const mil_var *so = s->outputs[0], *mx = input_var(m, "x"), *my = input_var(m, "y");
+  if (!s || !m || s->n_outputs != 1 || m->n_outputs != 1 || interp_input_var(s, "x") != v) return false;
+  const mil_var *so = s->outputs[0], *mx = interp_input_var(m, "x"), *my = interp_input_var(m, "y");
   if (so->n_uses != 1 || so->uses->op != m || !((mx == v && my == so) || (mx == so && my == v))) return false;
   if (!m->outputs[0]->type || !v->type || !mil_type_equal(m->outputs[0]->type, v->type)) return false;
   *sig = s, *mul = m;
@@ -142,7 +135,7 @@ static bool residual(const mil_op *conv, const mil_var *v, const mil_block *b, i
   if (!u || u->next_use || v->n_uses != 1 || !u->op || u->block || u->op->block != b || strcmp(u->op->type, "add") != 0)
     return false;
   const mil_op *a = u->op;
-  const mil_var *x = input_var(a, "x"), *y = input_var(a, "y");
+  const mil_var *x = interp_input_var(a, "x"), *y = interp_input_var(a, "y");
   if (a->n_outputs != 1 || a->n_blocks || !x || !y || (x == v) == (y == v)) return false;
   const mil_var *o = x == v ? y : x;
   if (!o->type || !v->type || !mil_type_equal(o->type, v->type) || !mil_type_is_static(v->type) ||
@@ -237,10 +230,10 @@ static bool operand_ok(const mil_op *op, const char *name, const mil_var **var) 
  * and 3 (its result, [N, C] or [N, C, 1, 1], reads the same in either
  * order; the kernel walks an NHWC x by strides). */
 static bool spatial_reduce(const mil_op *op, const mil_var *v) {
-  if ((strcmp(op->type, "reduce_mean") != 0 && strcmp(op->type, "reduce_sum") != 0) || input_var(op, "x") != v ||
-      input_var(op, "axes") == v)
+  if ((strcmp(op->type, "reduce_mean") != 0 && strcmp(op->type, "reduce_sum") != 0) || interp_input_var(op, "x") != v ||
+      interp_input_var(op, "axes") == v)
     return false;
-  const mil_var *ax = input_var(op, "axes");
+  const mil_var *ax = interp_input_var(op, "axes");
   const mil_value *av = NULL;
   for (int32_t i = 0; i < op->n_inputs; i++)
     if (strcmp(op->inputs[i].name, "axes") == 0 && op->inputs[i].n_args == 1)
@@ -256,7 +249,7 @@ static bool spatial_reduce(const mil_op *op, const mil_var *v) {
  * them so when flagged). */
 static bool moves(const mil_op *op) {
   if (strcmp(op->type, "max_pool") == 0) {
-    const mil_var *x = input_var(op, "x");
+    const mil_var *x = interp_input_var(op, "x");
     return x && x->type && x->type->rank == 4;
   }
   if (strcmp(op->type, "concat") != 0) return false;
@@ -350,8 +343,8 @@ static void chain(interp_fuse_plan *fp, const mil_block *b) {
       for (const mil_use *u = op->outputs[0]->uses; u && ok; u = u->next_use) { /* its readers */
         int32_t j = u->op && !u->block && u->op->block == b ? producer(ops, n, u->op->n_outputs ? u->op->outputs[0] : NULL) : -1;
         bool here = u->op && !u->block && u->op->block == b;
-        bool reader_conv = here && strcmp(u->op->type, "conv") == 0 && input_var(u->op, "x") == op->outputs[0] &&
-                           input_var(u->op, "weight") != op->outputs[0] && input_var(u->op, "bias") != op->outputs[0];
+        bool reader_conv = here && strcmp(u->op->type, "conv") == 0 && interp_input_var(u->op, "x") == op->outputs[0] &&
+                           interp_input_var(u->op, "weight") != op->outputs[0] && interp_input_var(u->op, "bias") != op->outputs[0];
         ok = reader_conv || (here && spatial_reduce(u->op, op->outputs[0])) ||
              (j >= 0 && in[j] && strcmp(u->op->type, "conv") != 0 && region_input(u->op, op->outputs[0]));
       }
@@ -360,10 +353,10 @@ static void chain(interp_fuse_plan *fp, const mil_block *b) {
   }
   i = 0;
   for (const mil_op *op = b->first; op; op = op->next, i++) {
-    int32_t p = producer(ops, n, input_var(op, "x"));
+    int32_t p = producer(ops, n, interp_input_var(op, "x"));
     bool reads = p >= 0 && in[p];
     if (in[i]) fp->nhwc[i] |= INTERP_NHWC_OUT; /* a conv or elementwise op of a region */
-    if (reads && (strcmp(op->type, "conv") == 0 || spatial_reduce(op, input_var(op, "x")))) fp->nhwc[i] |= INTERP_NHWC_IN;
+    if (reads && (strcmp(op->type, "conv") == 0 || spatial_reduce(op, interp_input_var(op, "x")))) fp->nhwc[i] |= INTERP_NHWC_IN;
   }
   free(ops), free(in);
 }

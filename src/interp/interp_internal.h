@@ -254,6 +254,10 @@ INTERP_HIDDEN bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_
 INTERP_HIDDEN bool interp_conv_dnnl_bands(int64_t n, int64_t cin, int64_t cout, const int64_t in[3],
                                           const int64_t outsz[3], const int64_t k[3]);
 
+/* ---- util.c: ops ---- */
+/* The var bound to input `name` of op (one argument), or NULL. */
+INTERP_HIDDEN const mil_var *interp_input_var(const mil_op *op, const char *name);
+
 /* ---- util.c: the CPU ---- */
 /* Instruction sets the vector kernels may use (x86, with gcc or clang:
  * __builtin_cpu_supports, checked once; elsewhere none). */

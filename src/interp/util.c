@@ -253,3 +253,9 @@ bool interp_cpu(int features) {
   }
   return (have & features) == features;
 }
+
+const mil_var *interp_input_var(const mil_op *op, const char *name) {
+  for (int32_t i = 0; i < op->n_inputs; i++)
+    if (strcmp(op->inputs[i].name, name) == 0 && op->inputs[i].n_args == 1) return op->inputs[i].args[0].use.var;
+  return NULL;
+}
