@@ -365,9 +365,7 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static const vm_table *table(int body) {
   if (body == INTERP_VM_PORTABLE) return &k_portable;
 #ifdef VM_X86
-  __builtin_cpu_init();
-  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
+  bool avx2 = interp_cpu(INTERP_CPU_AVX2_FMA), avx512 = avx2 && interp_cpu(INTERP_CPU_AVX512F);
   if (body == INTERP_VM_AVX512 || (body == INTERP_VM_AUTO && avx512)) return avx512 ? &k_avx512 : NULL;
   if (body == INTERP_VM_AVX2 || body == INTERP_VM_AUTO) return avx2 ? &k_avx2 : body == INTERP_VM_AUTO ? &k_portable : NULL;
   return NULL;
