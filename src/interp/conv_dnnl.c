@@ -253,14 +253,21 @@ static double band_min_bytes(void) {
   return (e && *e ? atof(e) : 4.0) * 1024 * 1024;
 }
 
+/* Whether k's input or output exceeds band_min_bytes. */
+static bool large(const conv_key *k) {
+  double in_b = 4.0 * (double)k->n * (double)(k->cin * k->in[0] * k->in[1]);
+  double out_b = 4.0 * (double)k->n * (double)(k->cout * k->out[0] * k->out[1]);
+  return (in_b > out_b ? in_b : out_b) > band_min_bytes();
+}
+
 bool interp_conv_dnnl_bands(int64_t n, int64_t cin, int64_t cout, const int64_t in[3], const int64_t outsz[3],
                             const int64_t k[3]) {
-  conv_key spatial; /* the kernel's size is all use_blocked reads of an NCHW conv */
-  memset(&spatial, 0, sizeof spatial);
-  spatial.k[0] = k[1], spatial.k[1] = k[2];
-  int64_t in_px = cin * in[1] * in[2], out_px = cout * outsz[1] * outsz[2];
-  return use_blocked(&spatial) && !getenv("MIL_INTERP_NO_DNNL_CONV") && in[0] == 1 && outsz[0] == 1 && k[0] == 1 &&
-         4.0 * (double)n * (double)(in_px > out_px ? in_px : out_px) > band_min_bytes();
+  conv_key key; /* an NCHW conv: use_blocked reads the kernel's size */
+  memset(&key, 0, sizeof key);
+  key.n = n, key.cin = cin, key.cout = cout;
+  key.in[0] = in[1], key.in[1] = in[2], key.out[0] = outsz[1], key.out[1] = outsz[2], key.k[0] = k[1], key.k[1] = k[2];
+  return use_blocked(&key) && !getenv("MIL_INTERP_NO_DNNL_CONV") && in[0] == 1 && outsz[0] == 1 && k[0] == 1 &&
+         large(&key);
 }
 
 /* A conv run band by band of output rows: each band reads the input rows
@@ -337,11 +344,9 @@ static bool conv_banded(interp_run *r, const conv_key *whole, const float *x, co
  * with an fp16 operand or a fused activation (applied, and the fp16 result
  * rounded, while each band is in the cache) or a large one. */
 static bool banded(const conv_key *k, bool fp16, const interp_run *r) {
-  if (!k->nhwc) return interp_conv_dnnl_bands(k->n, k->cin, k->cout, (int64_t[3]){1, k->in[0], k->in[1]},
-                                              (int64_t[3]){1, k->out[0], k->out[1]}, (int64_t[3]){1, k->k[0], k->k[1]});
+  if (!k->nhwc) return use_blocked(k) && large(k); /* interp_conv_dnnl_bands' rule (its other checks done) */
   if (k->n != 1 || getenv("MIL_INTERP_NO_NHWC_BANDS")) return false;
-  double in_b = 4.0 * (double)(k->cin * k->in[0] * k->in[1]), out_b = 4.0 * (double)(k->cout * k->out[0] * k->out[1]);
-  return fp16 || r->fuse || (in_b > out_b ? in_b : out_b) > band_min_bytes();
+  return fp16 || r->fuse || large(k);
 }
 
 bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const float *w, const float *bias, float *out,
