@@ -143,6 +143,7 @@ static void clamp(float *out, int64_t n, float lo, float hi) {
  * rounding). */
 static void finish_add(float *out, int64_t n, const interp_fuse_ent *e, const mil_value *skip, int64_t off) {
   float t[1024];
+  float lo = e->post == INTERP_FUSE_RELU ? 0.0f : e->lo, hi = e->post == INTERP_FUSE_RELU ? INFINITY : e->hi;
   for (int64_t i0 = 0; i0 < n; i0 += 1024) {
     size_t m = (size_t)(n - i0 < 1024 ? n - i0 : 1024);
     float *v = out + i0;
@@ -155,9 +156,8 @@ static void finish_add(float *out, int64_t n, const interp_fuse_ent *e, const mi
       y = (const float *)mil_value_data(skip) + off + i0;
     }
     for (size_t i = 0; i < m; i++) v[i] = v[i] + y[i];
+    if (e->post != INTERP_FUSE_NONE) clamp(v, (int64_t)m, lo, hi); /* while the chunk is in the cache */
   }
-  if (e->post != INTERP_FUSE_NONE)
-    clamp(out, n, e->post == INTERP_FUSE_RELU ? 0.0f : e->lo, e->post == INTERP_FUSE_RELU ? INFINITY : e->hi);
 }
 
 bool interp_conv_act(interp_run *r, bool post_op, float *out, int64_t n, int64_t off) {
