@@ -134,10 +134,6 @@ static void max_plane_2d(const pgeom *g, const float *src, float *dst) {
   }
 }
 
-/* max_pool of a conv chain's NHWC region (fuse.c): x and the result
- * [N, H, W, C]; each output folds its window in the order of the other
- * kernels (rows, then columns; padding never counts), all channels of a
- * pixel at once. */
 /* One output pixel of max_nhwc: the maximum over its taps (the pointers
  * to their first channels) of ch channels (a NaN tap value wins, as in the
  * plain loops; a NaN maximum stays). */
@@ -184,6 +180,10 @@ static void max_taps(const float *const *taps, int nt, int64_t ch, float *acc) {
   max_taps_c(taps, nt, ch, acc);
 }
 
+/* max_pool of a conv chain's NHWC region (fuse.c): x and the result
+ * [N, H, W, C]; each output folds its window in the order of the other
+ * kernels (rows, then columns; padding never counts), all channels of a
+ * pixel at once. */
 static void max_nhwc(const pgeom *g, int64_t n, int64_t ch, const float *src, float *dst) {
   const float *taps[256];
   for (int64_t b = 0; b < n; b++)

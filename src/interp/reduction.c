@@ -9,8 +9,9 @@
  * the input's dtype for reduce_sum), divided by the count in double and
  * rounded to the output dtype (coremltools' numpy: a half-precision mean
  * accumulates in float32). Only the walk differs: a group is a contiguous
- * run of elements (or, for an NHWC x of a conv chain, every C-th one),
- * read without an index map or per-element dispatch. */
+ * run of elements read without an index map or per-element dispatch; for
+ * an NHWC x of a conv chain every C-th element, all C groups summed a
+ * pixel at a time. */
 #include <stdlib.h>
 #include <string.h>
 
