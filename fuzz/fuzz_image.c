@@ -1,6 +1,7 @@
 /* Fuzz target: the input bytes are a picture file (PNG, JPEG or anything)
  * for an image input (mil_image_read, with 3 and with 1 channels). A decoded
- * image must have a size within the reader's limits and its planes must be
+ * image must have a size within the reader's limits (1 MiB of pixels in
+ * fuzzing builds, src/io/image.c) and its planes must be
  * computable for an RGB and a BGR feature of that size. Any crash, hang,
  * sanitizer report or inconsistency is a bug. */
 #include <stdint.h>
