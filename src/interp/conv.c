@@ -344,16 +344,17 @@ static void nhwc_nchw(const float *src, float *dst, int64_t n, int64_t c, int64_
  * take it (the caller's paths then run). */
 static mil_status conv_fp16_banded(interp_run *r, mil_infer_ctx *c, const conv_args *a) {
   const geom *g = &a->g;
-  float *tw = NULL, *tb = NULL;
-  const float *wf = interp_f32(r, a->w, &tw), *bf = a->b ? interp_f32(r, a->b, &tb) : NULL;
+  float *tb = NULL;
+  /* the weight's fp32 bytes key the cached primitive: the stable ones */
+  const float *wf = interp_stable_f32(r, a->w), *bf = a->b ? interp_f32(r, a->b, &tb) : NULL;
   int64_t shape[MIL_INTERP_MAX_RANK];
   int32_t rank;
   mil_value *ov = NULL;
-  if (wf && !tw && (!a->b || (bf && !tb)) && interp_shape(c->out[0], shape, &rank))
+  if (wf && (!a->b || (bf && !tb)) && interp_shape(c->out[0], shape, &rank))
     ov = mil_value_new_tensor_uninit(r->prog, MIL_DT_FP16, rank, shape, false);
   bool ok = ov && interp_conv_dnnl(r, NULL, mil_value_data(a->x), wf, bf, NULL, mil_value_data_mut(ov), a->xs[0],
                                    a->xs[1], a->os[1], a->groups, g->in, g->out, g->k, g->s, g->d, g->pb);
-  free(tw), free(tb);
+  free(tb);
   if (!ok) return INTERP_DECLINE;
   c->val[0] = ov;
   return MIL_OK;
@@ -390,12 +391,14 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
 #ifdef DW_HAVE_AVX2
   dw2d = !lay && dw && dw2d_fits(g) && g->s[2] == 2 && g->out[2] >= 28 && dw2d_cpu() && !getenv("MIL_INTERP_DW_DNNL");
 #endif
-  bool try_dnnl = (!dw || (!dw2d && !getenv("MIL_INTERP_DW_DIRECT"))) && a.rank <= 4 && wf && !tw &&
-                  interp_cache_is_stable(r->cache, mil_value_data(a.w));
+  /* the weight's fp32 bytes key the cached primitive: the stable ones */
+  const float *wst = (!dw || (!dw2d && !getenv("MIL_INTERP_DW_DIRECT"))) && a.rank <= 4 && wf && !tw
+                         ? interp_stable_f32(r, a.w)
+                         : NULL;
   interp_fout o;
   float *out = xf && wf && (!a.b || bf) ? interp_fout_begin_uninit(r, c, 0, &o) : NULL;
-  if (out && try_dnnl &&
-      interp_conv_dnnl(r, xf, NULL, wf, bf, out, NULL, n, cin, cout, G, g->in, g->out, g->k, g->s, g->d, g->pb)) {
+  if (out && wst &&
+      interp_conv_dnnl(r, xf, NULL, wst, bf, out, NULL, n, cin, cout, G, g->in, g->out, g->k, g->s, g->d, g->pb)) {
     free(tx), free(tw), free(tb);
     c->val[0] = interp_fout_end(&o);
     return MIL_OK;

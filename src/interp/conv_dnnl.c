@@ -24,11 +24,18 @@
 #include <dnnl.h>
 #include <pthread.h>
 
+#include "interp/dnnl_util.h"
+
 static dnnl_engine_t g_engine;
 static pthread_once_t g_engine_once = PTHREAD_ONCE_INIT;
 
 static void engine_init(void) {
   if (dnnl_engine_create(&g_engine, dnnl_cpu, 0) != dnnl_success) g_engine = NULL;
+}
+
+dnnl_engine_t interp_dnnl_engine(void) {
+  pthread_once(&g_engine_once, engine_init);
+  return g_engine;
 }
 
 typedef struct conv_key {
@@ -60,30 +67,35 @@ static void prim_free(void *p) {
   free(cp);
 }
 
-/* Reorders the plain weight into cp->w (layout cp->w_md). */
-static bool reorder_weight(conv_prim *cp, const dnnl_memory_desc_t *plain, const float *w) {
+bool interp_dnnl_reorder(const dnnl_memory_desc_t *from_md, const void *from, const dnnl_memory_desc_t *to_md,
+                         void *to) {
+  dnnl_engine_t eng = interp_dnnl_engine();
   dnnl_primitive_desc_t rpd = NULL;
   dnnl_primitive_t rp = NULL;
   dnnl_memory_t m_in = NULL, m_out = NULL;
   dnnl_stream_t st = NULL;
-  bool ok = false;
-  size_t sz = dnnl_memory_desc_get_size(&cp->w_md);
-  cp->w = malloc(sz ? sz : 1);
-  if (!cp->w) return false;
-  if (dnnl_reorder_primitive_desc_create(&rpd, plain, g_engine, &cp->w_md, g_engine, NULL) != dnnl_success) goto done;
-  if (dnnl_primitive_create(&rp, rpd) != dnnl_success) goto done;
-  if (dnnl_memory_create(&m_in, plain, g_engine, (void *)w) != dnnl_success) goto done;
-  if (dnnl_memory_create(&m_out, &cp->w_md, g_engine, cp->w) != dnnl_success) goto done;
-  if (dnnl_stream_create(&st, g_engine, dnnl_stream_default_flags) != dnnl_success) goto done;
-  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m_in}, {DNNL_ARG_TO, m_out}};
-  ok = dnnl_primitive_execute(rp, st, 2, args) == dnnl_success && dnnl_stream_wait(st) == dnnl_success;
-done:
+  bool ok = eng && dnnl_reorder_primitive_desc_create(&rpd, from_md, eng, to_md, eng, NULL) == dnnl_success &&
+            dnnl_primitive_create(&rp, rpd) == dnnl_success &&
+            dnnl_memory_create(&m_in, from_md, eng, (void *)from) == dnnl_success &&
+            dnnl_memory_create(&m_out, to_md, eng, to) == dnnl_success &&
+            dnnl_stream_create(&st, eng, dnnl_stream_default_flags) == dnnl_success;
+  if (ok) {
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, m_in}, {DNNL_ARG_TO, m_out}};
+    ok = dnnl_primitive_execute(rp, st, 2, args) == dnnl_success && dnnl_stream_wait(st) == dnnl_success;
+  }
   if (st) dnnl_stream_destroy(st);
   if (m_in) dnnl_memory_destroy(m_in);
   if (m_out) dnnl_memory_destroy(m_out);
   if (rp) dnnl_primitive_destroy(rp);
   if (rpd) dnnl_primitive_desc_destroy(rpd);
   return ok;
+}
+
+/* Reorders the plain weight into cp->w (layout cp->w_md). */
+static bool reorder_weight(conv_prim *cp, const dnnl_memory_desc_t *plain, const float *w) {
+  size_t sz = dnnl_memory_desc_get_size(&cp->w_md);
+  cp->w = malloc(sz ? sz : 1);
+  return cp->w && interp_dnnl_reorder(plain, w, &cp->w_md, cp->w);
 }
 
 /* A reorder from a to b, or NULL (*r) when the layouts are the same. */
@@ -355,8 +367,7 @@ bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const f
                       const int64_t pb[3]) {
   if (!r->cache || in[0] != 1 || outsz[0] != 1 || k[0] != 1) return false;
   if (getenv("MIL_INTERP_NO_DNNL_CONV")) return false;
-  pthread_once(&g_engine_once, engine_init);
-  if (!g_engine) return false;
+  if (!interp_dnnl_engine()) return false;
   conv_key key;
   memset(&key, 0, sizeof key); /* padding bytes too: the key is compared bytewise */
   key.w = w;

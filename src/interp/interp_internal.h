@@ -157,6 +157,8 @@ INTERP_HIDDEN void interp_cache_mark_stable(interp_cache *c, const void *ptr);
 /* fp32 copy of a stable float value (converted once, owned by the cache),
  * or NULL when v's bytes are not stable or small. */
 INTERP_HIDDEN const float *interp_cache_f32(interp_cache *c, const mil_value *v);
+/* The same for a stable float value of any size (small ones too). */
+INTERP_HIDDEN const float *interp_cache_f32_any(interp_cache *c, const mil_value *v);
 /* A view in p of the cached decompressed value of var `name`, or NULL. */
 INTERP_HIDDEN mil_value *interp_cache_get_value(interp_cache *c, mil_program *p, const char *name);
 /* Copies v into the cache under `name` (its bytes become stable). */
@@ -232,6 +234,18 @@ INTERP_HIDDEN void *interp_bufplan_alloc(interp_bufplan *pl, size_t n);
 INTERP_HIDDEN bool interp_bufplan_release(interp_bufplan *pl, void *p);
 /* Whether a plan with its arena is there for the next run. */
 INTERP_HIDDEN bool interp_bufplan_ready(const interp_bufplan *pl);
+
+/* ---- linear_dnnl.c ---- */
+/* out (M, N) = x (M, K) times the weight wv, plus bias (N) when not NULL,
+ * in fp32, through a cached oneDNN matmul primitive with the weight
+ * reordered once. wv (K * N elements, any float dtype) must be a stable
+ * value (a const: interp_stable_f32's fp32 bytes key the cache), laid out
+ * (N, K) when w_nk, else (K, N). Returns false (out untouched or partly
+ * written) when the primitive is not available: no oneDNN, no cache, a
+ * weight that is not stable, an empty size, MIL_INTERP_NO_DNNL_MATMUL set,
+ * out of memory; the caller then runs interp_sgemm. */
+INTERP_HIDDEN bool interp_linear_dnnl(interp_run *r, const float *x, const mil_value *wv, bool w_nk,
+                                      const float *bias, float *out, int64_t m, int64_t k, int64_t n);
 
 /* ---- conv_dnnl.c ---- */
 /* 1D/2D conv through a cached oneDNN convolution primitive: out (N, Cout,
@@ -350,6 +364,13 @@ INTERP_HIDDEN float interp_h2f(uint16_t h);
  * given, else malloc'ed and returned in *tmp too (free it). NULL for
  * other dtypes or on allocation failure. */
 INTERP_HIDDEN const float *interp_f32(interp_run *r, const mil_value *v, float **tmp);
+/* fp32 data of v that stays unchanged while the interpreter family lives
+ * (what may key a cached primitive): v's own bytes when v is a stable fp32
+ * value, the cache's fp32 copy of a stable fp16 / bf16 / fp64 one (made
+ * now, whatever its size); NULL for anything else (a value computed by the
+ * run, no cache, out of memory). interp_f32 may widen a small stable value
+ * into the run's scratch, whose address another value can take later. */
+INTERP_HIDDEN const float *interp_stable_f32(interp_run *r, const mil_value *v);
 /* A new zeroed tensor value of static type t in the run's program. */
 INTERP_HIDDEN mil_value *interp_new_value(interp_run *r, const mil_type *t);
 INTERP_HIDDEN mil_value *interp_new_shape(interp_run *r, mil_dtype dt, int32_t rank, const int64_t *shape,

@@ -83,10 +83,18 @@ static mil_status k_matmul(interp_run *r, mil_infer_ctx *c) {
     sty *= dy;
     nb *= bs[i];
   }
-  float *tmpx, *tmpy;
-  const float *xf = interp_f32(r, x, &tmpx), *yf = interp_f32(r, y, &tmpy);
+  float *tmpx, *tmpy = NULL;
+  const float *xf = interp_f32(r, x, &tmpx), *yf = NULL;
+  /* y with no batch axes: x's batches stacked into one product, through
+   * oneDNN's primitive with y packed once when y is a const (linear_dnnl.c) */
+  bool stack = nb > 0 && sty == 1 && !tx && blas_ok(nb * M) && br == bxr;
   interp_fout o;
-  float *out = xf && yf ? interp_fout_begin(r, c, 0, &o) : NULL;
+  float *out = xf ? interp_fout_begin(r, c, 0, &o) : NULL;
+  bool done = out && o.v->numel == nb * M * N && stack && interp_linear_dnnl(r, xf, y, ty, NULL, out, nb * M, K, N);
+  if (out && !done && !(yf = interp_f32(r, y, &tmpy))) {
+    interp_fout_abort(&o);
+    out = NULL;
+  }
   if (!out || o.v->numel != nb * M * N) {
     if (out) interp_fout_abort(&o);
     free(tmpx);
@@ -94,10 +102,9 @@ static mil_status k_matmul(interp_run *r, mil_infer_ctx *c) {
     return out ? INTERP_DECLINE : interp_nomem(c);
   }
   int64_t mk = M * K, kn = K * N, mn = M * N;
-  if (nb > 0 && sty == 1 && !tx && blas_ok(nb * M) && br == bxr) {
-    /* y has no batch axes: stack x's batches into one product */
+  if (stack && !done) {
     interp_sgemm(false, ty, nb * M, N, K, 1.0f, xf, K, yf, ty ? K : N, 0.0f, out, N);
-  } else {
+  } else if (!stack) {
     int64_t idx[MIL_INTERP_MAX_RANK] = {0};
     int64_t ox = 0, oy = 0;
     for (int64_t b = 0; b < nb; b++) {
@@ -127,19 +134,28 @@ static mil_status k_linear(interp_run *r, mil_infer_ctx *c) {
   if (x->type->dims[x->type->rank - 1].size != K || (b && b->numel != N)) return INTERP_DECLINE;
   int64_t M = K ? x->numel / K : 0;
   if (!blas_ok(M) || !blas_ok(N) || !blas_ok(K)) return INTERP_DECLINE;
-  float *tx, *tw, *tb = NULL;
-  const float *xf = interp_f32(r, x, &tx), *wf = interp_f32(r, w, &tw), *bf = b ? interp_f32(r, b, &tb) : NULL;
+  float *tx, *tw = NULL, *tb = NULL;
+  const float *xf = interp_f32(r, x, &tx), *bf = b ? interp_f32(r, b, &tb) : NULL, *wf = NULL;
   interp_fout o;
-  float *out = xf && wf && (!b || bf) ? interp_fout_begin(r, c, 0, &o) : NULL;
+  float *out = xf && (!b || bf) ? interp_fout_begin(r, c, 0, &o) : NULL;
+  /* a const weight: packed once, the bias added by the primitive
+   * (linear_dnnl.c); else sgemm and the bias added here */
+  bool done = out && K > 0 && interp_linear_dnnl(r, xf, w, true, bf, out, M, K, N);
+  if (out && !done && K > 0 && !(wf = interp_f32(r, w, &tw))) {
+    interp_fout_abort(&o);
+    out = NULL;
+  }
   if (!out) {
     free(tx), free(tw), free(tb);
     return interp_nomem(c);
   }
-  if (K == 0) memset(out, 0, (size_t)(M * N) * sizeof *out);
-  else interp_sgemm(false, true, M, N, K, 1.0f, xf, K, wf, K, 0.0f, out, N);
-  if (bf)
-    for (int64_t i = 0; i < M; i++)
-      for (int64_t j = 0; j < N; j++) out[i * N + j] += bf[j];
+  if (!done) {
+    if (K == 0) memset(out, 0, (size_t)(M * N) * sizeof *out);
+    else interp_sgemm(false, true, M, N, K, 1.0f, xf, K, wf, K, 0.0f, out, N);
+    if (bf)
+      for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) out[i * N + j] += bf[j];
+  }
   free(tx), free(tw), free(tb);
   c->val[0] = interp_fout_end(&o);
   return MIL_OK;

@@ -44,6 +44,16 @@ const float *interp_f32(interp_run *r, const mil_value *v, float **tmp) {
   return b;
 }
 
+const float *interp_stable_f32(interp_run *r, const mil_value *v) {
+  if (!r || !r->cache || !v || v->kind != MIL_VAL_TENSOR || !v->type || !v->numel ||
+      !interp_cache_is_stable(r->cache, mil_value_data(v)))
+    return NULL;
+  mil_dtype dt = v->type->dtype;
+  if (dt == MIL_DT_FP32) return (const float *)mil_value_data(v);
+  if (dt != MIL_DT_FP16 && dt != MIL_DT_BF16 && dt != MIL_DT_FP64) return NULL;
+  return interp_cache_f32_any(r->cache, v);
+}
+
 /* A scratch buffer's header (64 bytes: the floats after it stay aligned
  * as the block is). */
 typedef struct interp_tmp {

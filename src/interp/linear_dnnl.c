@@ -1,0 +1,177 @@
+/* Products with a constant weight (linear; matmul whose y is a const with
+ * no batch axes) through oneDNN's matmul primitive, used by linear.c when
+ * the build found libdnnl (MIL_HAVE_DNNL) and the weight is a stable
+ * buffer of the interpreter (a const, or the cached fp32 copy of an fp16
+ * const).
+ *
+ * The primitive and the weight reordered once into the layout oneDNN picks
+ * (format_tag any: its brgemm kernels' blocked panels) are kept in the
+ * interpreter family's cache, keyed by the weight's address and the
+ * product's sizes: dnnl_sgemm packs the weight into those panels again at
+ * every call (measured: 5-15% of a transformer layer's products). The
+ * bias is the primitive's (added to each fp32 sum). Several threads may
+ * execute one cached primitive at once: each call has its own stream,
+ * memory objects and scratchpad (conv_dnnl.c says the same).
+ *
+ * The packed copy is the only one kept: an fp16 weight is widened for
+ * packing into a buffer freed after it (no fp32 copy in the cache), and
+ * the pages of a weight file's mapping that held the plain weight are
+ * given back (read from the file again if another op reads them), so a
+ * model's resident weights stay about their fp32 size.
+ *
+ * The sums are fp32 in oneDNN's order, as dnnl_sgemm's are. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/interp_internal.h"
+
+#ifdef MIL_HAVE_DNNL
+#include <dnnl.h>
+
+#include "interp/dnnl_util.h"
+
+typedef struct lin_key {
+  const void *w; /* the const's bytes */
+  int64_t dtype, m, k, n;
+  int32_t w_nk; /* the weight is (N, K) (linear, transpose_y), else (K, N) */
+  int32_t bias;
+} lin_key;
+
+typedef struct lin_prim {
+  dnnl_primitive_t prim;
+  dnnl_memory_desc_t src_md, w_md, dst_md, bias_md, scratch_md;
+  size_t scratch_bytes;
+  void *w; /* the weight in w_md's layout */
+} lin_prim;
+
+static void lin_free(void *p) {
+  lin_prim *lp = p;
+  if (!lp) return;
+  if (lp->prim) dnnl_primitive_destroy(lp->prim);
+  free(lp->w);
+  free(lp);
+}
+
+/* The weight's fp32 bytes: wv's own, or widened into *tmp (freed by the
+ * caller once packed: the packed copy is the only one kept). */
+static const float *weight_f32(const mil_value *wv, float **tmp) {
+  *tmp = NULL;
+  if (wv->type->dtype == MIL_DT_FP32) return (const float *)mil_value_data(wv);
+  float *f = malloc((size_t)wv->numel * sizeof *f);
+  if (!f) return NULL;
+  if (wv->type->dtype == MIL_DT_FP16) {
+    mil_fp16_to_fp32_array(mil_value_data(wv), f, (size_t)wv->numel);
+  } else {
+    for (int64_t i = 0; i < wv->numel; i++) f[i] = (float)mil_value_get_f64(wv, i);
+  }
+  return *tmp = f;
+}
+
+static lin_prim *lin_make(const lin_key *k, const mil_value *wv) {
+  dnnl_engine_t eng = interp_dnnl_engine();
+  lin_prim *lp = eng ? calloc(1, sizeof *lp) : NULL;
+  if (!lp) return NULL;
+  dnnl_dims_t sd = {k->m, k->k}, wd = {k->k, k->n}, dd = {k->m, k->n}, bd = {1, k->n};
+  dnnl_memory_desc_t wplain, wany;
+  dnnl_matmul_desc_t md;
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  bool ok = dnnl_memory_desc_init_by_tag(&lp->src_md, 2, sd, dnnl_f32, dnnl_ab) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&lp->dst_md, 2, dd, dnnl_f32, dnnl_ab) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&lp->bias_md, 2, bd, dnnl_f32, dnnl_ab) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&wplain, 2, wd, dnnl_f32, k->w_nk ? dnnl_ba : dnnl_ab) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&wany, 2, wd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+            dnnl_matmul_desc_init(&md, &lp->src_md, &wany, k->bias ? &lp->bias_md : NULL, &lp->dst_md) ==
+                dnnl_success &&
+            dnnl_primitive_attr_create(&attr) == dnnl_success &&
+            dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
+            dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL) == dnnl_success;
+  if (ok) {
+    lp->w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    lp->scratch_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    lp->scratch_bytes = dnnl_memory_desc_get_size(&lp->scratch_md);
+    size_t wb = dnnl_memory_desc_get_size(&lp->w_md);
+    float *tmp = NULL;
+    const float *w = weight_f32(wv, &tmp);
+    lp->w = malloc(wb ? wb : 1);
+    ok = w && lp->w && dnnl_primitive_create(&lp->prim, pd) == dnnl_success &&
+         interp_dnnl_reorder(&wplain, w, &lp->w_md, lp->w);
+    free(tmp);
+  }
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  if (!ok) {
+    lin_free(lp);
+    return NULL;
+  }
+  return lp;
+}
+
+static bool lin_run(const lin_prim *lp, interp_bufpool *pool, const float *x, const float *bias, float *out) {
+  dnnl_engine_t eng = interp_dnnl_engine();
+  dnnl_memory_t m[5] = {NULL}; /* src, weights, dst, scratchpad, bias */
+  dnnl_stream_t st = NULL;
+  void *own = NULL, *scratch = lp->scratch_bytes ? interp_bufpool_work(pool, 0, lp->scratch_bytes) : NULL;
+  if (lp->scratch_bytes && !scratch) scratch = own = malloc(lp->scratch_bytes);
+  bool ok = (!lp->scratch_bytes || scratch) &&
+            dnnl_memory_create(&m[0], &lp->src_md, eng, (void *)x) == dnnl_success &&
+            dnnl_memory_create(&m[1], &lp->w_md, eng, lp->w) == dnnl_success &&
+            dnnl_memory_create(&m[2], &lp->dst_md, eng, out) == dnnl_success &&
+            dnnl_memory_create(&m[3], &lp->scratch_md, eng, scratch) == dnnl_success &&
+            (!bias || dnnl_memory_create(&m[4], &lp->bias_md, eng, (void *)bias) == dnnl_success) &&
+            dnnl_stream_create(&st, eng, dnnl_stream_default_flags) == dnnl_success;
+  if (ok) {
+    dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, m[0]},
+                               {DNNL_ARG_WEIGHTS, m[1]},
+                               {DNNL_ARG_DST, m[2]},
+                               {DNNL_ARG_SCRATCHPAD, m[3]},
+                               {DNNL_ARG_BIAS, m[4]}};
+    ok = dnnl_primitive_execute(lp->prim, st, bias ? 5 : 4, args) == dnnl_success &&
+         dnnl_stream_wait(st) == dnnl_success;
+  }
+  if (st) dnnl_stream_destroy(st);
+  for (int i = 0; i < 5; i++)
+    if (m[i]) dnnl_memory_destroy(m[i]);
+  free(own);
+  return ok;
+}
+
+bool interp_linear_dnnl(interp_run *r, const float *x, const mil_value *wv, bool w_nk, const float *bias, float *out,
+                        int64_t m, int64_t k, int64_t n) {
+  if (m <= 0 || k <= 0 || n <= 0 || !r->cache || !wv || wv->kind != MIL_VAL_TENSOR || !wv->type ||
+      wv->numel != k * n || getenv("MIL_INTERP_NO_DNNL_MATMUL"))
+    return false;
+  mil_dtype dt = wv->type->dtype;
+  /* the key: the const's own bytes, which never change while the family lives */
+  if ((dt != MIL_DT_FP32 && dt != MIL_DT_FP16 && dt != MIL_DT_BF16 && dt != MIL_DT_FP64) ||
+      !interp_cache_is_stable(r->cache, mil_value_data(wv)))
+    return false;
+  lin_key key;
+  memset(&key, 0, sizeof key); /* the padding is part of the key's bytes */
+  key.w = mil_value_data(wv), key.dtype = dt, key.m = m, key.k = k, key.n = n, key.w_nk = w_nk;
+  key.bias = bias != NULL;
+  lin_prim *lp = interp_cache_get_obj(r->cache, &key, sizeof key), *tmp = NULL;
+  if (!lp) {
+    lin_prim *made = lin_make(&key, wv);
+    if (!made) return false;
+    lp = interp_cache_put_obj(r->cache, &key, sizeof key, made, lin_free);
+    if (!lp) lp = tmp = made;
+    /* the packed copy is what the products read from now on: the weight
+     * file's pages of the plain weight can go (read back from the file
+     * if another op reads them) */
+    else if (lp == made) mil_value_release_pages(wv);
+  }
+  bool ok = lin_run(lp, r->pool, x, bias, out);
+  lin_free(tmp);
+  return ok;
+}
+
+#else
+
+bool interp_linear_dnnl(interp_run *r, const float *x, const mil_value *wv, bool w_nk, const float *bias, float *out,
+                        int64_t m, int64_t k, int64_t n) {
+  (void)r, (void)x, (void)wv, (void)w_nk, (void)bias, (void)out, (void)m, (void)k, (void)n;
+  return false;
+}
+
+#endif
