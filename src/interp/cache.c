@@ -148,12 +148,8 @@ static const float *f32_locked(interp_cache *c, const mil_value *v) {
 }
 
 const float *interp_cache_f32(interp_cache *c, const mil_value *v) {
-  return v->numel < 64 ? NULL : interp_cache_f32_any(c, v);
-}
-
-const float *interp_cache_f32_any(interp_cache *c, const mil_value *v) {
   /* the value's bytes are read first: a stable value's are already there */
-  if (!c || !mil_value_data(v) || v->numel < 1) return NULL;
+  if (!c || !mil_value_data(v) || v->numel < 64) return NULL;
   pthread_mutex_lock(&c->lock);
   const float *f = f32_locked(c, v);
   pthread_mutex_unlock(&c->lock);

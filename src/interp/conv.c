@@ -339,20 +339,19 @@ static void nhwc_nchw(const float *src, float *dst, int64_t n, int64_t c, int64_
 }
 
 /* conv_run's path for a large fp16 conv whose weight is a const: the
- * input read and the output written as fp16, band by band (the weight and
- * bias are the cache's fp32 copies). INTERP_DECLINE when oneDNN does not
+ * input read and the output written as fp16, band by band (the weight
+ * reordered to fp32 once, with the primitive; the bias widened). INTERP_DECLINE when oneDNN does not
  * take it (the caller's paths then run). */
 static mil_status conv_fp16_banded(interp_run *r, mil_infer_ctx *c, const conv_args *a) {
   const geom *g = &a->g;
   float *tb = NULL;
-  /* the weight's fp32 bytes key the cached primitive: the stable ones */
-  const float *wf = interp_stable_f32(r, a->w), *bf = a->b ? interp_f32(r, a->b, &tb) : NULL;
+  const float *bf = a->b ? interp_f32(r, a->b, &tb) : NULL;
   int64_t shape[MIL_INTERP_MAX_RANK];
   int32_t rank;
   mil_value *ov = NULL;
-  if (wf && (!a->b || (bf && !tb)) && interp_shape(c->out[0], shape, &rank))
+  if ((!a->b || (bf && !tb)) && interp_shape(c->out[0], shape, &rank))
     ov = mil_value_new_tensor_uninit(r->prog, MIL_DT_FP16, rank, shape, false);
-  bool ok = ov && interp_conv_dnnl(r, NULL, mil_value_data(a->x), wf, bf, NULL, mil_value_data_mut(ov), a->xs[0],
+  bool ok = ov && interp_conv_dnnl(r, NULL, mil_value_data(a->x), a->w, bf, NULL, mil_value_data_mut(ov), a->xs[0],
                                    a->xs[1], a->os[1], a->groups, g->in, g->out, g->k, g->s, g->d, g->pb);
   free(tb);
   if (!ok) return INTERP_DECLINE;
@@ -372,7 +371,7 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
   bool direct = ksz == 1 && g->s[0] == 1 && g->s[1] == 1 && g->s[2] == 1 && g->pb[0] == 0 && g->pb[1] == 0 &&
                 g->pb[2] == 0 && plane == oplane;
   bool dw = cg == 1 && G > 1;
-  float *tx, *tw, *tb = NULL, *col = NULL;
+  float *tx, *tw = NULL, *tb = NULL, *col = NULL;
   int lay = r->nhwc; /* a conv of a chain: x and / or the result in NHWC order (fuse.c) */
   /* a large fp16 conv, or one of a chain (NHWC, one image): widened and
    * rounded band by band (conv_dnnl.c) */
@@ -382,26 +381,28 @@ static mil_status conv_run(interp_run *r, mil_infer_ctx *c, const mil_value *w, 
     st = conv_fp16_banded(r, c, &a);
     if (st != INTERP_DECLINE) return st;
   }
-  const float *xf = interp_f32(r, a.x, &tx), *wf = interp_f32(r, a.w, &tw), *bf = a.b ? interp_f32(r, a.b, &tb) : NULL;
+  const float *xf = interp_f32(r, a.x, &tx), *bf = a.b ? interp_f32(r, a.b, &tb) : NULL, *wf = NULL;
   int64_t th = tile_rows(g, cg * ksz), tcols = g->out[0] * th * g->out[2];
-  /* oneDNN's primitive for 1D/2D convs whose weight is a stable buffer
-   * (cached with the primitive; conv_dnnl.c); depthwise too, measured
-   * faster than the direct loop below (bench/interp_notes.md) */
+  /* oneDNN's primitive for 1D/2D convs whose weight is a const (reordered
+   * once and cached with the primitive; conv_dnnl.c); depthwise too,
+   * measured faster than the direct loop below (bench/interp_notes.md) */
   bool dw2d = false;
 #ifdef DW_HAVE_AVX2
   dw2d = !lay && dw && dw2d_fits(g) && g->s[2] == 2 && g->out[2] >= 28 && dw2d_cpu() && !getenv("MIL_INTERP_DW_DNNL");
 #endif
-  /* the weight's fp32 bytes key the cached primitive: the stable ones */
-  const float *wst = (!dw || (!dw2d && !getenv("MIL_INTERP_DW_DIRECT"))) && a.rank <= 4 && wf && !tw
-                         ? interp_stable_f32(r, a.w)
-                         : NULL;
+  bool try_dnnl = (!dw || (!dw2d && !getenv("MIL_INTERP_DW_DIRECT"))) && a.rank <= 4;
   interp_fout o;
-  float *out = xf && wf && (!a.b || bf) ? interp_fout_begin_uninit(r, c, 0, &o) : NULL;
-  if (out && wst &&
-      interp_conv_dnnl(r, xf, NULL, wst, bf, out, NULL, n, cin, cout, G, g->in, g->out, g->k, g->s, g->d, g->pb)) {
-    free(tx), free(tw), free(tb);
+  float *out = xf && (!a.b || bf) ? interp_fout_begin_uninit(r, c, 0, &o) : NULL;
+  if (out && try_dnnl &&
+      interp_conv_dnnl(r, xf, NULL, a.w, bf, out, NULL, n, cin, cout, G, g->in, g->out, g->k, g->s, g->d, g->pb)) {
+    free(tx), free(tb);
     c->val[0] = interp_fout_end(&o);
     return MIL_OK;
+  }
+  /* the other paths read the weight as fp32 */
+  if (out && !(wf = interp_f32(r, a.w, &tw))) {
+    interp_fout_abort(&o);
+    out = NULL;
   }
 #ifdef DW_HAVE_AVX2
   if (out && dw2d) {

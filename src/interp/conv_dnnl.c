@@ -39,7 +39,8 @@ dnnl_engine_t interp_dnnl_engine(void) {
 }
 
 typedef struct conv_key {
-  const void *w;
+  const void *w;   /* the weight const's bytes */
+  int64_t w_dtype; /* and their dtype */
   int64_t n, cin, cout, groups, bias, in[2], out[2], k[2], s[2], d[2], pb[2];
   int64_t full_in, full_out; /* a band's tensors' heights (rows strided by them), 0 for a whole conv */
   int32_t nhwc;              /* INTERP_NHWC_IN / _OUT: x / the result in NHWC order at the op's boundary */
@@ -91,11 +92,16 @@ bool interp_dnnl_reorder(const dnnl_memory_desc_t *from_md, const void *from, co
   return ok;
 }
 
-/* Reorders the plain weight into cp->w (layout cp->w_md). */
-static bool reorder_weight(conv_prim *cp, const dnnl_memory_desc_t *plain, const float *w) {
+/* Reorders the plain weight wv into cp->w (layout cp->w_md); a weight of
+ * another float dtype is widened for it into a buffer freed after. */
+static bool reorder_weight(conv_prim *cp, const dnnl_memory_desc_t *plain, const mil_value *wv) {
   size_t sz = dnnl_memory_desc_get_size(&cp->w_md);
-  cp->w = malloc(sz ? sz : 1);
-  return cp->w && interp_dnnl_reorder(plain, w, &cp->w_md, cp->w);
+  float *tmp = NULL;
+  const float *w = interp_weight_f32(wv, &tmp);
+  cp->w = w ? malloc(sz ? sz : 1) : NULL;
+  bool ok = cp->w && interp_dnnl_reorder(plain, w, &cp->w_md, cp->w);
+  free(tmp);
+  return ok;
 }
 
 /* A reorder from a to b, or NULL (*r) when the layouts are the same. */
@@ -146,9 +152,9 @@ static bool plain_md(dnnl_memory_desc_t *md, const dnnl_dims_t d, int64_t full_h
   return dnnl_memory_desc_init_by_strides(md, 4, d, dnnl_f32, st) == dnnl_success;
 }
 
-/* The primitive for k; its weight reordered from w, or share's weight
+/* The primitive for k; its weight reordered from wv, or share's weight
  * when share (a cached primitive of the same conv) has the same layout. */
-static conv_prim *prim_make(const conv_key *k, const float *w, const conv_prim *share) {
+static conv_prim *prim_make(const conv_key *k, const mil_value *wv, const conv_prim *share) {
   conv_prim *cp = calloc(1, sizeof *cp);
   if (!cp) return NULL;
   dnnl_dims_t sd = {k->n, k->cin, k->in[0], k->in[1]}, dd = {k->n, k->cout, k->out[0], k->out[1]};
@@ -188,7 +194,7 @@ static conv_prim *prim_make(const conv_key *k, const float *w, const conv_prim *
     cp->scratch_bytes = dnnl_memory_desc_get_size(&cp->scratch_md);
     ok = ok && dnnl_primitive_create(&cp->prim, pd) == dnnl_success;
     if (ok && share && dnnl_memory_desc_equal(&share->w_md, &cp->w_md)) cp->w = share->w, cp->w_shared = true;
-    else ok = ok && reorder_weight(cp, &wplain, w);
+    else ok = ok && reorder_weight(cp, &wplain, wv);
   }
   if (pd) dnnl_primitive_desc_destroy(pd);
   if (attr) dnnl_primitive_attr_destroy(attr);
@@ -243,15 +249,19 @@ static bool prim_run(const conv_prim *cp, interp_bufpool *pool, const float *x, 
 }
 
 /* The cached primitive for k (made on first use; share as prim_make's).
- * When the cache cannot keep it, *tmp is the caller's to free. */
-static conv_prim *prim_get(interp_run *r, const conv_key *k, const float *w, const conv_prim *share, conv_prim **tmp) {
+ * When the cache cannot keep it, *tmp is the caller's to free. Once a
+ * primitive holds its reordered copy, the weight file's pages of the plain
+ * weight are given back (read from the file again if anything reads them). */
+static conv_prim *prim_get(interp_run *r, const conv_key *k, const mil_value *wv, const conv_prim *share,
+                           conv_prim **tmp) {
   *tmp = NULL;
   conv_prim *cp = interp_cache_get_obj(r->cache, k, sizeof *k);
   if (cp) return cp;
-  conv_prim *made = prim_make(k, w, share);
+  conv_prim *made = prim_make(k, wv, share);
   if (!made) return NULL;
   cp = interp_cache_put_obj(r->cache, k, sizeof *k, made, prim_free);
   if (!cp) *tmp = cp = made;
+  else if (cp == made) mil_value_release_pages(wv);
   return cp;
 }
 
@@ -299,7 +309,7 @@ bool interp_conv_dnnl_bands(int64_t n, int64_t cin, int64_t cout, const int64_t 
  * whole-tensor fp32 copies; n == 1). Every output element is the same sum
  * of the same products as in the whole conv (the order of oneDNN's kernel
  * for a band). */
-static bool conv_banded(interp_run *r, const conv_key *whole, const float *x, const uint16_t *xh, const float *w,
+static bool conv_banded(interp_run *r, const conv_key *whole, const float *x, const uint16_t *xh, const mil_value *wv,
                         const float *bias, float *out, uint16_t *outh, bool post_op) {
   int64_t ih = whole->in[0], iw = whole->in[1], oh = whole->out[0], ow = whole->out[1];
   int64_t kh = whole->k[0], sh = whole->s[0], dh = whole->d[0], pt = whole->pb[0];
@@ -333,7 +343,7 @@ static bool conv_banded(interp_run *r, const conv_key *whole, const float *x, co
         mil_fp16_to_fp32_array(xh + (ch * ih + i0) * iw, xb + ch * (i1 - i0) * iw, (size_t)((i1 - i0) * iw));
     const float *src = xh ? xb : x + i0 * iw * (x_nhwc ? cin : 1);
     float *dst = outh ? ob : out + o0 * ow * (o_nhwc ? cout : 1);
-    conv_prim *tmp = NULL, *cp = prim_get(r, &k, w, share, &tmp);
+    conv_prim *tmp = NULL, *cp = prim_get(r, &k, wv, share, &tmp);
     ok = cp && prim_run(cp, r->pool, src, bias, dst);
     if (!tmp && cp && !share) share = cp;
     prim_free(tmp);
@@ -361,16 +371,18 @@ static bool banded(const conv_key *k, bool fp16, const interp_run *r) {
   return fp16 || r->fuse || large(k);
 }
 
-bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const float *w, const float *bias, float *out,
-                      uint16_t *outh, int64_t n, int64_t cin, int64_t cout, int64_t groups, const int64_t in[3],
-                      const int64_t outsz[3], const int64_t k[3], const int64_t s[3], const int64_t d[3],
-                      const int64_t pb[3]) {
+bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const mil_value *wv, const float *bias,
+                      float *out, uint16_t *outh, int64_t n, int64_t cin, int64_t cout, int64_t groups,
+                      const int64_t in[3], const int64_t outsz[3], const int64_t k[3], const int64_t s[3],
+                      const int64_t d[3], const int64_t pb[3]) {
   if (!r->cache || in[0] != 1 || outsz[0] != 1 || k[0] != 1) return false;
+  /* the weight keys the cache: a const's bytes, which never change */
+  if (!interp_weight_stable(r, wv, cout * (cin / (groups > 0 ? groups : 1)) * k[1] * k[2])) return false;
   if (getenv("MIL_INTERP_NO_DNNL_CONV")) return false;
   if (!interp_dnnl_engine()) return false;
   conv_key key;
   memset(&key, 0, sizeof key); /* padding bytes too: the key is compared bytewise */
-  key.w = w;
+  key.w = mil_value_data(wv), key.w_dtype = wv->type->dtype;
   key.n = n, key.cin = cin, key.cout = cout, key.groups = groups, key.bias = bias != NULL;
   for (int i = 0; i < 2; i++) {
     key.in[i] = in[1 + i], key.out[i] = outsz[1 + i], key.k[i] = k[1 + i];
@@ -393,9 +405,9 @@ bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const f
               getenv("MIL_INTERP_DNNL_POSTOP");
     if (!post_op) key.act = INTERP_FUSE_NONE, key.lo = key.hi = 0;
   }
-  if (banded(&key, xh || outh, r)) return conv_banded(r, &key, x, xh, w, bias, out, outh, post_op);
+  if (banded(&key, xh || outh, r)) return conv_banded(r, &key, x, xh, wv, bias, out, outh, post_op);
   if (xh || outh) return false;
-  conv_prim *tmp = NULL, *cp = prim_get(r, &key, w, NULL, &tmp);
+  conv_prim *tmp = NULL, *cp = prim_get(r, &key, wv, NULL, &tmp);
   bool ok = cp && prim_run(cp, r->pool, x, bias, out) && interp_conv_act(r, post_op, out, n * cout * outsz[1] * outsz[2], 0);
   prim_free(tmp);
   return ok;
@@ -403,11 +415,11 @@ bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const f
 
 #else
 
-bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const float *w, const float *bias, float *out,
-                      uint16_t *outh, int64_t n, int64_t cin, int64_t cout, int64_t groups, const int64_t in[3],
-                      const int64_t outsz[3], const int64_t k[3], const int64_t s[3], const int64_t d[3],
-                      const int64_t pb[3]) {
-  (void)r, (void)x, (void)xh, (void)w, (void)bias, (void)out, (void)outh, (void)n, (void)cin, (void)cout, (void)groups;
+bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const mil_value *wv, const float *bias,
+                      float *out, uint16_t *outh, int64_t n, int64_t cin, int64_t cout, int64_t groups,
+                      const int64_t in[3], const int64_t outsz[3], const int64_t k[3], const int64_t s[3],
+                      const int64_t d[3], const int64_t pb[3]) {
+  (void)r, (void)x, (void)xh, (void)wv, (void)bias, (void)out, (void)outh, (void)n, (void)cin, (void)cout, (void)groups;
   (void)in, (void)outsz, (void)k, (void)s, (void)d, (void)pb;
   return false;
 }

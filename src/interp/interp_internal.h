@@ -157,8 +157,6 @@ INTERP_HIDDEN void interp_cache_mark_stable(interp_cache *c, const void *ptr);
 /* fp32 copy of a stable float value (converted once, owned by the cache),
  * or NULL when v's bytes are not stable or small. */
 INTERP_HIDDEN const float *interp_cache_f32(interp_cache *c, const mil_value *v);
-/* The same for a stable float value of any size (small ones too). */
-INTERP_HIDDEN const float *interp_cache_f32_any(interp_cache *c, const mil_value *v);
 /* A view in p of the cached decompressed value of var `name`, or NULL. */
 INTERP_HIDDEN mil_value *interp_cache_get_value(interp_cache *c, mil_program *p, const char *name);
 /* Copies v into the cache under `name` (its bytes become stable). */
@@ -239,7 +237,7 @@ INTERP_HIDDEN bool interp_bufplan_ready(const interp_bufplan *pl);
 /* out (M, N) = x (M, K) times the weight wv, plus bias (N) when not NULL,
  * in fp32, through a cached oneDNN matmul primitive with the weight
  * reordered once. wv (K * N elements, any float dtype) must be a stable
- * value (a const: interp_stable_f32's fp32 bytes key the cache), laid out
+ * value (a const, interp_weight_stable: its bytes key the cache), laid out
  * (N, K) when w_nk, else (K, N). Returns false (out untouched or partly
  * written) when the primitive is not available: no oneDNN, no cache, a
  * weight that is not stable, an empty size, MIL_INTERP_NO_DNNL_MATMUL set,
@@ -249,13 +247,14 @@ INTERP_HIDDEN bool interp_linear_dnnl(interp_run *r, const float *x, const mil_v
 
 /* ---- conv_dnnl.c ---- */
 /* 1D/2D conv through a cached oneDNN convolution primitive: out (N, Cout,
- * OH, OW) from x (N, Cin, H, W) fp32 and weight w (fp32 that stays unchanged
- * while the interpreter family lives: it keys the cache), layout (Cout, Cin/groups, KH, KW)); bias fp32 or NULL. g is conv.c's
- * geometry (axes D, H, W; D unused). When r->fuse is set the primitive
- * applies that activation too, and r->fused is set. Returns false when the primitive is
- * not available (no oneDNN, not cacheable, unsupported): the caller then
- * runs its own loops. */
-INTERP_HIDDEN bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const float *w,
+ * OH, OW) from x (N, Cin, H, W) fp32 and weight w, (Cout, Cin/groups, KH,
+ * KW), a const of any float dtype (interp_weight_stable: its bytes key the
+ * cache; reordered to fp32 once, when the primitive is made, and then its
+ * weight-file pages given back); bias fp32 or NULL. When r->fuse is set the
+ * primitive applies that activation too, and r->fused is set. Returns
+ * false when the primitive is not available (no oneDNN, a weight that is
+ * not a const, unsupported): the caller then runs its own loops. */
+INTERP_HIDDEN bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const mil_value *w,
                                     const float *bias, float *out, uint16_t *outh, int64_t n, int64_t cin,
                                     int64_t cout, int64_t groups, const int64_t in[3], const int64_t outsz[3],
                                     const int64_t k[3], const int64_t s[3], const int64_t d[3], const int64_t pb[3]);
@@ -364,13 +363,14 @@ INTERP_HIDDEN float interp_h2f(uint16_t h);
  * given, else malloc'ed and returned in *tmp too (free it). NULL for
  * other dtypes or on allocation failure. */
 INTERP_HIDDEN const float *interp_f32(interp_run *r, const mil_value *v, float **tmp);
-/* fp32 data of v that stays unchanged while the interpreter family lives
- * (what may key a cached primitive): v's own bytes when v is a stable fp32
- * value, the cache's fp32 copy of a stable fp16 / bf16 / fp64 one (made
- * now, whatever its size); NULL for anything else (a value computed by the
- * run, no cache, out of memory). interp_f32 may widen a small stable value
- * into the run's scratch, whose address another value can take later. */
-INTERP_HIDDEN const float *interp_stable_f32(interp_run *r, const mil_value *v);
+/* Whether v can be the weight of a cached primitive (conv_dnnl.c,
+ * linear_dnnl.c): a float tensor (fp32, fp16, bf16, fp64) of numel
+ * elements whose bytes are stable (a const of the interpreter: they key the
+ * cache, and never change while the interpreter family lives). */
+INTERP_HIDDEN bool interp_weight_stable(interp_run *r, const mil_value *v, int64_t numel);
+/* v's elements as fp32 (a float tensor): v's own bytes, or a copy widened
+ * into *tmp (the caller frees it; NULL for fp32). NULL when out of memory. */
+INTERP_HIDDEN const float *interp_weight_f32(const mil_value *v, float **tmp);
 /* A new zeroed tensor value of static type t in the run's program. */
 INTERP_HIDDEN mil_value *interp_new_value(interp_run *r, const mil_type *t);
 INTERP_HIDDEN mil_value *interp_new_shape(interp_run *r, mil_dtype dt, int32_t rank, const int64_t *shape,

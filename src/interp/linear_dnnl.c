@@ -52,21 +52,6 @@ static void lin_free(void *p) {
   free(lp);
 }
 
-/* The weight's fp32 bytes: wv's own, or widened into *tmp (freed by the
- * caller once packed: the packed copy is the only one kept). */
-static const float *weight_f32(const mil_value *wv, float **tmp) {
-  *tmp = NULL;
-  if (wv->type->dtype == MIL_DT_FP32) return (const float *)mil_value_data(wv);
-  float *f = malloc((size_t)wv->numel * sizeof *f);
-  if (!f) return NULL;
-  if (wv->type->dtype == MIL_DT_FP16) {
-    mil_fp16_to_fp32_array(mil_value_data(wv), f, (size_t)wv->numel);
-  } else {
-    for (int64_t i = 0; i < wv->numel; i++) f[i] = (float)mil_value_get_f64(wv, i);
-  }
-  return *tmp = f;
-}
-
 static lin_prim *lin_make(const lin_key *k, const mil_value *wv) {
   dnnl_engine_t eng = interp_dnnl_engine();
   lin_prim *lp = eng ? calloc(1, sizeof *lp) : NULL;
@@ -92,7 +77,7 @@ static lin_prim *lin_make(const lin_key *k, const mil_value *wv) {
     lp->scratch_bytes = dnnl_memory_desc_get_size(&lp->scratch_md);
     size_t wb = dnnl_memory_desc_get_size(&lp->w_md);
     float *tmp = NULL;
-    const float *w = weight_f32(wv, &tmp);
+    const float *w = interp_weight_f32(wv, &tmp);
     lp->w = malloc(wb ? wb : 1);
     ok = w && lp->w && dnnl_primitive_create(&lp->prim, pd) == dnnl_success &&
          interp_dnnl_reorder(&wplain, w, &lp->w_md, lp->w);
@@ -138,17 +123,12 @@ static bool lin_run(const lin_prim *lp, interp_bufpool *pool, const float *x, co
 
 bool interp_linear_dnnl(interp_run *r, const float *x, const mil_value *wv, bool w_nk, const float *bias, float *out,
                         int64_t m, int64_t k, int64_t n) {
-  if (m <= 0 || k <= 0 || n <= 0 || !r->cache || !wv || wv->kind != MIL_VAL_TENSOR || !wv->type ||
-      wv->numel != k * n || getenv("MIL_INTERP_NO_DNNL_MATMUL"))
-    return false;
-  mil_dtype dt = wv->type->dtype;
   /* the key: the const's own bytes, which never change while the family lives */
-  if ((dt != MIL_DT_FP32 && dt != MIL_DT_FP16 && dt != MIL_DT_BF16 && dt != MIL_DT_FP64) ||
-      !interp_cache_is_stable(r->cache, mil_value_data(wv)))
+  if (m <= 0 || k <= 0 || n <= 0 || !interp_weight_stable(r, wv, k * n) || getenv("MIL_INTERP_NO_DNNL_MATMUL"))
     return false;
   lin_key key;
   memset(&key, 0, sizeof key); /* the padding is part of the key's bytes */
-  key.w = mil_value_data(wv), key.dtype = dt, key.m = m, key.k = k, key.n = n, key.w_nk = w_nk;
+  key.w = mil_value_data(wv), key.dtype = wv->type->dtype, key.m = m, key.k = k, key.n = n, key.w_nk = w_nk;
   key.bias = bias != NULL;
   lin_prim *lp = interp_cache_get_obj(r->cache, &key, sizeof key), *tmp = NULL;
   if (!lp) {

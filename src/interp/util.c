@@ -44,14 +44,24 @@ const float *interp_f32(interp_run *r, const mil_value *v, float **tmp) {
   return b;
 }
 
-const float *interp_stable_f32(interp_run *r, const mil_value *v) {
-  if (!r || !r->cache || !v || v->kind != MIL_VAL_TENSOR || !v->type || !v->numel ||
-      !interp_cache_is_stable(r->cache, mil_value_data(v)))
-    return NULL;
+bool interp_weight_stable(interp_run *r, const mil_value *v, int64_t numel) {
+  if (!r || !r->cache || !v || v->kind != MIL_VAL_TENSOR || !v->type || v->numel != numel || numel <= 0) return false;
   mil_dtype dt = v->type->dtype;
-  if (dt == MIL_DT_FP32) return (const float *)mil_value_data(v);
-  if (dt != MIL_DT_FP16 && dt != MIL_DT_BF16 && dt != MIL_DT_FP64) return NULL;
-  return interp_cache_f32_any(r->cache, v);
+  return (dt == MIL_DT_FP32 || dt == MIL_DT_FP16 || dt == MIL_DT_BF16 || dt == MIL_DT_FP64) &&
+         interp_cache_is_stable(r->cache, mil_value_data(v));
+}
+
+const float *interp_weight_f32(const mil_value *v, float **tmp) {
+  *tmp = NULL;
+  if (v->type->dtype == MIL_DT_FP32) return (const float *)mil_value_data(v);
+  float *f = malloc((size_t)v->numel * sizeof *f);
+  if (!f) return NULL;
+  if (v->type->dtype == MIL_DT_FP16) {
+    mil_fp16_to_fp32_array(mil_value_data(v), f, (size_t)v->numel);
+  } else {
+    for (int64_t i = 0; i < v->numel; i++) f[i] = (float)mil_value_get_f64(v, i);
+  }
+  return *tmp = f;
 }
 
 /* A scratch buffer's header (64 bytes: the floats after it stay aligned

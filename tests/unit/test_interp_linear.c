@@ -28,6 +28,7 @@
 #include "text_buf.h"
 #include "mil/interp.h"
 #include "mil/mil.h"
+#include "mil/model.h"
 #include "mil/text.h"
 
 static float val(int i) { return (float)((i * 37 + 11) % 17 - 8) / 8.0f; }
@@ -241,12 +242,111 @@ static void test_small_fp16_conv_weights(void **state) {
   free(b.s);
 }
 
+/* A saved package: the weights of a linear (128 x 256) and of a conv (64 x
+ * 64 x 3 x 3) live in weight.bin, mapped (64 KiB and more each). Once packed, their pages are given
+ * back (mil_value_release_pages); a reduce_sum that reads the same consts
+ * after them must still see the file's values (read again), in fp32 and
+ * fp16 programs, over two runs. */
+#define LN 128
+#define LK 256
+#define CC 64
+
+static void check_package(const char *T) {
+  bool half = T[2] == '1';
+  text_buf b = {malloc(1 << 23), 0, 1 << 23};
+  assert_non_null(b.s);
+  text_put(&b, "main[CoreML7](%%x: (2, %d, %s)(Tensor), %%z: (1, %d, 5, 5, %s)(Tensor)) {\n  block0() {\n", LK, T, CC,
+           T);
+  put_mat(&b, T, "w", LN, LK, 3);
+  text_put_weight(&b, T, "cw", CC, CC, 3, 7, val);
+  text_put(&b, "    %%y: (2, %d, %s)(Tensor) = linear(x=%%x, weight=%%w, name=\"y\")\n", LN, T);
+  text_put(&b, "    %%c: (1, %d, 3, 3, %s)(Tensor) = conv(x=%%z, weight=%%cw, strides=[1, 1], pad_type=\"valid\", "
+           "dilations=[1, 1], groups=1, name=\"c\")\n", CC, T);
+  text_put(&b, "    %%s: (%d, %s)(Tensor) = reduce_sum(x=%%w, axes=[1], keep_dims=False, name=\"s\")\n", LN, T);
+  text_put(&b, "    %%t: (%d, %s)(Tensor) = reduce_sum(x=%%cw, axes=[1, 2, 3], keep_dims=False, name=\"t\")\n", CC, T);
+  text_put(&b, "  } -> (%%y, %%c, %%s, %%t)\n}\n");
+  mil_program *p = ifix_parse(b.s, "package.mil");
+  free(b.s);
+  char dir[512], pkg[600];
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, sizeof dir, "%s/test_interp_linear_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  assert_non_null(mkdtemp(dir));
+  snprintf(pkg, sizeof pkg, "%s/m.mlpackage", dir);
+  mil_diag d;
+  mil_diag_init(&d);
+  mil_model *m = NULL;
+  assert_int_equal(mil_model_from_program(p, 7, &m, &d), MIL_OK);
+  if (mil_model_save(m, pkg, &d) != MIL_OK) fail_msg("save: %s", mil_diag_first_error(&d));
+  mil_model_free(m);
+  m = NULL;
+  if (mil_model_load(pkg, &m, &d) != MIL_OK) fail_msg("load: %s", mil_diag_first_error(&d));
+  mil_interp *ip = NULL;
+  if (mil_interp_new(mil_model_program(m), NULL, &ip, &d) != MIL_OK) fail_msg("interp: %s", mil_diag_first_error(&d));
+  ifix f = {NULL, ip, d};
+  float x[2 * LK], z[CC * 25];
+  uint16_t xh[2 * LK], zh[CC * 25];
+  for (int i = 0; i < 2 * LK; i++) x[i] = xval(i), xh[i] = mil_fp32_to_fp16(x[i]);
+  for (int i = 0; i < CC * 25; i++) z[i] = xval(i + 3), zh[i] = mil_fp32_to_fp16(z[i]);
+  int64_t xs[2] = {2, LK}, zs[4] = {1, CC, 5, 5};
+  for (int r = 0; r < 2; r++) {
+    ifix_set(&f, "x", half ? MIL_DT_FP16 : MIL_DT_FP32, 2, xs, half ? (const void *)xh : (const void *)x);
+    ifix_set(&f, "z", half ? MIL_DT_FP16 : MIL_DT_FP32, 4, zs, half ? (const void *)zh : (const void *)z);
+    ifix_run(&f);
+    const mil_tensor *y = mil_interp_output_at(ip, 0), *c = mil_interp_output_at(ip, 1);
+    const mil_tensor *s = mil_interp_output_at(ip, 2), *t = mil_interp_output_at(ip, 3);
+    for (int i = 0; i < 2; i++)
+      for (int j = 0; j < LN; j++) {
+        double a = 0;
+        for (int k = 0; k < LK; k++) a += (double)x[i * LK + k] * val(3 + j * LK + k);
+        double want = half ? mil_fp16_to_fp32(mil_fp32_to_fp16((float)a)) : (float)a;
+        if (ifix_elem(y, i * LN + j) != want)
+          fail_msg("%s run %d: y[%d, %d] = %g, want %g", T, r, i, j, ifix_elem(y, i * LN + j), want);
+      }
+    for (int o = 0; o < CC; o++)
+      for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+          double a = 0;
+          for (int ci = 0; ci < CC; ci++)
+            for (int u = 0; u < 3; u++)
+              for (int v = 0; v < 3; v++)
+                a += (double)val(7 + ((o * CC + ci) * 3 + u) * 3 + v) * z[(ci * 5 + i + u) * 5 + j + v];
+          double want = half ? mil_fp16_to_fp32(mil_fp32_to_fp16((float)a)) : (float)a;
+          if (ifix_elem(c, (o * 3 + i) * 3 + j) != want)
+            fail_msg("%s run %d: c[%d, %d, %d] = %g, want %g", T, r, o, i, j, ifix_elem(c, (o * 3 + i) * 3 + j), want);
+        }
+    /* the sums of the consts' rows: exact (multiples of 1/8, at most 256 terms) */
+    for (int j = 0; j < LN; j++) {
+      double a = 0;
+      for (int k = 0; k < LK; k++) a += val(3 + j * LK + k);
+      if (ifix_elem(s, j) != a) fail_msg("%s run %d: s[%d] = %g, want %g", T, r, j, ifix_elem(s, j), a);
+    }
+    for (int o = 0; o < CC; o++) {
+      double a = 0;
+      for (int k = 0; k < CC * 9; k++) a += val(7 + o * CC * 9 + k);
+      if (ifix_elem(t, o) != a) fail_msg("%s run %d: t[%d] = %g, want %g", T, r, o, ifix_elem(t, o), a);
+    }
+  }
+  mil_interp_free(ip);
+  mil_model_free(m); /* p's too: the first model took it */
+  mil_diag_clear(&f.d);
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static void test_package_weights_released(void **state) {
+  (void)state;
+  check_package("fp32");
+  check_package("fp16");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_products_against_reference),
       cmocka_unit_test(test_products_sgemm),
       cmocka_unit_test(test_forks_in_threads),
       cmocka_unit_test(test_small_fp16_conv_weights),
+      cmocka_unit_test(test_package_weights_released),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
