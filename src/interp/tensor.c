@@ -40,48 +40,6 @@ static mil_status k_view(interp_run *r, mil_infer_ctx *c) {
 
 /* ---------------- transpose ---------------- */
 
-/* Copies the permutation `perm` of x (shape xs, rank n, element size es)
- * into dst: dst axis k is x axis perm[k]. */
-static void permute(const void *src, void *dst, size_t es, int32_t n, const int64_t *xs, const int64_t *perm) {
-  int64_t st[MIL_INTERP_MAX_RANK], os[MIL_INTERP_MAX_RANK] = {0}, ss[MIL_INTERP_MAX_RANK] = {0},
-          idx[MIL_INTERP_MAX_RANK] = {0};
-  int64_t s = 1, total = 1;
-  for (int32_t i = n - 1; i >= 0; i--) {
-    st[i] = s;
-    s *= xs[i];
-  }
-  for (int32_t k = 0; k < n; k++) {
-    os[k] = xs[perm[k]];
-    ss[k] = st[perm[k]];
-    total *= os[k];
-  }
-  if (total == 0) return;
-  if (n == 0) {
-    memcpy(dst, src, es);
-    return;
-  }
-  const char *sp = src;
-  char *dp = dst;
-  int64_t inner = os[n - 1], step = ss[n - 1], off = 0;
-  for (int64_t o = 0; o < total; o += inner) {
-    switch (es) {
-    case 1: for (int64_t j = 0; j < inner; j++) dp[o + j] = sp[off + j * step]; break;
-    case 2: for (int64_t j = 0; j < inner; j++) ((uint16_t *)dp)[o + j] = ((const uint16_t *)sp)[off + j * step]; break;
-    case 4: for (int64_t j = 0; j < inner; j++) ((uint32_t *)dp)[o + j] = ((const uint32_t *)sp)[off + j * step]; break;
-    case 8: for (int64_t j = 0; j < inner; j++) ((uint64_t *)dp)[o + j] = ((const uint64_t *)sp)[off + j * step]; break;
-    default:
-      for (int64_t j = 0; j < inner; j++) memcpy(dp + (o + j) * es, sp + (off + j * step) * es, es);
-    }
-    for (int32_t k = n - 2; k >= 0; k--) {
-      idx[k]++;
-      off += ss[k];
-      if (idx[k] < os[k]) break;
-      off -= ss[k] * os[k];
-      idx[k] = 0;
-    }
-  }
-}
-
 /* x's bytes, permuted per `perm` of the view shape vs, into a new value of
  * type c->out[0] (which must have the same element count). */
 static mil_status permute_out(interp_run *r, mil_infer_ctx *c, const mil_value *x, const void *src, int32_t n,
@@ -91,7 +49,7 @@ static mil_status permute_out(interp_run *r, mil_infer_ctx *c, const mil_value *
   mil_value *out = interp_new_value(r, c->out[0]);
   if (!out) return INTERP_DECLINE;
   if (out->numel != interp_numel(n, vs)) return INTERP_DECLINE;
-  permute(src, mil_value_data_mut(out), es, n, vs, perm);
+  interp_permute(src, mil_value_data_mut(out), es, n, vs, perm);
   c->val[0] = out;
   return MIL_OK;
 }
@@ -184,7 +142,7 @@ static mil_status k_batch_to_space(interp_run *r, mil_infer_ctx *c) {
     return interp_nomem(c);
   }
   int64_t vs[6] = {bsh[0], bsh[1], n, xs[1], xs[2], xs[3]}, perm[6] = {2, 3, 4, 0, 5, 1};
-  permute(mil_value_data(x), buf, es, 6, vs, perm);
+  interp_permute(mil_value_data(x), buf, es, 6, vs, perm);
   char *d = mil_value_data_mut(out);
   for (int64_t p = 0; p < n * xs[1]; p++)
     for (int64_t h = 0; h < os[2]; h++)
