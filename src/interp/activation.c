@@ -112,8 +112,6 @@ static mil_status k_sigmoid_hard(interp_run *r, mil_infer_ctx *c) {
   return MIL_OK;
 }
 
-#define SOFTMAX_FLUSH -87.33f /* exp(-87.33) = 1.18e-38, fp32's smallest normal */
-
 static mil_status k_softmax(interp_run *r, mil_infer_ctx *c) {
   const mil_value *x = interp_fin(c, "x");
   if (!x) return INTERP_DECLINE;
@@ -140,31 +138,8 @@ static mil_status k_softmax(interp_run *r, mil_infer_ctx *c) {
       float *d = y + a * n * inner + b;
       float mx = -INFINITY;
       double sum = 0;
-      if (inner == 1) { /* contiguous: the vectorized exp */
-        /* the maximum in 8 lanes (a NaN never wins, the same value as one
-         * pass), the sum in 8 double lanes */
-        float m8[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-        int64_t j = 0;
-        for (; j + 8 <= n; j += 8)
-          for (int k = 0; k < 8; k++) m8[k] = s[j + k] > m8[k] ? s[j + k] : m8[k];
-        for (; j < n; j++) m8[0] = s[j] > m8[0] ? s[j] : m8[0];
-        for (int k = 0; k < 8; k++) mx = m8[k] > mx ? m8[k] : mx;
-        /* exp of a difference below -87.33 is below fp32's smallest normal:
-         * taken as 0 (an attention mask's -inf among them), which also
-         * keeps subnormal arithmetic (a hundred times slower) out of exp */
-        for (j = 0; j < n; j++) {
-          float t = s[j] - mx;
-          d[j] = t < SOFTMAX_FLUSH ? SOFTMAX_FLUSH : t;
-        }
-        interp_vexp(d, d, n);
-        for (j = 0; j < n; j++) d[j] = s[j] - mx < SOFTMAX_FLUSH ? 0.0f : d[j];
-        double s8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (j = 0; j + 8 <= n; j += 8)
-          for (int k = 0; k < 8; k++) s8[k] += d[j + k];
-        for (; j < n; j++) s8[0] += d[j];
-        sum = ((s8[0] + s8[1]) + (s8[2] + s8[3])) + ((s8[4] + s8[5]) + (s8[6] + s8[7]));
-        float inv = (float)(1.0 / sum);
-        for (j = 0; j < n; j++) d[j] *= inv;
+      if (inner == 1) { /* contiguous: the vectorized row (softmax_row.c) */
+        interp_softmax_row(s, d, n);
         continue;
       }
       for (int64_t j = 0; j < n; j++) mx = s[j * inner] > mx ? s[j * inner] : mx;

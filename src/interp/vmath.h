@@ -59,6 +59,14 @@ INTERP_HIDDEN void interp_vgelu_tanh(const float *x, float *y, int64_t n);
 INTERP_HIDDEN void interp_vswish(const float *x, float *y, int64_t n);
 INTERP_HIDDEN void interp_vswish_fp16(const float *x, float *y, int64_t n);
 
+/* softmax of the contiguous fp32 row s (n elements) into d (softmax_row.c
+ * says how; d may not overlap s): the AVX-512 body where the CPU has it
+ * (interp_softmax_row_avx512 returns false, doing nothing, where it has
+ * not), else the portable one; both give the same bits. */
+INTERP_HIDDEN void interp_softmax_row(const float *s, float *d, int64_t n);
+INTERP_HIDDEN void interp_softmax_row_portable(const float *s, float *d, int64_t n);
+INTERP_HIDDEN bool interp_softmax_row_avx512(const float *s, float *d, int64_t n);
+
 /* The bodies, for tests that compare them: INTERP_VM_AUTO is the run-time
  * choice. */
 enum { INTERP_VM_AUTO = -1, INTERP_VM_PORTABLE = 0, INTERP_VM_AVX2 = 1, INTERP_VM_AVX512 = 2 };

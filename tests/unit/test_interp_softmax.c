@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "interp/vmath.h"
 #include "interp_fixture.h"
 #include "mil/interp.h"
 #include "mil/mil.h"
@@ -75,9 +76,59 @@ static void test_softmax_masked(void **state) {
   run_axis(0);
 }
 
+/* The AVX-512 row (softmax_row.c) against the portable one, bit for bit:
+ * every length from 1 to 80 (the 16-wide loops' tails, the 8-wide sum's
+ * tail) and 197, 1000; rows with NaN, +-inf, -inf masks, +-0, differences
+ * below the flush bound, large and tiny values. And against softmax in
+ * double: within 1e-5 relative where the row is finite. */
+static float row_val(uint32_t *st, int kind) {
+  *st = *st * 1664525u + 1013904223u;
+  float u = (float)(*st >> 8) / 16777216.0f; /* [0, 1) */
+  switch (kind) {
+  case 0: return (u - 0.5f) * 20.0f;
+  case 1: return u < 0.1f ? -INFINITY : (u - 0.5f) * 8.0f;         /* a mask */
+  case 2: return u < 0.05f ? NAN : (u - 0.5f) * 8.0f;               /* NaN */
+  case 3: return u < 0.3f ? (u < 0.15f ? 0.0f : -0.0f) : -200.0f * u; /* zeros, flushed ones */
+  case 4: return u < 0.02f ? INFINITY : (u - 0.5f) * 3e4f;          /* +inf, wide range */
+  default: return (u - 0.5f) * 1e-30f;                              /* tiny */
+  }
+}
+
+static void test_softmax_row_bodies(void **state) {
+  (void)state;
+  float s[1000] = {0}, a[1000], b[1000];
+  bool have512 = interp_softmax_row_avx512(s, a, 0);
+  if (!have512) print_message("no AVX-512 on this CPU: the portable row only\n");
+  static const int64_t extra[] = {197, 1000};
+  uint32_t st = 12345;
+  for (int kind = 0; kind < 6; kind++)
+    for (int64_t t = 0; t < 82; t++) {
+      int64_t n = t < 80 ? t + 1 : extra[t - 80];
+      for (int64_t j = 0; j < n; j++) s[j] = row_val(&st, kind);
+      interp_softmax_row_portable(s, a, n);
+      if (have512) {
+        assert_true(interp_softmax_row_avx512(s, b, n));
+        if (memcmp(a, b, (size_t)n * sizeof *a) != 0)
+          fail_msg("kind %d, n %lld: the AVX-512 row differs from the portable one", kind, (long long)n);
+      }
+      bool finite = true;
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < n; j++) finite = finite && isfinite(s[j]), mx = s[j] > mx ? s[j] : mx;
+      if (!finite) continue;
+      for (int64_t j = 0; j < n; j++) sum += exp((double)s[j] - mx);
+      for (int64_t j = 0; j < n; j++) {
+        double want = exp((double)s[j] - mx) / sum;
+        if ((double)s[j] - mx < -87.33) want = 0; /* flushed: below fp32's normals */
+        if (fabs(a[j] - want) > 1e-5 * want + 1e-37) /* t = x - mx rounds in fp32 */
+          fail_msg("kind %d, n %lld: y[%lld] = %g, want %g", kind, (long long)n, (long long)j, a[j], want);
+      }
+    }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_softmax_masked),
+      cmocka_unit_test(test_softmax_row_bodies),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
