@@ -247,9 +247,10 @@ INTERP_HIDDEN void interp_permute(const void *src, void *dst, size_t es, int32_t
  * reordered once. wv (K * N elements, any float dtype) must be a stable
  * value (a const, interp_weight_stable: its bytes key the cache), laid out
  * (N, K) when w_nk, else (K, N). Returns false (out untouched or partly
- * written) when the primitive is not available: no oneDNN, no cache, a
- * weight that is not stable, an empty size, MIL_INTERP_NO_DNNL_MATMUL set,
- * out of memory; the caller then runs interp_sgemm. */
+ * written) when the primitive is not available or not the faster path: no
+ * oneDNN, no cache, a weight that is not stable, one row (m = 1), an empty
+ * size, MIL_INTERP_NO_DNNL_MATMUL set, out of memory; the caller then runs
+ * interp_sgemm. */
 INTERP_HIDDEN bool interp_linear_dnnl(interp_run *r, const float *x, const mil_value *wv, bool w_nk,
                                       const float *bias, float *out, int64_t m, int64_t k, int64_t n);
 

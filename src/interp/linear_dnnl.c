@@ -123,8 +123,13 @@ static bool lin_run(const lin_prim *lp, interp_bufpool *pool, const float *x, co
 
 bool interp_linear_dnnl(interp_run *r, const float *x, const mil_value *wv, bool w_nk, const float *bias, float *out,
                         int64_t m, int64_t k, int64_t n) {
+  /* one row (a classifier's last layer): dnnl_sgemm's matrix-vector
+   * product streams the weight faster than the primitive does (measured
+   * 0.25 against 0.30 ms for mobilenet_v3_small's two; equal from 2 rows,
+   * the primitive ahead from 4: bench/interp_notes.md) */
+  if (m < 2) return false;
   /* the key: the const's own bytes, which never change while the family lives */
-  if (m <= 0 || k <= 0 || n <= 0 || !interp_weight_stable(r, wv, k * n) || getenv("MIL_INTERP_NO_DNNL_MATMUL"))
+  if (k <= 0 || n <= 0 || !interp_weight_stable(r, wv, k * n) || getenv("MIL_INTERP_NO_DNNL_MATMUL"))
     return false;
   lin_key key;
   memset(&key, 0, sizeof key); /* the padding is part of the key's bytes */
