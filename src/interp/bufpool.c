@@ -12,11 +12,15 @@
  *    zeroed every activation again (mobilenet_v2 about 15 MB per run);
  *  - work buffers of the kernels (oneDNN's scratchpad and its blocked
  *    copies of a conv's input and output), grown to the largest request
- *    and kept.
+ *    and kept;
+ *  - kernels' objects of this interpreter alone, by key (oneDNN's stream
+ *    and the memory objects of each cached primitive: made once, their
+ *    data pointers set per call, instead of made and destroyed per call).
  *
  * An interpreter runs in one thread at a time (mil/interp.h), and so its
  * pool is used: forks have their own. MIL_INTERP_NO_PLAN=1 (read when the
  * pool is made) keeps the pool alone, for measuring. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -40,6 +44,12 @@ typedef struct pool_ws {
   size_t n;
 } pool_ws;
 
+typedef struct pool_obj {
+  const void *key; /* NULL: empty slot */
+  void *obj;
+  void (*free_fn)(void *);
+} pool_obj;
+
 struct interp_bufpool {
   mil_allocator alloc;
   pool_blk *head, *tail;
@@ -47,6 +57,8 @@ struct interp_bufpool {
   size_t live, peak; /* bytes of the blocks of at least POOL_MIN the runs hold, and their most */
   pool_ws ws[POOL_WS];
   interp_bufplan *plan; /* blocks from POOL_MIN bytes on, or NULL: the pool's */
+  pool_obj *objs;       /* open addressing, cap_objs a power of two (or 0) */
+  size_t n_objs, cap_objs;
 };
 
 static void unlink_blk(interp_bufpool *p, pool_blk *b) {
@@ -162,7 +174,39 @@ void interp_bufpool_free(interp_bufpool *p) {
   interp_bufplan_free(p->plan); /* its blocks back into the pool first */
   drain(p);
   for (int i = 0; i < POOL_WS; i++) free(p->ws[i].p);
+  for (size_t i = 0; i < p->cap_objs; i++)
+    if (p->objs[i].key) p->objs[i].free_fn(p->objs[i].obj);
+  free(p->objs);
   free(p);
+}
+
+static size_t obj_slot(const pool_obj *t, size_t cap, const void *key) {
+  size_t h = (size_t)((uintptr_t)key >> 4) * 0x9E3779B97F4A7C15ull, i = h & (cap - 1);
+  while (t[i].key && t[i].key != key) i = (i + 1) & (cap - 1);
+  return i;
+}
+
+void *interp_bufpool_obj(interp_bufpool *p, const void *key) {
+  if (!p || !key || !p->cap_objs) return NULL;
+  const pool_obj *e = &p->objs[obj_slot(p->objs, p->cap_objs, key)];
+  return e->key ? e->obj : NULL;
+}
+
+bool interp_bufpool_put_obj(interp_bufpool *p, const void *key, void *obj, void (*free_fn)(void *)) {
+  if (!p || !key || interp_bufpool_obj(p, key)) return false;
+  if ((p->n_objs + 1) * 2 > p->cap_objs) {
+    size_t cap = p->cap_objs ? p->cap_objs * 2 : 64;
+    pool_obj *t = calloc(cap, sizeof *t);
+    if (!t) return false;
+    for (size_t i = 0; i < p->cap_objs; i++)
+      if (p->objs[i].key) t[obj_slot(t, cap, p->objs[i].key)] = p->objs[i];
+    free(p->objs);
+    p->objs = t;
+    p->cap_objs = cap;
+  }
+  p->objs[obj_slot(p->objs, p->cap_objs, key)] = (pool_obj){key, obj, free_fn};
+  p->n_objs++;
+  return true;
 }
 
 void interp_bufpool_run_begin(interp_bufpool *p) {

@@ -68,6 +68,66 @@ static void prim_free(void *p) {
   free(cp);
 }
 
+/* ---- per-interpreter streams and memory objects ---- */
+
+typedef struct call_mems {
+  int n;
+  dnnl_memory_t m[INTERP_DNNL_MAX_ARGS];
+} call_mems;
+
+static void mems_free(void *p) {
+  call_mems *cm = p;
+  for (int i = 0; i < cm->n; i++)
+    if (cm->m[i]) dnnl_memory_destroy(cm->m[i]);
+  free(cm);
+}
+
+static void stream_free(void *p) { dnnl_stream_destroy(p); }
+
+static const char k_stream_key = 0; /* its address keys the pool's stream */
+
+static bool make_mems(dnnl_memory_t *m, int n, const dnnl_memory_desc_t *const *mds) {
+  for (int i = 0; i < n; i++)
+    if (dnnl_memory_create(&m[i], mds[i], g_engine, DNNL_MEMORY_NONE) != dnnl_success) return false;
+  return true;
+}
+
+bool interp_dnnl_call_begin(interp_dnnl_call *c, interp_bufpool *pool, const void *key, int n,
+                            const dnnl_memory_desc_t *const *mds) {
+  memset(c, 0, sizeof *c);
+  c->n = n;
+  c->m = c->own_m;
+  if (!interp_dnnl_engine() || n > INTERP_DNNL_MAX_ARGS) return false;
+  dnnl_stream_t st = pool ? interp_bufpool_obj(pool, &k_stream_key) : NULL;
+  if (pool && !st && dnnl_stream_create(&st, g_engine, dnnl_stream_default_flags) == dnnl_success &&
+      !interp_bufpool_put_obj(pool, &k_stream_key, st, stream_free)) {
+    dnnl_stream_destroy(st);
+    st = NULL;
+  }
+  call_mems *cm = st && key ? interp_bufpool_obj(pool, key) : NULL;
+  if (st && key && !cm && (cm = calloc(1, sizeof *cm)) != NULL) {
+    cm->n = n;
+    if (!make_mems(cm->m, n, mds) || !interp_bufpool_put_obj(pool, key, cm, mems_free)) {
+      mems_free(cm);
+      cm = NULL;
+    }
+  }
+  if (cm && cm->n == n) {
+    c->st = st;
+    c->m = cm->m;
+    return true;
+  }
+  c->own = true; /* this call's own objects */
+  return make_mems(c->own_m, n, mds) && dnnl_stream_create(&c->st, g_engine, dnnl_stream_default_flags) == dnnl_success;
+}
+
+void interp_dnnl_call_end(interp_dnnl_call *c) {
+  if (!c->own) return;
+  if (c->st) dnnl_stream_destroy(c->st);
+  for (int i = 0; i < c->n; i++)
+    if (c->own_m[i]) dnnl_memory_destroy(c->own_m[i]);
+}
+
 bool interp_dnnl_reorder(const dnnl_memory_desc_t *from_md, const void *from, const dnnl_memory_desc_t *to_md,
                          void *to) {
   dnnl_engine_t eng = interp_dnnl_engine();
@@ -207,10 +267,10 @@ static conv_prim *prim_make(const conv_key *k, const mil_value *wv, const conv_p
 
 /* The scratchpad and the blocked copies of src and dst are the run's work
  * buffers (bufpool.c: kept by the interpreter, no fresh pages per call),
- * or malloc'ed for this call without a pool. */
-static bool prim_run(const conv_prim *cp, interp_bufpool *pool, const float *x, const float *bias, float *out) {
-  dnnl_memory_t m[7] = {NULL}; /* src, weights, dst, scratchpad, bias, plain src, plain dst */
-  dnnl_stream_t st = NULL;
+ * or malloc'ed for this call without a pool. cached: cp is the cache's
+ * (the interpreter's memory objects for it are kept). */
+static bool prim_run(const conv_prim *cp, bool cached, interp_bufpool *pool, const float *x, const float *bias,
+                     float *out) {
   size_t sb = cp->to_src ? dnnl_memory_desc_get_size(&cp->src_md) : 0;
   size_t db = cp->from_dst ? dnnl_memory_desc_get_size(&cp->dst_md) : 0;
   void *own[3] = {NULL, NULL, NULL};
@@ -221,29 +281,27 @@ static bool prim_run(const conv_prim *cp, interp_bufpool *pool, const float *x, 
     if (want[i] && !buf[i]) buf[i] = own[i] = malloc(want[i]);
   }
   void *scratch = buf[0], *sbuf = buf[1], *dbuf = buf[2];
+  /* src, weights, dst, scratchpad, bias, plain src, plain dst */
+  const dnnl_memory_desc_t *mds[7] = {&cp->src_md,  &cp->w_md,      &cp->dst_md,  &cp->scratch_md,
+                                      &cp->bias_md, &cp->src_plain, &cp->dst_plain};
+  void *data[7] = {sb ? sbuf : (void *)x, cp->w, db ? dbuf : out, scratch, (void *)bias, (void *)x, out};
+  interp_dnnl_call call;
   bool ok = (!cp->scratch_bytes || scratch) && (!sb || sbuf) && (!db || dbuf) &&
-            dnnl_memory_create(&m[0], &cp->src_md, g_engine, sb ? sbuf : (void *)x) == dnnl_success &&
-            dnnl_memory_create(&m[1], &cp->w_md, g_engine, cp->w) == dnnl_success &&
-            dnnl_memory_create(&m[2], &cp->dst_md, g_engine, db ? dbuf : out) == dnnl_success &&
-            dnnl_memory_create(&m[3], &cp->scratch_md, g_engine, scratch) == dnnl_success &&
-            (!bias || dnnl_memory_create(&m[4], &cp->bias_md, g_engine, (void *)bias) == dnnl_success) &&
-            (!sb || dnnl_memory_create(&m[5], &cp->src_plain, g_engine, (void *)x) == dnnl_success) &&
-            (!db || dnnl_memory_create(&m[6], &cp->dst_plain, g_engine, out) == dnnl_success) &&
-            dnnl_stream_create(&st, g_engine, dnnl_stream_default_flags) == dnnl_success;
-  if (ok && sb) ok = reorder_run(cp->to_src, st, m[5], m[0]);
+            interp_dnnl_call_begin(&call, pool, cached ? cp : NULL, 7, mds);
+  dnnl_memory_t *m = call.m;
+  for (int i = 0; ok && i < 7; i++) ok = dnnl_memory_set_data_handle(m[i], data[i]) == dnnl_success;
+  if (ok && sb) ok = reorder_run(cp->to_src, call.st, m[5], m[0]);
   if (ok) {
     dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, m[0]},
                                {DNNL_ARG_WEIGHTS, m[1]},
                                {DNNL_ARG_DST, m[2]},
                                {DNNL_ARG_SCRATCHPAD, m[3]},
                                {DNNL_ARG_BIAS, m[4]}};
-    ok = dnnl_primitive_execute(cp->prim, st, bias ? 5 : 4, args) == dnnl_success;
+    ok = dnnl_primitive_execute(cp->prim, call.st, bias ? 5 : 4, args) == dnnl_success;
   }
-  if (ok && db) ok = reorder_run(cp->from_dst, st, m[2], m[6]);
-  if (ok) ok = dnnl_stream_wait(st) == dnnl_success;
-  if (st) dnnl_stream_destroy(st);
-  for (int i = 0; i < 7; i++)
-    if (m[i]) dnnl_memory_destroy(m[i]);
+  if (ok && db) ok = reorder_run(cp->from_dst, call.st, m[2], m[6]);
+  if (ok) ok = dnnl_stream_wait(call.st) == dnnl_success;
+  interp_dnnl_call_end(&call);
   free(own[0]), free(own[1]), free(own[2]);
   return ok;
 }
@@ -344,7 +402,7 @@ static bool conv_banded(interp_run *r, const conv_key *whole, const float *x, co
     const float *src = xh ? xb : x + i0 * iw * (x_nhwc ? cin : 1);
     float *dst = outh ? ob : out + o0 * ow * (o_nhwc ? cout : 1);
     conv_prim *tmp = NULL, *cp = prim_get(r, &k, wv, share, &tmp);
-    ok = cp && prim_run(cp, r->pool, src, bias, dst);
+    ok = cp && prim_run(cp, !tmp, r->pool, src, bias, dst);
     if (!tmp && cp && !share) share = cp;
     prim_free(tmp);
     if (o_nhwc) /* contiguous rows: the activation at once */
@@ -408,7 +466,7 @@ bool interp_conv_dnnl(interp_run *r, const float *x, const uint16_t *xh, const m
   if (banded(&key, xh || outh, r)) return conv_banded(r, &key, x, xh, wv, bias, out, outh, post_op);
   if (xh || outh) return false;
   conv_prim *tmp = NULL, *cp = prim_get(r, &key, wv, NULL, &tmp);
-  bool ok = cp && prim_run(cp, r->pool, x, bias, out) && interp_conv_act(r, post_op, out, n * cout * outsz[1] * outsz[2], 0);
+  bool ok = cp && prim_run(cp, !tmp, r->pool, x, bias, out) && interp_conv_act(r, post_op, out, n * cout * outsz[1] * outsz[2], 0);
   prim_free(tmp);
   return ok;
 }

@@ -206,6 +206,13 @@ INTERP_HIDDEN void interp_bufpool_run_end(interp_bufpool *p);
  * contents unspecified; kept by p (grown when needed) until the next
  * request of the same slot. NULL when p is NULL or out of memory. */
 INTERP_HIDDEN void *interp_bufpool_work(interp_bufpool *p, int slot, size_t n);
+/* The object kept under key by p (this interpreter's alone), or NULL
+ * (none, or p NULL). */
+INTERP_HIDDEN void *interp_bufpool_obj(interp_bufpool *p, const void *key);
+/* Keeps obj under key until p is freed (then free_fn(obj)). False when p
+ * or key is NULL, key already has an object, or out of memory: the caller
+ * still owns obj. */
+INTERP_HIDDEN bool interp_bufpool_put_obj(interp_bufpool *p, const void *key, void *obj, void (*free_fn)(void *));
 
 /* ---- bufplan.c ---- */
 /* The memory plan of an interpreter's blocks (see bufplan.c). Blocks

@@ -92,31 +92,27 @@ static lin_prim *lin_make(const lin_key *k, const mil_value *wv) {
   return lp;
 }
 
-static bool lin_run(const lin_prim *lp, interp_bufpool *pool, const float *x, const float *bias, float *out) {
-  dnnl_engine_t eng = interp_dnnl_engine();
-  dnnl_memory_t m[5] = {NULL}; /* src, weights, dst, scratchpad, bias */
-  dnnl_stream_t st = NULL;
+/* cached: lp is the cache's (the interpreter's memory objects for it are kept) */
+static bool lin_run(const lin_prim *lp, bool cached, interp_bufpool *pool, const float *x, const float *bias,
+                    float *out) {
   void *own = NULL, *scratch = lp->scratch_bytes ? interp_bufpool_work(pool, 0, lp->scratch_bytes) : NULL;
   if (lp->scratch_bytes && !scratch) scratch = own = malloc(lp->scratch_bytes);
-  bool ok = (!lp->scratch_bytes || scratch) &&
-            dnnl_memory_create(&m[0], &lp->src_md, eng, (void *)x) == dnnl_success &&
-            dnnl_memory_create(&m[1], &lp->w_md, eng, lp->w) == dnnl_success &&
-            dnnl_memory_create(&m[2], &lp->dst_md, eng, out) == dnnl_success &&
-            dnnl_memory_create(&m[3], &lp->scratch_md, eng, scratch) == dnnl_success &&
-            (!bias || dnnl_memory_create(&m[4], &lp->bias_md, eng, (void *)bias) == dnnl_success) &&
-            dnnl_stream_create(&st, eng, dnnl_stream_default_flags) == dnnl_success;
+  /* src, weights, dst, scratchpad, bias */
+  const dnnl_memory_desc_t *mds[5] = {&lp->src_md, &lp->w_md, &lp->dst_md, &lp->scratch_md, &lp->bias_md};
+  void *data[5] = {(void *)x, lp->w, out, scratch, (void *)bias};
+  interp_dnnl_call call;
+  bool ok = (!lp->scratch_bytes || scratch) && interp_dnnl_call_begin(&call, pool, cached ? lp : NULL, 5, mds);
+  for (int i = 0; ok && i < 5; i++) ok = dnnl_memory_set_data_handle(call.m[i], data[i]) == dnnl_success;
   if (ok) {
-    dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, m[0]},
-                               {DNNL_ARG_WEIGHTS, m[1]},
-                               {DNNL_ARG_DST, m[2]},
-                               {DNNL_ARG_SCRATCHPAD, m[3]},
-                               {DNNL_ARG_BIAS, m[4]}};
-    ok = dnnl_primitive_execute(lp->prim, st, bias ? 5 : 4, args) == dnnl_success &&
-         dnnl_stream_wait(st) == dnnl_success;
+    dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, call.m[0]},
+                               {DNNL_ARG_WEIGHTS, call.m[1]},
+                               {DNNL_ARG_DST, call.m[2]},
+                               {DNNL_ARG_SCRATCHPAD, call.m[3]},
+                               {DNNL_ARG_BIAS, call.m[4]}};
+    ok = dnnl_primitive_execute(lp->prim, call.st, bias ? 5 : 4, args) == dnnl_success &&
+         dnnl_stream_wait(call.st) == dnnl_success;
   }
-  if (st) dnnl_stream_destroy(st);
-  for (int i = 0; i < 5; i++)
-    if (m[i]) dnnl_memory_destroy(m[i]);
+  interp_dnnl_call_end(&call);
   free(own);
   return ok;
 }
@@ -146,7 +142,7 @@ bool interp_linear_dnnl(interp_run *r, const float *x, const mil_value *wv, bool
      * if another op reads them) */
     else if (lp == made) mil_value_release_pages(wv);
   }
-  bool ok = lin_run(lp, r->pool, x, bias, out);
+  bool ok = lin_run(lp, !tmp, r->pool, x, bias, out);
   lin_free(tmp);
   return ok;
 }
