@@ -135,11 +135,7 @@ static const float *f32_locked(interp_cache *c, const mil_value *v) {
   if (e->f) return e->dtype == v->type->dtype && e->numel == v->numel ? e->f : NULL;
   float *f = malloc((size_t)v->numel * sizeof *f);
   if (!f) return NULL;
-  if (v->type->dtype == MIL_DT_FP16) {
-    mil_fp16_to_fp32_array(mil_value_data(v), f, (size_t)v->numel);
-  } else {
-    for (int64_t i = 0; i < v->numel; i++) f[i] = (float)mil_value_get_f64(v, i);
-  }
+  interp_widen_f32(v, f);
   e->f = f;
   e->dtype = v->type->dtype;
   e->numel = v->numel;

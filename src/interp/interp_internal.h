@@ -384,6 +384,8 @@ INTERP_HIDDEN const float *interp_f32(interp_run *r, const mil_value *v, float *
  * elements whose bytes are stable (a const of the interpreter: they key the
  * cache, and never change while the interpreter family lives). */
 INTERP_HIDDEN bool interp_weight_stable(interp_run *r, const mil_value *v, int64_t numel);
+/* Writes v's v->numel elements (an fp16, bf16 or fp64 tensor) into f as fp32. */
+INTERP_HIDDEN void interp_widen_f32(const mil_value *v, float *f);
 /* v's elements as fp32 (a float tensor): v's own bytes, or a copy widened
  * into *tmp (the caller frees it; NULL for fp32). NULL when out of memory. */
 INTERP_HIDDEN const float *interp_weight_f32(const mil_value *v, float **tmp);

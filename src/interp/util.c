@@ -35,13 +35,17 @@ const float *interp_f32(interp_run *r, const mil_value *v, float **tmp) {
   size_t n = (size_t)(v->numel ? v->numel : 1);
   float *b = r ? interp_scratch_f32(r, n) : malloc(n * sizeof *b);
   if (!b) return NULL;
-  if (dt == MIL_DT_FP16) {
-    mil_fp16_to_fp32_array(mil_value_data(v), b, (size_t)v->numel); /* F16C when the CPU has it */
-  } else {
-    for (int64_t i = 0; i < v->numel; i++) b[i] = (float)mil_value_get_f64(v, i);
-  }
+  interp_widen_f32(v, b);
   if (!r) *tmp = b;
   return b;
+}
+
+void interp_widen_f32(const mil_value *v, float *f) {
+  if (v->type->dtype == MIL_DT_FP16) {
+    mil_fp16_to_fp32_array(mil_value_data(v), f, (size_t)v->numel); /* F16C / AVX-512 when the CPU has it */
+  } else {
+    for (int64_t i = 0; i < v->numel; i++) f[i] = (float)mil_value_get_f64(v, i);
+  }
 }
 
 bool interp_weight_stable(interp_run *r, const mil_value *v, int64_t numel) {
@@ -56,11 +60,7 @@ const float *interp_weight_f32(const mil_value *v, float **tmp) {
   if (v->type->dtype == MIL_DT_FP32) return (const float *)mil_value_data(v);
   float *f = malloc((size_t)v->numel * sizeof *f);
   if (!f) return NULL;
-  if (v->type->dtype == MIL_DT_FP16) {
-    mil_fp16_to_fp32_array(mil_value_data(v), f, (size_t)v->numel);
-  } else {
-    for (int64_t i = 0; i < v->numel; i++) f[i] = (float)mil_value_get_f64(v, i);
-  }
+  interp_widen_f32(v, f);
   return *tmp = f;
 }
 

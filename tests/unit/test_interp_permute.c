@@ -1,5 +1,5 @@
-/* interp_permute (src/interp/permute.c) against an element-by-element
- * reference written here: every permutation of ranks 1-4, shapes with
+/* interp_permute (src/interp/permute.c) against np.transpose by its
+ * definition (transpose_ref.h): every permutation of ranks 1-4, shapes with
  * axes of size 1 (dropped), axes that stay neighbours (merged), sizes
  * that are not multiples of the tile, elements of 1, 2, 4, 8 and 12 bytes
  * (the tiled, the row-copy and the element paths); rank 6 permutations of
@@ -16,36 +16,7 @@
 
 #include "interp/interp_internal.h"
 #include "interp_fixture.h"
-
-static void reference(const unsigned char *src, unsigned char *dst, size_t es, int n, const int64_t *xs,
-                      const int64_t *perm) {
-  int64_t st[8], os[8], idx[8] = {0}, total = 1, s = 1;
-  for (int i = n - 1; i >= 0; i--) st[i] = s, s *= xs[i];
-  for (int k = 0; k < n; k++) os[k] = xs[perm[k]], total *= os[k];
-  for (int64_t o = 0; o < total; o++) {
-    int64_t off = 0;
-    for (int k = 0; k < n; k++) off += idx[k] * st[perm[k]];
-    memcpy(dst + o * (int64_t)es, src + off * (int64_t)es, es);
-    for (int k = n - 1; k >= 0; k--) {
-      if (++idx[k] < os[k]) break;
-      idx[k] = 0;
-    }
-  }
-}
-
-/* Every permutation of 0..n-1 in turn (Heap's algorithm would do; this is
- * the lexicographic successor). False after the last. */
-static bool next_perm(int64_t *p, int n) {
-  int i = n - 2;
-  while (i >= 0 && p[i] >= p[i + 1]) i--;
-  if (i < 0) return false;
-  int j = n - 1;
-  while (p[j] <= p[i]) j--;
-  int64_t t = p[i];
-  p[i] = p[j], p[j] = t;
-  for (int a = i + 1, b = n - 1; a < b; a++, b--) t = p[a], p[a] = p[b], p[b] = t;
-  return true;
-}
+#include "unit/transpose_ref.h"
 
 static void check(int n, const int64_t *xs, size_t es) {
   int64_t total = 1;
@@ -59,7 +30,7 @@ static void check(int n, const int64_t *xs, size_t es) {
   do {
     memset(got, 0xA5, bytes);
     interp_permute(src, got, es, n, xs, perm);
-    reference(src, want, es, n, xs, perm);
+    naive_transpose(want, src, es, n, xs, perm);
     if (memcmp(got, want, bytes) != 0) {
       char sh[128] = "", pm[128] = "";
       for (int i = 0; i < n; i++) {
@@ -68,7 +39,7 @@ static void check(int n, const int64_t *xs, size_t es) {
       }
       fail_msg("shape (%s), perm (%s), %zu-byte elements: wrong bytes", sh, pm, es);
     }
-  } while (next_perm(perm, n));
+  } while (next_perm(n, perm));
   free(src), free(got), free(want);
 }
 
@@ -99,7 +70,7 @@ static void test_block_rearrangements(void **state) {
       assert_non_null(src), assert_non_null(got), assert_non_null(want);
       for (size_t i = 0; i < bytes; i++) src[i] = (unsigned char)(i * 37 + 5);
       interp_permute(src, got, es, 6, xs, perms[k]);
-      reference(src, want, es, 6, xs, perms[k]);
+      naive_transpose(want, src, es, 6, xs, perms[k]);
       if (memcmp(got, want, bytes) != 0) fail_msg("perm %d, %zu-byte elements: wrong bytes", k, es);
       free(src), free(got), free(want);
     }
