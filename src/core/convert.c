@@ -70,9 +70,11 @@ __attribute__((target("avx,f16c"))) static size_t f16_to_f32_f16c(const uint16_t
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(src + i));
-    /* exponent all ones (inf/NaN): widen in scalar code to keep NaN payloads */
-    __m128i e = _mm_and_si128(h, _mm_set1_epi16(0x7c00));
-    if (_mm_movemask_epi8(_mm_cmpeq_epi16(e, _mm_set1_epi16(0x7c00)))) {
+    /* a NaN (|h| above the infinity 0x7c00): widened in scalar code, which
+     * keeps its payload as it is (the instruction sets the quiet bit);
+     * infinities convert alike */
+    __m128i a = _mm_and_si128(h, _mm_set1_epi16(0x7fff));
+    if (_mm_movemask_epi8(_mm_cmpgt_epi16(a, _mm_set1_epi16(0x7c00)))) {
       for (size_t k = 0; k < 8; k++) dst[i + k] = mil_fp16_to_fp32(src[i + k]);
       continue;
     }
@@ -99,9 +101,9 @@ __attribute__((target("avx512f"))) static size_t f16_to_f32_avx512(const uint16_
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
-    __m512i w = _mm512_cvtepu16_epi32(h); /* exponent all ones (inf/NaN): scalar code */
-    __m512i e = _mm512_and_si512(w, _mm512_set1_epi32(0x7c00));
-    if (_mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(0x7c00))) {
+    __m512i w = _mm512_cvtepu16_epi32(h); /* a NaN: scalar code (as above) */
+    __m512i a = _mm512_and_si512(w, _mm512_set1_epi32(0x7fff));
+    if (_mm512_cmpgt_epi32_mask(a, _mm512_set1_epi32(0x7c00))) {
       for (size_t k = 0; k < 16; k++) dst[i + k] = mil_fp16_to_fp32(src[i + k]);
       continue;
     }
@@ -111,7 +113,7 @@ __attribute__((target("avx512f"))) static size_t f16_to_f32_avx512(const uint16_
 }
 
 /* v rounded to fp16 and widened back in registers, 16 at a time; a group
- * holding a NaN or an infinity in scalar code. */
+ * holding a NaN in scalar code. */
 __attribute__((target("avx512f"))) static size_t round_f16_avx512(float *v, size_t n) {
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
