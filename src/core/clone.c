@@ -157,10 +157,14 @@ static bool copy_name_counts(mil_program *dst, const mil_program *src) {
 
 mil_program *mil_program_clone(const mil_program *src) { return ir_program_clone_with(src, src->alloc); }
 
-mil_program *ir_program_clone_with(const mil_program *src, const mil_allocator *alloc) {
+static mil_program *clone(const mil_program *src, const mil_allocator *alloc, bool borrow) {
   cl c = {0};
   c.dst = mil_program_new(alloc);
   if (!c.dst) return NULL;
+  if (borrow && !(ir_intern_seed(c.dst->strs, src->strs) && ir_typetab_seed(c.dst, src))) {
+    mil_program_free(c.dst);
+    return NULL;
+  }
   ir_ptrmap_init(&c.vars);
   mil_program *p = c.dst;
   p->version = src->version;
@@ -179,6 +183,14 @@ mil_program *ir_program_clone_with(const mil_program *src, const mil_allocator *
     return NULL;
   }
   return p;
+}
+
+mil_program *ir_program_clone_with(const mil_program *src, const mil_allocator *alloc) {
+  return clone(src, alloc, false);
+}
+
+mil_program *ir_program_clone_borrowing(const mil_program *src, const mil_allocator *alloc) {
+  return clone(src, alloc, true);
 }
 
 mil_function *mil_program_copy_function(mil_program *dst, const mil_function *src, const char *name) {

@@ -41,6 +41,11 @@ IR_HIDDEN void ir_intern_free(ir_intern *t);
 IR_HIDDEN const char *ir_intern_str(ir_intern *t, const char *s, size_t len);
 /* The interned copy of s, or NULL when s was never interned (no insertion). */
 IR_HIDDEN const char *ir_intern_find(const ir_intern *t, const char *s, size_t len);
+/* Makes the empty table dst hold src's strings, borrowed (src's pointers,
+ * not copies): interning any of them in dst then returns src's pointer.
+ * src's strings must outlive dst. Nothing happens when dst already holds
+ * strings; false on out of memory (dst unchanged). */
+IR_HIDDEN bool ir_intern_seed(ir_intern *dst, const ir_intern *src);
 
 /* ---- ir.c ---- */
 /* Ops reachable from p's functions, counted by walking them (the check of
@@ -54,11 +59,20 @@ IR_HIDDEN void ir_typecount_free(mil_program *p);
 
 /* ---- type.c ---- */
 IR_HIDDEN void ir_typetab_free(mil_program *p);
+/* Makes dst's (empty) tensor type table hold src's type records, borrowed
+ * (as ir_intern_seed: src must outlive dst; its strings must be seeded
+ * into dst too, for the symbols of their dims). false on out of memory. */
+IR_HIDDEN bool ir_typetab_seed(mil_program *dst, const mil_program *src);
 
 /* ---- clone.c ---- */
 /* mil_program_clone with the copy's allocator given (it must outlive the
  * copy; NULL: the default). */
 IR_HIDDEN mil_program *ir_program_clone_with(const mil_program *src, const mil_allocator *alloc);
+/* The same for a copy that src outlives (the interpreter's per-run copies
+ * of its program): the copy borrows src's interned strings and tensor type
+ * records instead of copying them (ir_intern_seed, ir_typetab_seed). src
+ * must not be freed or changed while the copy lives. */
+IR_HIDDEN mil_program *ir_program_clone_borrowing(const mil_program *src, const mil_allocator *alloc);
 
 /* ---- bigval.c: large value buffers apart from the arena ---- */
 #define IR_BIG_MIN ((size_t)16 << 10)

@@ -188,6 +188,23 @@ void mil_program_intern_prefetch(const mil_program *p, const char *s, size_t len
 #endif
 }
 
+bool ir_intern_seed(ir_intern *dst, const ir_intern *src) {
+  if (dst->count || !src->cap) return true;
+  void *block;
+  size_t bytes;
+  intern_slot *ns = table_new(dst, src->cap, &block, &bytes);
+  if (!ns) return false;
+  memcpy(ns, src->slots, src->cap * sizeof *ns);
+  if (dst->block) ir_raw_free(dst->alloc, dst->block, dst->bytes);
+  dst->slots = ns;
+  dst->block = block;
+  dst->bytes = bytes;
+  dst->cap = src->cap;
+  dst->count = src->count;
+  memcpy(dst->recent, src->recent, sizeof dst->recent);
+  return true;
+}
+
 const char *ir_intern_find(const ir_intern *t, const char *s, size_t len) {
   if (!s || !t->cap) return NULL;
   if (len == (size_t)-1) len = strlen(s);

@@ -59,6 +59,26 @@ static bool typetab_grow(mil_program *p, ir_typetab *tt) {
   return true;
 }
 
+bool ir_typetab_seed(mil_program *dst, const mil_program *src) {
+  const ir_typetab *st = src->types;
+  if (!st || !st->cap || (dst->types && dst->types->used)) return true;
+  ir_typetab *tt = dst->types;
+  if (!tt) {
+    tt = ir_raw_alloc(dst->alloc, sizeof *tt);
+    if (!tt) return false;
+    memset(tt, 0, sizeof *tt);
+    dst->types = tt;
+  }
+  const mil_type **ns = ir_raw_alloc(dst->alloc, st->cap * sizeof *ns);
+  if (!ns) return false;
+  memcpy(ns, st->slots, st->cap * sizeof *ns);
+  if (tt->slots) ir_raw_free(dst->alloc, tt->slots, tt->cap * sizeof *tt->slots);
+  tt->slots = ns;
+  tt->cap = st->cap;
+  tt->used = st->used;
+  return true;
+}
+
 void ir_typetab_free(mil_program *p) {
   ir_typetab *tt = p->types;
   if (!tt) return;
@@ -141,19 +161,24 @@ bool mil_tensor_size_ok(mil_dtype dt, int32_t rank, const mil_dim *dims, char *w
 /* The shared record of a tensor type; dims' symbols must be interned. */
 static const mil_type *tensor_type(mil_program *p, mil_dtype dt, int32_t rank, bool is_scalar, const mil_dim *dims) {
   if (rank < -1) return NULL;
-  if (!mil_tensor_size_ok(dt, rank, dims, NULL, 0)) return NULL;
   int32_t n = rank > 0 ? rank : 0;
   ir_typetab *tt = p->types;
   if (!tt) {
+    if (!mil_tensor_size_ok(dt, rank, dims, NULL, 0)) return NULL;
     tt = ir_raw_alloc(p->alloc, sizeof *tt);
     if (!tt) return tensor_new(p, dt, rank, is_scalar, dims);
     memset(tt, 0, sizeof *tt);
     p->types = tt;
   }
-  if ((tt->used + 1) * 2 > tt->cap && !typetab_grow(p, tt)) return tensor_new(p, dt, rank, is_scalar, dims);
+  if ((tt->used + 1) * 2 > tt->cap && !typetab_grow(p, tt)) {
+    if (!mil_tensor_size_ok(dt, rank, dims, NULL, 0)) return NULL;
+    return tensor_new(p, dt, rank, is_scalar, dims);
+  }
   size_t k = (size_t)tensor_key(dt, n, is_scalar, dims) & (tt->cap - 1);
   for (; tt->slots[k]; k = (k + 1) & (tt->cap - 1))
     if (tt->slots[k]->rank == rank && tensor_same(tt->slots[k], dt, n, is_scalar, dims)) return tt->slots[k];
+  /* a new type: its size checked once (the records found above were) */
+  if (!mil_tensor_size_ok(dt, rank, dims, NULL, 0)) return NULL;
   mil_type *t = tensor_new(p, dt, rank, is_scalar, dims);
   if (!t) return NULL;
   tt->slots[k] = t;

@@ -657,7 +657,8 @@ mil_status mil_interp_run(mil_interp *ip, mil_interp_state *state, mil_diag *d) 
   if (!ip->pool) ip->pool = interp_bufpool_new(); /* NULL: the default allocator */
   r.pool = ip->pool;
   interp_bufpool_run_begin(ip->pool);
-  r.prog = ir_program_clone_with(ip->base, ip->pool ? interp_bufpool_allocator(ip->pool) : ip->base->alloc);
+  /* the copy borrows the base's strings and types: the base outlives every run */
+  r.prog = ir_program_clone_borrowing(ip->base, ip->pool ? interp_bufpool_allocator(ip->pool) : ip->base->alloc);
   if (!r.prog) {
     interp_bufpool_run_end(ip->pool);
     return mil_diag_error(d, MIL_ERR_NOMEM, "out of memory copying the program for a run");

@@ -11,7 +11,9 @@
 
 #include <cmocka.h>
 
+#include "core/core_internal.h"
 #include "mil/mil.h"
+#include "mil/text.h"
 
 /* x -> relu -> add(relu, c) ; returns program, fills vars */
 static mil_program *build_small(mil_var **x, mil_op **relu, mil_op **add, mil_op **c) {
@@ -210,6 +212,46 @@ static void test_clone(void **state) {
   assert_int_equal(mil_program_verify(q, &d), MIL_OK);
   mil_diag_clear(&d);
   mil_program_free(q);
+}
+
+/* The interpreter's per-run copy (ir_program_clone_borrowing): it borrows
+ * the source's strings and tensor types (the same pointers), prints as the
+ * source does, and what it interns or makes later stays its own. */
+static void test_clone_borrowing(void **state) {
+  (void)state;
+  mil_var *x;
+  mil_op *relu, *add, *c;
+  mil_program *p = build_small(&x, &relu, &add, &c);
+  mil_program *q = ir_program_clone_borrowing(p, NULL);
+  assert_non_null(q);
+  mil_block *pb = mil_function_body(p->functions[0]), *qb = mil_function_body(q->functions[0]);
+  assert_ptr_equal(qb->first->type, pb->first->type);
+  assert_ptr_equal(qb->first->name, pb->first->name);
+  assert_ptr_equal(qb->first->outputs[0]->type, pb->first->outputs[0]->type);
+  assert_ptr_equal(mil_program_intern(q, "relu", (size_t)-1), pb->first->type);
+  assert_ptr_equal(mil_type_tensor_shape(q, x->type->dtype, x->type->rank, (int64_t[]){x->type->dims[0].size,
+                                         x->type->dims[1].size}), x->type);
+  /* new strings and types of the copy are not the source's */
+  const char *fresh = mil_program_intern(q, "only_in_the_copy", (size_t)-1);
+  assert_non_null(fresh);
+  assert_null(mil_program_find_string(p, "only_in_the_copy", (size_t)-1));
+  const mil_type *t = mil_type_tensor_shape(q, MIL_DT_FP16, 3, (int64_t[]){7, 5, 3});
+  assert_non_null(t);
+  assert_ptr_equal(mil_type_tensor_shape(q, MIL_DT_FP16, 3, (int64_t[]){7, 5, 3}), t);
+  mil_buf a = {0}, b = {0};
+  mil_print_program(p, NULL, &a);
+  mil_print_program(q, NULL, &b);
+  assert_non_null(a.data);
+  assert_string_equal(a.data, b.data);
+  mil_buf_free(&a);
+  mil_buf_free(&b);
+  mil_diag d = {0};
+  assert_int_equal(mil_program_verify(q, &d), MIL_OK);
+  mil_program_free(q); /* the source's strings and types stay */
+  assert_int_equal(mil_program_verify(p, &d), MIL_OK);
+  assert_string_equal(mil_function_body(p->functions[0])->first->type, "relu");
+  mil_diag_clear(&d);
+  mil_program_free(p);
 }
 
 static void test_verify_errors(void **state) {
@@ -588,6 +630,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_build_and_uses), cmocka_unit_test(test_insert_order),
       cmocka_unit_test(test_replace_uses_after), cmocka_unit_test(test_clone),
+      cmocka_unit_test(test_clone_borrowing),
       cmocka_unit_test(test_order_relabel), cmocka_unit_test(test_remove_parts),
       cmocka_unit_test(test_verify_errors), cmocka_unit_test(test_nested_scoping),
       cmocka_unit_test(test_fp16),
