@@ -240,14 +240,6 @@ INTERP_HIDDEN bool interp_bufplan_release(interp_bufplan *pl, void *p);
 /* Whether a plan with its arena is there for the next run. */
 INTERP_HIDDEN bool interp_bufplan_ready(const interp_bufplan *pl);
 
-/* ---- permute.c ---- */
-/* Copies x (shape xs, rank n <= MIL_INTERP_MAX_RANK, elements of es bytes)
- * into dst with its axes permuted: dst axis k is x axis perm[k] (perm a
- * permutation of 0..n-1). dst holds as many elements and does not overlap
- * src. */
-INTERP_HIDDEN void interp_permute(const void *src, void *dst, size_t es, int32_t n, const int64_t *xs,
-                                  const int64_t *perm);
-
 /* ---- linear_dnnl.c ---- */
 /* out (M, N) = x (M, K) times the weight wv, plus bias (N) when not NULL,
  * in fp32, through a cached oneDNN matmul primitive with the weight

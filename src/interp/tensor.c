@@ -49,7 +49,7 @@ static mil_status permute_out(interp_run *r, mil_infer_ctx *c, const mil_value *
   mil_value *out = interp_new_value(r, c->out[0]);
   if (!out) return INTERP_DECLINE;
   if (out->numel != interp_numel(n, vs)) return INTERP_DECLINE;
-  interp_permute(src, mil_value_data_mut(out), es, n, vs, perm);
+  op_transpose_data(mil_value_data_mut(out), src, es, n, vs, perm);
   c->val[0] = out;
   return MIL_OK;
 }
@@ -142,7 +142,7 @@ static mil_status k_batch_to_space(interp_run *r, mil_infer_ctx *c) {
     return interp_nomem(c);
   }
   int64_t vs[6] = {bsh[0], bsh[1], n, xs[1], xs[2], xs[3]}, perm[6] = {2, 3, 4, 0, 5, 1};
-  interp_permute(mil_value_data(x), buf, es, 6, vs, perm);
+  op_transpose_data(buf, mil_value_data(x), es, 6, vs, perm);
   char *d = mil_value_data_mut(out);
   for (int64_t p = 0; p < n * xs[1]; p++)
     for (int64_t h = 0; h < os[2]; h++)

@@ -1,5 +1,6 @@
-/* interp_permute (src/interp/permute.c) against np.transpose by its
- * definition (transpose_ref.h): every permutation of ranks 1-4, shapes with
+/* op_transpose_data (src/ops/tensor_ops_util.c: value inference's and the
+ * interpreter's transpose) against np.transpose by its definition
+ * (transpose_ref.h): every permutation of ranks 1-4, shapes with
  * axes of size 1 (dropped), axes that stay neighbours (merged), sizes
  * that are not multiples of the tile, elements of 1, 2, 4, 8 and 12 bytes
  * (the tiled, the row-copy and the element paths); rank 6 permutations of
@@ -14,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "interp/interp_internal.h"
+#include "ops/tensor_ops_internal.h"
 #include "interp_fixture.h"
 #include "unit/transpose_ref.h"
 
@@ -29,7 +30,7 @@ static void check(int n, const int64_t *xs, size_t es) {
   for (int i = 0; i < n; i++) perm[i] = i;
   do {
     memset(got, 0xA5, bytes);
-    interp_permute(src, got, es, n, xs, perm);
+    op_transpose_data(got, src, es, n, xs, perm);
     naive_transpose(want, src, es, n, xs, perm);
     if (memcmp(got, want, bytes) != 0) {
       char sh[128] = "", pm[128] = "";
@@ -69,7 +70,7 @@ static void test_block_rearrangements(void **state) {
       unsigned char *src = malloc(bytes), *got = malloc(bytes), *want = malloc(bytes);
       assert_non_null(src), assert_non_null(got), assert_non_null(want);
       for (size_t i = 0; i < bytes; i++) src[i] = (unsigned char)(i * 37 + 5);
-      interp_permute(src, got, es, 6, xs, perms[k]);
+      op_transpose_data(got, src, es, 6, xs, perms[k]);
       naive_transpose(want, src, es, 6, xs, perms[k]);
       if (memcmp(got, want, bytes) != 0) fail_msg("perm %d, %zu-byte elements: wrong bytes", k, es);
       free(src), free(got), free(want);
