@@ -59,16 +59,22 @@ static bool typetab_grow(mil_program *p, ir_typetab *tt) {
   return true;
 }
 
+/* p's table, made empty on first use; NULL when out of memory. */
+static ir_typetab *typetab_of(mil_program *p) {
+  if (!p->types) {
+    ir_typetab *tt = ir_raw_alloc(p->alloc, sizeof *tt);
+    if (!tt) return NULL;
+    memset(tt, 0, sizeof *tt);
+    p->types = tt;
+  }
+  return p->types;
+}
+
 bool ir_typetab_seed(mil_program *dst, const mil_program *src) {
   const ir_typetab *st = src->types;
   if (!st || !st->cap || (dst->types && dst->types->used)) return true;
-  ir_typetab *tt = dst->types;
-  if (!tt) {
-    tt = ir_raw_alloc(dst->alloc, sizeof *tt);
-    if (!tt) return false;
-    memset(tt, 0, sizeof *tt);
-    dst->types = tt;
-  }
+  ir_typetab *tt = typetab_of(dst);
+  if (!tt) return false;
   const mil_type **ns = ir_raw_alloc(dst->alloc, st->cap * sizeof *ns);
   if (!ns) return false;
   memcpy(ns, st->slots, st->cap * sizeof *ns);
@@ -162,15 +168,8 @@ bool mil_tensor_size_ok(mil_dtype dt, int32_t rank, const mil_dim *dims, char *w
 static const mil_type *tensor_type(mil_program *p, mil_dtype dt, int32_t rank, bool is_scalar, const mil_dim *dims) {
   if (rank < -1) return NULL;
   int32_t n = rank > 0 ? rank : 0;
-  ir_typetab *tt = p->types;
-  if (!tt) {
-    if (!mil_tensor_size_ok(dt, rank, dims, NULL, 0)) return NULL;
-    tt = ir_raw_alloc(p->alloc, sizeof *tt);
-    if (!tt) return tensor_new(p, dt, rank, is_scalar, dims);
-    memset(tt, 0, sizeof *tt);
-    p->types = tt;
-  }
-  if ((tt->used + 1) * 2 > tt->cap && !typetab_grow(p, tt)) {
+  ir_typetab *tt = typetab_of(p);
+  if (!tt || ((tt->used + 1) * 2 > tt->cap && !typetab_grow(p, tt))) {
     if (!mil_tensor_size_ok(dt, rank, dims, NULL, 0)) return NULL;
     return tensor_new(p, dt, rank, is_scalar, dims);
   }

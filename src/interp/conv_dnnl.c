@@ -1,16 +1,19 @@
 /* conv through oneDNN's convolution primitive (fp32, 1D and 2D, any
  * groups incl. depthwise, strides, dilations and pads, bias), used by conv.c when the
- * build found libdnnl (MIL_HAVE_DNNL) and the weight is a stable buffer of
- * the interpreter (a const, or the cached fp32 copy of an fp16 const).
+ * build found libdnnl (MIL_HAVE_DNNL) and the weight is a const of the
+ * interpreter (fp32, or fp16 / bf16 / fp64 widened for the reorder).
  *
  * The primitive and the weight reordered into the layout oneDNN picks
  * (format_tag any) are made once per interpreter family, kept in its cache
- * keyed by the weight's address, the geometry and the fused activation.
- * Activations stay in plain NCHW at the op boundary. The family's threads
- * execute a cached primitive at once: each call has its own stream, memory
- * objects and scratchpad (user scratchpad mode, the buffer one of the
- * calling interpreter's work buffers), which oneDNN documents as safe for
- * concurrent execution. A conv paired with its activation (fuse.c)
+ * keyed by the const's bytes, the geometry and the fused activation. The
+ * reordered copy is the only one kept: the weight file's pages of the
+ * plain weight are given back once it is made. Activations stay in plain
+ * NCHW at the op boundary. The family's threads execute a cached primitive
+ * at once: each interpreter has its own stream, memory objects (kept by its
+ * pool, interp_dnnl_call_begin) and scratchpad (user scratchpad mode, the
+ * buffer one of its work buffers), which oneDNN documents as safe for
+ * concurrent execution. This file also holds the helpers linear_dnnl.c
+ * shares (dnnl_util.h). A conv paired with its activation (fuse.c)
  * applies it to its output here.
  *
  * oneDNN sums the products in its own order (fp32 accumulation, as the
@@ -92,8 +95,14 @@ static bool make_mems(dnnl_memory_t *m, int n, const dnnl_memory_desc_t *const *
   return true;
 }
 
+static bool set_handles(dnnl_memory_t *m, int n, void *const *data) {
+  for (int i = 0; i < n; i++)
+    if (dnnl_memory_set_data_handle(m[i], data[i]) != dnnl_success) return false;
+  return true;
+}
+
 bool interp_dnnl_call_begin(interp_dnnl_call *c, interp_bufpool *pool, const void *key, int n,
-                            const dnnl_memory_desc_t *const *mds) {
+                            const dnnl_memory_desc_t *const *mds, void *const *data) {
   memset(c, 0, sizeof *c);
   c->n = n;
   c->m = c->own_m;
@@ -115,10 +124,11 @@ bool interp_dnnl_call_begin(interp_dnnl_call *c, interp_bufpool *pool, const voi
   if (cm && cm->n == n) {
     c->st = st;
     c->m = cm->m;
-    return true;
+    return set_handles(c->m, n, data);
   }
   c->own = true; /* this call's own objects */
-  return make_mems(c->own_m, n, mds) && dnnl_stream_create(&c->st, g_engine, dnnl_stream_default_flags) == dnnl_success;
+  return make_mems(c->own_m, n, mds) && set_handles(c->own_m, n, data) &&
+         dnnl_stream_create(&c->st, g_engine, dnnl_stream_default_flags) == dnnl_success;
 }
 
 void interp_dnnl_call_end(interp_dnnl_call *c) {
@@ -157,7 +167,7 @@ bool interp_dnnl_reorder(const dnnl_memory_desc_t *from_md, const void *from, co
 static bool reorder_weight(conv_prim *cp, const dnnl_memory_desc_t *plain, const mil_value *wv) {
   size_t sz = dnnl_memory_desc_get_size(&cp->w_md);
   float *tmp = NULL;
-  const float *w = interp_weight_f32(wv, &tmp);
+  const float *w = interp_f32(NULL, wv, &tmp); /* a copy only when widened */
   cp->w = w ? malloc(sz ? sz : 1) : NULL;
   bool ok = cp->w && interp_dnnl_reorder(plain, w, &cp->w_md, cp->w);
   free(tmp);
@@ -285,11 +295,10 @@ static bool prim_run(const conv_prim *cp, bool cached, interp_bufpool *pool, con
   const dnnl_memory_desc_t *mds[7] = {&cp->src_md,  &cp->w_md,      &cp->dst_md,  &cp->scratch_md,
                                       &cp->bias_md, &cp->src_plain, &cp->dst_plain};
   void *data[7] = {sb ? sbuf : (void *)x, cp->w, db ? dbuf : out, scratch, (void *)bias, (void *)x, out};
-  interp_dnnl_call call;
+  interp_dnnl_call call = {0}; /* call_end is a no-op when begin did not run */
   bool ok = (!cp->scratch_bytes || scratch) && (!sb || sbuf) && (!db || dbuf) &&
-            interp_dnnl_call_begin(&call, pool, cached ? cp : NULL, 7, mds);
+            interp_dnnl_call_begin(&call, pool, cached ? cp : NULL, 7, mds, data);
   dnnl_memory_t *m = call.m;
-  for (int i = 0; ok && i < 7; i++) ok = dnnl_memory_set_data_handle(m[i], data[i]) == dnnl_success;
   if (ok && sb) ok = reorder_run(cp->to_src, call.st, m[5], m[0]);
   if (ok) {
     dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, m[0]},

@@ -20,8 +20,8 @@ INTERP_HIDDEN bool interp_dnnl_reorder(const dnnl_memory_desc_t *from_md, const 
  * key (a cached primitive: it lives as long as the interpreter family),
  * they are the calling interpreter's, made on its first call and kept by
  * its pool (each interpreter runs in one thread at a time); else made for
- * this call and destroyed by interp_dnnl_call_end. The memory objects have
- * no data until set (dnnl_memory_set_data_handle). */
+ * this call and destroyed by interp_dnnl_call_end. Each call points them
+ * at its own buffers (dnnl_memory_set_data_handle). */
 #define INTERP_DNNL_MAX_ARGS 8
 typedef struct interp_dnnl_call {
   dnnl_stream_t st;
@@ -30,11 +30,11 @@ typedef struct interp_dnnl_call {
   bool own; /* made for this call */
   dnnl_memory_t own_m[INTERP_DNNL_MAX_ARGS];
 } interp_dnnl_call;
-/* n (<= INTERP_DNNL_MAX_ARGS) memory objects of the descriptors mds; false
- * on any oneDNN failure or out of memory (interp_dnnl_call_end still to be
- * called). */
+/* n (<= INTERP_DNNL_MAX_ARGS) memory objects of the descriptors mds, object
+ * i over data[i] (NULL: none); false on any oneDNN failure or out of memory
+ * (interp_dnnl_call_end still to be called). */
 INTERP_HIDDEN bool interp_dnnl_call_begin(interp_dnnl_call *c, interp_bufpool *pool, const void *key, int n,
-                                          const dnnl_memory_desc_t *const *mds);
+                                          const dnnl_memory_desc_t *const *mds, void *const *data);
 INTERP_HIDDEN void interp_dnnl_call_end(interp_dnnl_call *c);
 
 #endif

@@ -378,9 +378,6 @@ INTERP_HIDDEN const float *interp_f32(interp_run *r, const mil_value *v, float *
 INTERP_HIDDEN bool interp_weight_stable(interp_run *r, const mil_value *v, int64_t numel);
 /* Writes v's v->numel elements (an fp16, bf16 or fp64 tensor) into f as fp32. */
 INTERP_HIDDEN void interp_widen_f32(const mil_value *v, float *f);
-/* v's elements as fp32 (a float tensor): v's own bytes, or a copy widened
- * into *tmp (the caller frees it; NULL for fp32). NULL when out of memory. */
-INTERP_HIDDEN const float *interp_weight_f32(const mil_value *v, float **tmp);
 /* A new zeroed tensor value of static type t in the run's program. */
 INTERP_HIDDEN mil_value *interp_new_value(interp_run *r, const mil_type *t);
 INTERP_HIDDEN mil_value *interp_new_shape(interp_run *r, mil_dtype dt, int32_t rank, const int64_t *shape,

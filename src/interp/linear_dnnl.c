@@ -1,17 +1,16 @@
 /* Products with a constant weight (linear; matmul whose y is a const with
  * no batch axes) through oneDNN's matmul primitive, used by linear.c when
- * the build found libdnnl (MIL_HAVE_DNNL) and the weight is a stable
- * buffer of the interpreter (a const, or the cached fp32 copy of an fp16
- * const).
+ * the build found libdnnl (MIL_HAVE_DNNL) and the weight is a const of the
+ * interpreter (interp_weight_stable).
  *
  * The primitive and the weight reordered once into the layout oneDNN picks
  * (format_tag any: its brgemm kernels' blocked panels) are kept in the
- * interpreter family's cache, keyed by the weight's address and the
+ * interpreter family's cache, keyed by the const's bytes and the
  * product's sizes: dnnl_sgemm packs the weight into those panels again at
  * every call (measured: 5-15% of a transformer layer's products). The
  * bias is the primitive's (added to each fp32 sum). Several threads may
- * execute one cached primitive at once: each call has its own stream,
- * memory objects and scratchpad (conv_dnnl.c says the same).
+ * execute one cached primitive at once: each interpreter has its own
+ * stream, memory objects and scratchpad (conv_dnnl.c says the same).
  *
  * The packed copy is the only one kept: an fp16 weight is widened for
  * packing into a buffer freed after it (no fp32 copy in the cache), and
@@ -77,7 +76,7 @@ static lin_prim *lin_make(const lin_key *k, const mil_value *wv) {
     lp->scratch_bytes = dnnl_memory_desc_get_size(&lp->scratch_md);
     size_t wb = dnnl_memory_desc_get_size(&lp->w_md);
     float *tmp = NULL;
-    const float *w = interp_weight_f32(wv, &tmp);
+    const float *w = interp_f32(NULL, wv, &tmp); /* a copy only when widened */
     lp->w = malloc(wb ? wb : 1);
     ok = w && lp->w && dnnl_primitive_create(&lp->prim, pd) == dnnl_success &&
          interp_dnnl_reorder(&wplain, w, &lp->w_md, lp->w);
@@ -100,9 +99,8 @@ static bool lin_run(const lin_prim *lp, bool cached, interp_bufpool *pool, const
   /* src, weights, dst, scratchpad, bias */
   const dnnl_memory_desc_t *mds[5] = {&lp->src_md, &lp->w_md, &lp->dst_md, &lp->scratch_md, &lp->bias_md};
   void *data[5] = {(void *)x, lp->w, out, scratch, (void *)bias};
-  interp_dnnl_call call;
-  bool ok = (!lp->scratch_bytes || scratch) && interp_dnnl_call_begin(&call, pool, cached ? lp : NULL, 5, mds);
-  for (int i = 0; ok && i < 5; i++) ok = dnnl_memory_set_data_handle(call.m[i], data[i]) == dnnl_success;
+  interp_dnnl_call call = {0}; /* call_end is a no-op when begin did not run */
+  bool ok = (!lp->scratch_bytes || scratch) && interp_dnnl_call_begin(&call, pool, cached ? lp : NULL, 5, mds, data);
   if (ok) {
     dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, call.m[0]},
                                {DNNL_ARG_WEIGHTS, call.m[1]},

@@ -84,10 +84,10 @@ SM_512 static bool row_avx512(const float *s, float *d, int64_t n) {
   for (j = n / 16 * 16; j + 8 <= n; j += 8)
     for (int k = 0; k < 8; k++) s8[k] += d[j + k];
   for (; j < n; j++) s8[0] += d[j];
-  __m512 inv = _mm512_set1_ps((float)(1.0 / lanes_sum(s8)));
-  for (j = 0; j + 16 <= n; j += 16) _mm512_storeu_ps(d + j, _mm512_mul_ps(_mm512_loadu_ps(d + j), inv));
-  float inv1 = (float)(1.0 / lanes_sum(s8));
-  for (; j < n; j++) d[j] *= inv1;
+  float inv = (float)(1.0 / lanes_sum(s8));
+  __m512 vinv = _mm512_set1_ps(inv);
+  for (j = 0; j + 16 <= n; j += 16) _mm512_storeu_ps(d + j, _mm512_mul_ps(_mm512_loadu_ps(d + j), vinv));
+  for (; j < n; j++) d[j] *= inv;
   return true;
 }
 #endif

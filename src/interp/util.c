@@ -55,15 +55,6 @@ bool interp_weight_stable(interp_run *r, const mil_value *v, int64_t numel) {
          interp_cache_is_stable(r->cache, mil_value_data(v));
 }
 
-const float *interp_weight_f32(const mil_value *v, float **tmp) {
-  *tmp = NULL;
-  if (v->type->dtype == MIL_DT_FP32) return (const float *)mil_value_data(v);
-  float *f = malloc((size_t)v->numel * sizeof *f);
-  if (!f) return NULL;
-  interp_widen_f32(v, f);
-  return *tmp = f;
-}
-
 /* A scratch buffer's header (64 bytes: the floats after it stay aligned
  * as the block is). */
 typedef struct interp_tmp {
